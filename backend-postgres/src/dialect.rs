@@ -1,0 +1,78 @@
+//! How PostgreSQL spells docket's statements.
+
+use docket_core::dialect::{Capabilities, Dialect};
+
+/// The PostgreSQL dialect: `$n` placeholders, double-quoted identifiers, `NULLS LAST`,
+/// `FOR UPDATE SKIP LOCKED`, `ON CONFLICT DO NOTHING`, `UPDATE ... RETURNING`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PgDialect;
+
+impl Dialect for PgDialect {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            skip_locked: true,
+            update_returning: true,
+            transactional_ddl: true,
+        }
+    }
+
+    fn placeholder(&self, n: usize) -> String {
+        format!("${n}")
+    }
+
+    // PostgreSQL sorts NULL first under DESC; docket ranks NULL priority last everywhere.
+    fn desc_nulls_last(&self, column: &str) -> String {
+        format!("{column} DESC NULLS LAST")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use docket_core::dialect::Statements;
+    use docket_core::{OrderingPolicy, TableName};
+
+    #[test]
+    fn due_query_with_priority_is_numbered_and_nulls_last() {
+        let table = TableName::parse("app.jobs").unwrap();
+        let s = Statements::new(
+            &PgDialect,
+            table,
+            OrderingPolicy::priority_then_execution_time(),
+        );
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let r = s.due(now, &["a".into(), "b".into()], 7);
+        assert_eq!(
+            r.sql,
+            "SELECT task_name, task_instance, task_data, execution_time, picked, picked_by, \
+             last_success, last_failure, consecutive_failures, last_heartbeat, version, priority \
+             FROM \"app\".\"jobs\" WHERE picked = $1 AND execution_time <= $2 AND task_name IN ($3, $4) \
+             ORDER BY priority DESC NULLS LAST, execution_time ASC LIMIT $5"
+        );
+        assert_eq!(r.binds.len(), 5);
+    }
+
+    #[test]
+    fn priority_off_never_names_the_priority_column() {
+        let s = Statements::new(
+            &PgDialect,
+            TableName::default(),
+            OrderingPolicy::execution_time(),
+        );
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let names = ["a".to_owned()];
+        for r in [
+            s.due(now, &names, 1),
+            s.lock_and_fetch(now, &names, 1, "me"),
+            s.get(&docket_core::ExecutionKey::new("a", "1")),
+            s.dead(now),
+        ] {
+            assert!(!r.sql.contains("priority"), "{}", r.sql);
+        }
+    }
+}

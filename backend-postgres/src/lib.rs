@@ -1,0 +1,30 @@
+//! # docket-postgres
+//!
+//! The PostgreSQL backend of docket: [`PgDialect`] (how statements are spelled), a
+//! [`PgConnector`] (diesel `PgConnection` + r2d2 pool) under the shared
+//! [`SqlStore`](docket_core::store::sql::SqlStore), and embedded migrations.
+//!
+//! ```no_run
+//! use docket_core::StoreConfig;
+//! let store = docket_postgres::connect("postgres://postgres@127.0.0.1/app", StoreConfig::default())?;
+//! docket_postgres::migrate(&store, None)?;
+//! # Ok::<(), docket_core::StoreError>(())
+//! ```
+
+mod connect;
+mod dialect;
+mod error;
+mod migrate;
+mod store;
+
+pub use connect::{connect, connect_with, PgConnector, PgOptions};
+pub use dialect::PgDialect;
+pub use migrate::{migrate, migration_names};
+
+/// The PostgreSQL store.
+pub type PgStore = docket_core::store::sql::SqlStore<PgConnector>;
+
+/// The README's quickstart, compiled as a doctest so it cannot rot.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,0 +1,152 @@
+//! Runs rendered statements on a `PgConnection`: binds each [`Value`] with its SQL type and
+//! decodes rows into the core model.
+
+use crate::error::db;
+use chrono::{DateTime, Utc};
+use diesel::pg::{Pg, PgConnection};
+use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+use diesel::sql_types::{BigInt, Binary, Bool, Integer, Nullable, SmallInt, Text, Timestamptz};
+use diesel::{QueryableByName, RunQueryDsl};
+use docket_core::dialect::{Rendered, Value};
+use docket_core::store::sql::SqlSession;
+use docket_core::store::{Execution, TaskSummary};
+use docket_core::StoreError;
+
+/// One pooled connection seen as a [`SqlSession`].
+pub(crate) struct PgSession<'c>(pub &'c mut PgConnection);
+
+fn bound(stmt: &Rendered) -> BoxedSqlQuery<'_, Pg, SqlQuery> {
+    let mut q = diesel::sql_query(stmt.sql.as_str()).into_boxed::<Pg>();
+    for value in &stmt.binds {
+        q = match value {
+            Value::Text(v) => q.bind::<Nullable<Text>, _>(v.as_deref()),
+            Value::Bytes(v) => q.bind::<Nullable<Binary>, _>(v.as_deref()),
+            Value::Timestamp(v) => q.bind::<Nullable<Timestamptz>, _>(*v),
+            Value::SmallInt(v) => q.bind::<Nullable<SmallInt>, _>(*v),
+            Value::Int(v) => q.bind::<Integer, _>(*v),
+            Value::BigInt(v) => q.bind::<BigInt, _>(*v),
+            Value::Bool(v) => q.bind::<Bool, _>(*v),
+        };
+    }
+    q
+}
+
+#[derive(QueryableByName)]
+struct BaseRow {
+    #[diesel(sql_type = Text)]
+    task_name: String,
+    #[diesel(sql_type = Text)]
+    task_instance: String,
+    #[diesel(sql_type = Nullable<Binary>)]
+    task_data: Option<Vec<u8>>,
+    #[diesel(sql_type = Timestamptz)]
+    execution_time: DateTime<Utc>,
+    #[diesel(sql_type = Bool)]
+    picked: bool,
+    #[diesel(sql_type = Nullable<Text>)]
+    picked_by: Option<String>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last_success: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last_failure: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Integer)]
+    consecutive_failures: i32,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last_heartbeat: Option<DateTime<Utc>>,
+    #[diesel(sql_type = BigInt)]
+    version: i64,
+}
+
+#[derive(QueryableByName)]
+struct PriorityRow {
+    #[diesel(embed)]
+    base: BaseRow,
+    #[diesel(sql_type = Nullable<SmallInt>)]
+    priority: Option<i16>,
+}
+
+impl BaseRow {
+    fn into_execution(self, priority: Option<i16>) -> Execution {
+        Execution {
+            task_name: self.task_name,
+            task_instance: self.task_instance,
+            task_data: self.task_data,
+            execution_time: self.execution_time,
+            picked: self.picked,
+            picked_by: self.picked_by,
+            last_success: self.last_success,
+            last_failure: self.last_failure,
+            consecutive_failures: self.consecutive_failures,
+            last_heartbeat: self.last_heartbeat,
+            version: self.version,
+            priority,
+        }
+    }
+}
+
+#[derive(QueryableByName)]
+struct SummaryRow {
+    #[diesel(sql_type = Text)]
+    task_name: String,
+    #[diesel(sql_type = BigInt)]
+    total: i64,
+    #[diesel(sql_type = BigInt)]
+    picked: i64,
+    #[diesel(sql_type = BigInt)]
+    failing: i64,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    next_execution_time: Option<DateTime<Utc>>,
+}
+
+#[derive(QueryableByName)]
+struct NameRow {
+    #[diesel(sql_type = Text)]
+    name: String,
+}
+
+impl SqlSession for PgSession<'_> {
+    fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError> {
+        let n = bound(stmt).execute(self.0).map_err(db)?;
+        Ok(n as u64)
+    }
+
+    fn query_executions(
+        &mut self,
+        stmt: &Rendered,
+        with_priority: bool,
+    ) -> Result<Vec<Execution>, StoreError> {
+        let q = bound(stmt);
+        Ok(if with_priority {
+            q.load::<PriorityRow>(self.0)
+                .map_err(db)?
+                .into_iter()
+                .map(|r| r.base.into_execution(r.priority))
+                .collect()
+        } else {
+            q.load::<BaseRow>(self.0)
+                .map_err(db)?
+                .into_iter()
+                .map(|r| r.into_execution(None))
+                .collect()
+        })
+    }
+
+    fn query_summaries(&mut self, stmt: &Rendered) -> Result<Vec<TaskSummary>, StoreError> {
+        let rows = bound(stmt).load::<SummaryRow>(self.0).map_err(db)?;
+        Ok(rows
+            .into_iter()
+            .map(|r| TaskSummary {
+                task_name: r.task_name,
+                total: r.total,
+                picked: r.picked,
+                failing: r.failing,
+                next_execution_time: r.next_execution_time,
+            })
+            .collect())
+    }
+
+    fn query_strings(&mut self, stmt: &Rendered) -> Result<Vec<String>, StoreError> {
+        let rows = bound(stmt).load::<NameRow>(self.0).map_err(db)?;
+        Ok(rows.into_iter().map(|r| r.name).collect())
+    }
+}

@@ -1,0 +1,123 @@
+//! A real scheduler: worker threads, polling, the system clock.
+
+use super::{strings, WORK};
+use crate::harness::{Ctx, Harness, Toggle};
+use chrono::Duration;
+use docket_core::store::ListFilter;
+use docket_core::{PollingStrategy, Schedule, Scheduler, SystemClock, Task};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
+use std::time::{Duration as StdDuration, Instant};
+
+/// Upper bound for anything a running scheduler must do in these tests.
+const PATIENCE: StdDuration = StdDuration::from_secs(30);
+
+fn collect(rx: &Receiver<String>, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + PATIENCE;
+    let mut got = Vec::new();
+    while got.len() < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(id) => got.push(id),
+            Err(_) => panic!(
+                "only {} of {n} executions ran within {PATIENCE:?}: {got:?}",
+                got.len()
+            ),
+        }
+    }
+    got
+}
+
+fn run_real_scheduler(ctx: &Ctx, polling: PollingStrategy) {
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let job = Task::one_time(WORK, move |e, _| {
+        tx.lock().unwrap().send(e.task_instance.clone()).ok();
+        Ok(())
+    });
+    let beats = Arc::new(AtomicUsize::new(0));
+    let (beat_tx, beat_rx) = mpsc::channel();
+    let beat_tx = std::sync::Mutex::new(beat_tx);
+    let counter = Arc::clone(&beats);
+    let beat = Task::recurring(
+        "beat",
+        Schedule::fixed_delay(Duration::milliseconds(100)).unwrap(),
+        move |_, _| {
+            let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+            beat_tx.lock().unwrap().send(n.to_string()).ok();
+            Ok(())
+        },
+    );
+    let scheduler = ctx
+        .scheduler("e2e", polling)
+        .clock(Arc::new(SystemClock))
+        .tasks([job, beat])
+        .build()
+        .unwrap();
+    scheduler.start().unwrap();
+    let soon = chrono::Utc::now() + Duration::milliseconds(300);
+    let instances = (0..40).map(|i| {
+        let instance = WORK.instance(format!("{i:02}")).priority((i % 5) as i16);
+        if i % 4 == 0 {
+            instance.scheduled_to(soon)
+        } else {
+            instance
+        }
+    });
+    scheduler.client().schedule_batch(instances).unwrap();
+    let mut ran = collect(&rx, 40);
+    collect(&beat_rx, 3);
+    assert!(scheduler.stop(), "stopped within the max wait");
+    ran.sort();
+    let expected: Vec<String> = (0..40).map(|i| format!("{i:02}")).collect();
+    assert_eq!(ran, expected, "every one-time execution ran exactly once");
+    let left = ctx.client().list_scheduled(&ListFilter::default()).unwrap();
+    assert_eq!(
+        super::ids(&left),
+        strings(&["recurring"]),
+        "only the recurring execution remains"
+    );
+    assert!(!left[0].picked, "released at shutdown");
+}
+
+/// End to end with fetch-and-lock-on-execute.
+pub fn end_to_end_fetch(h: &dyn Harness, t: Toggle) {
+    run_real_scheduler(&Ctx::new(h, t), PollingStrategy::fetch());
+}
+
+/// End to end with lock-and-fetch.
+pub fn end_to_end_lock_and_fetch(h: &dyn Harness, t: Toggle) {
+    run_real_scheduler(&Ctx::new(h, t), PollingStrategy::lock_and_fetch());
+}
+
+/// Scheduling a due execution through the scheduler's client wakes the poller at once, even
+/// with an hour-long polling interval.
+pub fn client_wakes_scheduler(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let job = Task::one_time(WORK, move |e, _| {
+        tx.lock().unwrap().send(e.task_instance.clone()).ok();
+        Ok(())
+    });
+    let scheduler: Scheduler = ctx
+        .scheduler("waker", PollingStrategy::lock_and_fetch())
+        .clock(Arc::new(SystemClock))
+        .config(docket_core::SchedulerConfig {
+            threads: 2,
+            polling: PollingStrategy::lock_and_fetch(),
+            polling_interval: StdDuration::from_secs(3600),
+            scheduler_name: "waker".into(),
+            ..Default::default()
+        })
+        .task(job)
+        .build()
+        .unwrap();
+    scheduler.start().unwrap();
+    // Let the first (empty) poll pass, so only a wake-up can find the new execution.
+    std::thread::sleep(StdDuration::from_millis(200));
+    scheduler.client().schedule(WORK.instance("now")).unwrap();
+    assert_eq!(collect(&rx, 1), strings(&["now"]));
+    assert!(scheduler.stop());
+}

@@ -1,0 +1,72 @@
+//! # docket-compat-tests
+//!
+//! One compatibility suite, written once against [`harness::Harness`] and instantiated per
+//! backend and per priority toggle by [`compat_suite!`], so test names read
+//! `postgres::priority_on::due_order_reference`.
+//!
+//! Servers come from `DOCKET_<BACKEND>_URL`, else a throwaway server started from local binaries
+//! ([`servers`]). When neither exists, every test of that backend fails with `NOT RUN: ...`:
+//! a missing server is never reported as a pass.
+
+pub mod backends;
+pub mod cases;
+pub mod harness;
+pub mod servers;
+
+pub use harness::{Ctx, Harness, Space, Toggle};
+
+/// Instantiates the whole suite for one harness, once per priority toggle.
+#[macro_export]
+macro_rules! compat_suite {
+    ($harness:expr) => {
+        /// The suite with the priority toggle off.
+        mod priority_off {
+            $crate::compat_cases!($harness, $crate::Toggle::Off);
+        }
+        /// The suite with the priority toggle on.
+        mod priority_on {
+            $crate::compat_cases!($harness, $crate::Toggle::On);
+        }
+    };
+}
+
+/// The list of cases: every function here runs for every backend and toggle.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! compat_cases {
+    ($harness:expr, $toggle:expr) => {
+        $crate::compat_cases!(@each $harness, $toggle;
+            crud_round_trip,
+            schedule_if_not_exists_and_replace,
+            batch_is_all_or_nothing,
+            due_order_reference,
+            due_order_null_priority_last,
+            due_excludes_future_and_picked,
+            fetch_claim_is_optimistic,
+            lock_and_fetch_claims_in_order,
+            concurrent_fetch_claimers_never_double_claim,
+            concurrent_lock_and_fetch_claimers_never_double_claim,
+            heartbeat_and_dead_detection,
+            revived_execution_fences_old_owner,
+            recurring_runs_repeatedly_and_exists_once,
+            retry_backoff_and_max_retries,
+            panicking_handler_is_a_failure,
+            undeserializable_data_fails_only_that_execution,
+            unknown_tasks_are_left_alone,
+            summary_and_failing_list,
+            timestamps_round_trip,
+            schema_with_only_base_migration,
+            end_to_end_fetch,
+            end_to_end_lock_and_fetch,
+            client_wakes_scheduler,
+        );
+    };
+    (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::cases::$case(&$harness, $toggle);
+            }
+        )*
+    };
+}

@@ -1,0 +1,6 @@
+//! The compatibility suite, instantiated per backend: `postgres::priority_on::due_order_reference`.
+
+/// PostgreSQL: `DOCKET_POSTGRES_URL`, else a throwaway server from local binaries.
+mod postgres {
+    docket_compat_tests::compat_suite!(docket_compat_tests::backends::Postgres);
+}

@@ -1,0 +1,66 @@
+//! SQL dialects. A [`Dialect`] states the few facts in which databases differ (placeholders,
+//! quoting, limits, NULL ordering, the skip-locked idiom, insert-if-absent); the statements
+//! themselves are rendered once, in [`statements`], from those facts.
+
+pub mod statements;
+pub mod writer;
+
+pub use statements::{Column, Statements};
+pub use writer::{Rendered, SqlWriter, Value};
+
+/// What a backend can do, stated once as data. Code asks these, never a backend's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `SELECT ... FOR UPDATE SKIP LOCKED` (or an equivalent hint) exists.
+    pub skip_locked: bool,
+    /// `UPDATE ... RETURNING` (or `OUTPUT`) returns the claimed rows in one statement.
+    pub update_returning: bool,
+    /// Transactional DDL (a failed migration leaves nothing behind).
+    pub transactional_ddl: bool,
+}
+
+/// One SQL dialect. Defaults are ANSI-ish; backends override only what differs.
+pub trait Dialect: Send + Sync + std::fmt::Debug {
+    /// Short backend name, e.g. `postgres`.
+    fn name(&self) -> &'static str;
+
+    /// Everything the backend can do.
+    fn capabilities(&self) -> Capabilities;
+
+    /// The placeholder for the `n`-th bind (1-based). Default `?`.
+    fn placeholder(&self, _n: usize) -> String {
+        "?".to_owned()
+    }
+
+    /// Quotes a validated identifier part. Default: ANSI double quotes.
+    fn quote_ident(&self, ident: &str) -> String {
+        format!("\"{ident}\"")
+    }
+
+    /// Appends a row limit for a query (after `ORDER BY`). Default: `LIMIT ?`.
+    fn limit(&self, w: &mut SqlWriter<'_>, n: i64) {
+        w.push(" LIMIT ").bind(n);
+    }
+
+    /// `column DESC` with NULLs after every value. Default: plain `DESC`, right where NULL
+    /// sorts lowest (MySQL, SQLite, SQL Server); PostgreSQL and Oracle override it.
+    fn desc_nulls_last(&self, column: &str) -> String {
+        format!("{column} DESC")
+    }
+
+    /// The row-lock clause for claiming due rows without waiting on other claimers.
+    fn skip_locked_clause(&self) -> &'static str {
+        " FOR UPDATE SKIP LOCKED"
+    }
+
+    /// Clause appended to an `INSERT` so an existing `(task_name, task_instance)` is left alone
+    /// and reported as zero rows inserted. Default: `ON CONFLICT ... DO NOTHING`.
+    fn insert_if_absent_suffix(&self) -> &'static str {
+        " ON CONFLICT (task_name, task_instance) DO NOTHING"
+    }
+
+    /// SQL expression for the connection's current schema, for catalogue look-ups.
+    fn current_schema(&self) -> &'static str {
+        "current_schema()"
+    }
+}

@@ -1,0 +1,394 @@
+//! Every statement a store needs, rendered once for any [`Dialect`].
+//!
+//! The priority toggle is applied here and nowhere else: with priority off no statement names
+//! the `priority` column, so a table without migration `0002_priority` keeps working.
+
+use super::{Dialect, Rendered, SqlWriter, Value};
+use crate::ident::TableName;
+use crate::ordering::{OrderingPolicy, PrimaryOrder};
+use crate::store::{Changes, ExecutionKey, Guard, ListFilter, NewExecution, PickChange};
+use chrono::{DateTime, Utc};
+
+/// The columns of the executions table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Column {
+    TaskName,
+    TaskInstance,
+    TaskData,
+    ExecutionTime,
+    Picked,
+    PickedBy,
+    LastSuccess,
+    LastFailure,
+    ConsecutiveFailures,
+    LastHeartbeat,
+    Version,
+    Priority,
+}
+
+impl Column {
+    /// Every column except `priority`, in select-list order.
+    pub const BASE: [Column; 11] = [
+        Column::TaskName,
+        Column::TaskInstance,
+        Column::TaskData,
+        Column::ExecutionTime,
+        Column::Picked,
+        Column::PickedBy,
+        Column::LastSuccess,
+        Column::LastFailure,
+        Column::ConsecutiveFailures,
+        Column::LastHeartbeat,
+        Column::Version,
+    ];
+
+    /// The column's SQL name (a fixed lowercase identifier, never user input).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Column::TaskName => "task_name",
+            Column::TaskInstance => "task_instance",
+            Column::TaskData => "task_data",
+            Column::ExecutionTime => "execution_time",
+            Column::Picked => "picked",
+            Column::PickedBy => "picked_by",
+            Column::LastSuccess => "last_success",
+            Column::LastFailure => "last_failure",
+            Column::ConsecutiveFailures => "consecutive_failures",
+            Column::LastHeartbeat => "last_heartbeat",
+            Column::Version => "version",
+            Column::Priority => "priority",
+        }
+    }
+}
+
+/// Renders the executions-table statements of one dialect, table and ordering policy.
+#[derive(Debug, Clone)]
+pub struct Statements<'d> {
+    dialect: &'d dyn Dialect,
+    table: TableName,
+    policy: OrderingPolicy,
+}
+
+impl<'d> Statements<'d> {
+    /// Statements for `table` under `policy`.
+    pub fn new(dialect: &'d dyn Dialect, table: TableName, policy: OrderingPolicy) -> Self {
+        Self {
+            dialect,
+            table,
+            policy,
+        }
+    }
+
+    /// The ordering policy in force.
+    pub fn policy(&self) -> &OrderingPolicy {
+        &self.policy
+    }
+
+    /// The table.
+    pub fn table(&self) -> &TableName {
+        &self.table
+    }
+
+    /// The columns statements read and write: all base columns, plus `priority` when on.
+    pub fn columns(&self) -> Vec<Column> {
+        let mut cols = Column::BASE.to_vec();
+        if self.policy.priority {
+            cols.push(Column::Priority);
+        }
+        cols
+    }
+
+    fn select_list(&self) -> String {
+        let names: Vec<_> = self.columns().iter().map(|c| c.name()).collect();
+        names.join(", ")
+    }
+
+    fn writer(&self) -> SqlWriter<'d> {
+        SqlWriter::new(self.dialect)
+    }
+
+    fn select_from(&self) -> SqlWriter<'d> {
+        let mut w = self.writer();
+        w.push("SELECT ")
+            .push(&self.select_list())
+            .push(" FROM ")
+            .table(&self.table);
+        w
+    }
+
+    /// `ORDER BY` for hand-out order: priority (NULL last) when on, then the primary order.
+    pub fn order_by(&self) -> String {
+        let mut keys = Vec::new();
+        if self.policy.priority {
+            keys.push(self.dialect.desc_nulls_last(Column::Priority.name()));
+        }
+        match self.policy.primary {
+            PrimaryOrder::ExecutionTime => keys.push("execution_time ASC".to_owned()),
+        }
+        format!(" ORDER BY {}", keys.join(", "))
+    }
+
+    fn where_key(w: &mut SqlWriter<'_>, key: &ExecutionKey) {
+        w.push(" WHERE task_name = ")
+            .bind(key.task_name.as_str())
+            .push(" AND task_instance = ")
+            .bind(key.task_instance.as_str());
+    }
+
+    fn guard(w: &mut SqlWriter<'_>, guard: Guard) {
+        match guard {
+            Guard::Any => {}
+            Guard::Version(v) => {
+                w.push(" AND version = ").bind(v);
+            }
+            Guard::Unpicked => {
+                w.push(" AND picked = ").bind(false);
+            }
+        }
+    }
+
+    /// Inserts one execution unless its `(task_name, task_instance)` exists (0 rows then).
+    pub fn insert(&self, e: &NewExecution) -> Rendered {
+        let mut cols = vec![
+            (Column::TaskName, Value::from(e.task_name.as_str())),
+            (Column::TaskInstance, Value::from(e.task_instance.as_str())),
+            (Column::TaskData, Value::Bytes(e.task_data.clone())),
+            (Column::ExecutionTime, Value::from(e.execution_time)),
+            (Column::Picked, Value::Bool(false)),
+            (Column::ConsecutiveFailures, Value::Int(0)),
+            (Column::Version, Value::BigInt(1)),
+        ];
+        if self.policy.priority {
+            cols.push((Column::Priority, Value::SmallInt(e.priority)));
+        }
+        let names: Vec<_> = cols.iter().map(|(c, _)| c.name()).collect();
+        let mut w = self.writer();
+        w.push("INSERT INTO ")
+            .table(&self.table)
+            .push(" (")
+            .push(&names.join(", "))
+            .push(") VALUES ")
+            .bind_list(cols.into_iter().map(|(_, v)| v))
+            .push(self.dialect.insert_if_absent_suffix());
+        w.finish()
+    }
+
+    /// One execution by key.
+    pub fn get(&self, key: &ExecutionKey) -> Rendered {
+        let mut w = self.select_from();
+        Self::where_key(&mut w, key);
+        w.finish()
+    }
+
+    fn where_due(&self, w: &mut SqlWriter<'_>, now: DateTime<Utc>, task_names: &[String]) {
+        w.push(" WHERE picked = ")
+            .bind(false)
+            .push(" AND execution_time <= ")
+            .bind(now)
+            .push(" AND task_name IN ")
+            .bind_list(task_names.iter().map(String::as_str));
+    }
+
+    /// Due, unclaimed executions of the given tasks, in hand-out order
+    /// (fetch-and-lock-on-execute reads these, then claims each with [`Statements::update`]).
+    pub fn due(&self, now: DateTime<Utc>, task_names: &[String], limit: i64) -> Rendered {
+        let mut w = self.select_from();
+        self.where_due(&mut w, now, task_names);
+        w.push(&self.order_by());
+        self.dialect.limit(&mut w, limit);
+        w.finish()
+    }
+
+    /// Claims up to `limit` due executions in one statement, skipping rows other claimers
+    /// hold: `UPDATE ... WHERE (key) IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING ...`.
+    /// The returned rows come back unordered; callers sort them with the policy.
+    pub fn lock_and_fetch(
+        &self,
+        now: DateTime<Utc>,
+        task_names: &[String],
+        limit: i64,
+        picked_by: &str,
+    ) -> Rendered {
+        let mut w = self.writer();
+        w.push("UPDATE ")
+            .table(&self.table)
+            .push(" SET picked = ")
+            .bind(true)
+            .push(", picked_by = ")
+            .bind(picked_by)
+            .push(", last_heartbeat = ")
+            .bind(now)
+            .push(", version = version + 1 WHERE (task_name, task_instance) IN (SELECT task_name, task_instance FROM ")
+            .table(&self.table);
+        self.where_due(&mut w, now, task_names);
+        w.push(&self.order_by());
+        self.dialect.limit(&mut w, limit);
+        w.push(self.dialect.skip_locked_clause())
+            .push(") RETURNING ")
+            .push(&self.select_list());
+        w.finish()
+    }
+
+    /// Changes one execution, guarded, bumping `version` (the fencing token).
+    pub fn update(&self, key: &ExecutionKey, guard: Guard, changes: &Changes) -> Rendered {
+        let mut sets: Vec<(Column, Value)> = Vec::new();
+        match &changes.pick {
+            Some(PickChange::Claim { by, at }) => {
+                sets.push((Column::Picked, Value::Bool(true)));
+                sets.push((Column::PickedBy, Value::Text(Some(by.clone()))));
+                sets.push((Column::LastHeartbeat, Value::Timestamp(Some(*at))));
+            }
+            Some(PickChange::Release) => {
+                sets.push((Column::Picked, Value::Bool(false)));
+                sets.push((Column::PickedBy, Value::Text(None)));
+                sets.push((Column::LastHeartbeat, Value::Timestamp(None)));
+            }
+            None => {}
+        }
+        if let Some(t) = changes.execution_time {
+            sets.push((Column::ExecutionTime, Value::from(t)));
+        }
+        if let Some(data) = &changes.data {
+            sets.push((Column::TaskData, Value::Bytes(data.clone())));
+        }
+        if let Some(t) = changes.last_success {
+            sets.push((Column::LastSuccess, Value::from(t)));
+        }
+        if let Some(t) = changes.last_failure {
+            sets.push((Column::LastFailure, Value::from(t)));
+        }
+        if let Some(n) = changes.consecutive_failures {
+            sets.push((Column::ConsecutiveFailures, Value::Int(n)));
+        }
+        if let (true, Some(p)) = (self.policy.priority, changes.priority) {
+            sets.push((Column::Priority, Value::SmallInt(p)));
+        }
+        let mut w = self.writer();
+        w.push("UPDATE ").table(&self.table).push(" SET ");
+        for (col, value) in sets {
+            w.push(col.name()).push(" = ").bind(value).push(", ");
+        }
+        w.push("version = version + 1");
+        Self::where_key(&mut w, key);
+        Self::guard(&mut w, guard);
+        w.finish()
+    }
+
+    /// Records a heartbeat of a picked execution; the version is the guard, not bumped.
+    pub fn heartbeat(&self, key: &ExecutionKey, version: i64, now: DateTime<Utc>) -> Rendered {
+        let mut w = self.writer();
+        w.push("UPDATE ")
+            .table(&self.table)
+            .push(" SET last_heartbeat = ")
+            .bind(now);
+        Self::where_key(&mut w, key);
+        w.push(" AND picked = ").bind(true);
+        Self::guard(&mut w, Guard::Version(version));
+        w.finish()
+    }
+
+    /// Removes one execution, guarded.
+    pub fn delete(&self, key: &ExecutionKey, guard: Guard) -> Rendered {
+        let mut w = self.writer();
+        w.push("DELETE FROM ").table(&self.table);
+        Self::where_key(&mut w, key);
+        Self::guard(&mut w, guard);
+        w.finish()
+    }
+
+    /// Picked executions whose last heartbeat is at or before `older_than`.
+    pub fn dead(&self, older_than: DateTime<Utc>) -> Rendered {
+        let mut w = self.select_from();
+        w.push(" WHERE picked = ")
+            .bind(true)
+            .push(" AND last_heartbeat <= ")
+            .bind(older_than)
+            .push(" ORDER BY last_heartbeat ASC");
+        w.finish()
+    }
+
+    /// Executions matching `filter`, in hand-out order.
+    pub fn list(&self, filter: &ListFilter) -> Rendered {
+        let mut w = self.select_from();
+        w.push(" WHERE 1 = 1");
+        if let Some(task) = &filter.task_name {
+            w.push(" AND task_name = ").bind(task.as_str());
+        }
+        if let Some(picked) = filter.picked {
+            w.push(" AND picked = ").bind(picked);
+        }
+        if filter.failing_only {
+            w.push(" AND consecutive_failures > ").bind(0i32);
+        }
+        w.push(&self.order_by());
+        if let Some(limit) = filter.limit {
+            self.dialect.limit(&mut w, limit);
+        }
+        w.finish()
+    }
+
+    /// Per task: total, picked, failing, earliest execution time.
+    pub fn summary(&self) -> Rendered {
+        let mut w = self.writer();
+        w.push("SELECT task_name, COUNT(*) AS total, SUM(CASE WHEN picked = ")
+            .bind(true)
+            .push(" THEN 1 ELSE 0 END) AS picked, SUM(CASE WHEN consecutive_failures > ")
+            .bind(0i32)
+            .push(
+                " THEN 1 ELSE 0 END) AS failing, MIN(execution_time) AS next_execution_time FROM ",
+            )
+            .table(&self.table)
+            .push(" GROUP BY task_name ORDER BY task_name");
+        w.finish()
+    }
+
+    fn where_unknown(w: &mut SqlWriter<'_>, known: &[String]) {
+        w.push(" WHERE 1 = 1");
+        if !known.is_empty() {
+            w.push(" AND task_name NOT IN ")
+                .bind_list(known.iter().map(String::as_str));
+        }
+    }
+
+    /// Distinct task names present in the table that are not in `known`.
+    pub fn unresolved_names(&self, known: &[String]) -> Rendered {
+        let mut w = self.writer();
+        w.push("SELECT DISTINCT task_name AS name FROM ")
+            .table(&self.table);
+        Self::where_unknown(&mut w, known);
+        w.push(" ORDER BY task_name");
+        w.finish()
+    }
+
+    /// Deletes unpicked executions of unknown tasks that were due before `before`.
+    pub fn delete_unresolved(&self, known: &[String], before: DateTime<Utc>) -> Rendered {
+        let mut w = self.writer();
+        w.push("DELETE FROM ").table(&self.table);
+        Self::where_unknown(&mut w, known);
+        w.push(" AND picked = ")
+            .bind(false)
+            .push(" AND execution_time < ")
+            .bind(before);
+        w.finish()
+    }
+
+    /// One row if `column` exists on the table, none otherwise.
+    pub fn column_exists(&self, column: &str) -> Rendered {
+        let mut w = self.writer();
+        w.push("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ");
+        match self.table.schema() {
+            Some(schema) => {
+                w.bind(schema);
+            }
+            None => {
+                w.push(self.dialect.current_schema());
+            }
+        }
+        w.push(" AND table_name = ")
+            .bind(self.table.table())
+            .push(" AND column_name = ")
+            .bind(column);
+        w.finish()
+    }
+}

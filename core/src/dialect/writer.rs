@@ -1,0 +1,133 @@
+//! The SQL writer: collects text and bind values together, so placeholders are numbered by the
+//! dialect and can never drift from the values they stand for.
+
+use super::Dialect;
+use crate::ident::TableName;
+use chrono::{DateTime, Utc};
+
+/// A bind value. Nullable variants carry their SQL type even when NULL.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Text (`VARCHAR`/`TEXT`).
+    Text(Option<String>),
+    /// Bytes (`BYTEA`/`BLOB`/`VARBINARY`).
+    Bytes(Option<Vec<u8>>),
+    /// A UTC instant with microsecond precision.
+    Timestamp(Option<DateTime<Utc>>),
+    /// 16-bit integer (`priority`).
+    SmallInt(Option<i16>),
+    /// 32-bit integer.
+    Int(i32),
+    /// 64-bit integer (`version`, limits).
+    BigInt(i64),
+    /// Boolean.
+    Bool(bool),
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Self {
+        Value::Text(Some(v.to_owned()))
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Self {
+        Value::Text(Some(v))
+    }
+}
+impl From<DateTime<Utc>> for Value {
+    fn from(v: DateTime<Utc>) -> Self {
+        Value::Timestamp(Some(v))
+    }
+}
+impl From<bool> for Value {
+    fn from(v: bool) -> Self {
+        Value::Bool(v)
+    }
+}
+impl From<i64> for Value {
+    fn from(v: i64) -> Self {
+        Value::BigInt(v)
+    }
+}
+impl From<i32> for Value {
+    fn from(v: i32) -> Self {
+        Value::Int(v)
+    }
+}
+
+/// A rendered statement: SQL text with dialect placeholders, and the values in bind order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// The SQL text.
+    pub sql: String,
+    /// Values for the placeholders, in order.
+    pub binds: Vec<Value>,
+}
+
+/// Builds one statement for one dialect.
+pub struct SqlWriter<'d> {
+    dialect: &'d dyn Dialect,
+    sql: String,
+    binds: Vec<Value>,
+}
+
+impl<'d> SqlWriter<'d> {
+    /// An empty statement.
+    pub fn new(dialect: &'d dyn Dialect) -> Self {
+        Self {
+            dialect,
+            sql: String::with_capacity(256),
+            binds: Vec::new(),
+        }
+    }
+
+    /// The dialect being written.
+    pub fn dialect(&self) -> &'d dyn Dialect {
+        self.dialect
+    }
+
+    /// Appends SQL text written by docket itself (never user input).
+    pub fn push(&mut self, sql: &str) -> &mut Self {
+        self.sql.push_str(sql);
+        self
+    }
+
+    /// Appends a placeholder and records its value.
+    pub fn bind(&mut self, value: impl Into<Value>) -> &mut Self {
+        self.binds.push(value.into());
+        let placeholder = self.dialect.placeholder(self.binds.len());
+        self.sql.push_str(&placeholder);
+        self
+    }
+
+    /// Appends `(?, ?, ...)`, one placeholder per value.
+    pub fn bind_list<V: Into<Value>>(&mut self, values: impl IntoIterator<Item = V>) -> &mut Self {
+        self.push("(");
+        for (i, v) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.push(", ");
+            }
+            self.bind(v);
+        }
+        self.push(")")
+    }
+
+    /// Appends a validated table name, quoted by the dialect.
+    pub fn table(&mut self, table: &TableName) -> &mut Self {
+        if let Some(schema) = table.schema() {
+            let quoted = self.dialect.quote_ident(schema);
+            self.sql.push_str(&quoted);
+            self.sql.push('.');
+        }
+        let quoted = self.dialect.quote_ident(table.table());
+        self.push(&quoted)
+    }
+
+    /// Finishes the statement.
+    pub fn finish(self) -> Rendered {
+        Rendered {
+            sql: self.sql,
+            binds: self.binds,
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Typed errors. Stores return [`StoreError`]; the scheduler and client return [`DocketError`].
+
+use thiserror::Error;
+
+/// What a store (a backend) can report. Backends map their driver errors onto these variants in
+/// their own `error.rs`, so the engine and the shared test suite never see a driver type.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// The schema lacks a migration the configured features need.
+    #[error("the table {table} lacks migration {name}: run it (e.g. `docket migrate`) before enabling {feature}")]
+    MissingMigration {
+        /// Table that was checked.
+        table: String,
+        /// Name of the migration that adds what is missing, e.g. `0002_priority`.
+        name: &'static str,
+        /// The feature that needs it, e.g. `priority`.
+        feature: &'static str,
+    },
+    /// The backend cannot do what was asked (a capability it lacks).
+    #[error("{backend} does not support {capability}")]
+    Unsupported {
+        /// Backend name.
+        backend: &'static str,
+        /// The missing capability.
+        capability: &'static str,
+    },
+    /// Could not get a connection (server down, pool exhausted, bad URL).
+    #[error("connection failed: {0}")]
+    Connection(String),
+    /// The database rejected a statement or the driver failed.
+    #[error("database error: {0}")]
+    Database(String),
+    /// A stored value could not be turned into the model (e.g. out-of-range number).
+    #[error("invalid stored value in column {column}: {reason}")]
+    Decode {
+        /// Column name.
+        column: &'static str,
+        /// Why decoding failed.
+        reason: String,
+    },
+}
+
+/// Errors of the client API and the scheduler.
+#[derive(Debug, Error)]
+pub enum DocketError {
+    /// A store operation failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A table name (or other identifier) failed validation.
+    #[error("invalid identifier {value:?}: {reason}")]
+    InvalidIdentifier {
+        /// The rejected input.
+        value: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+    /// A task name the scheduler does not know.
+    #[error("unknown task {0:?}: register it with the scheduler before use")]
+    UnknownTask(String),
+    /// An empty or over-long task name or instance id.
+    #[error("invalid {what} {value:?}: {reason}")]
+    InvalidName {
+        /// "task name" or "instance id".
+        what: &'static str,
+        /// The rejected input.
+        value: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+    /// Task data could not be serialized or deserialized.
+    #[error("task data for {task}/{instance} could not be (de)serialized: {reason}")]
+    Data {
+        /// Task name.
+        task: String,
+        /// Instance id.
+        instance: String,
+        /// serde's message.
+        reason: String,
+    },
+    /// A cron expression did not parse.
+    #[error("invalid cron expression {expression:?}: {reason}")]
+    InvalidCron {
+        /// The expression.
+        expression: String,
+        /// The parser's message.
+        reason: String,
+    },
+    /// A configuration value is out of range.
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+    /// The execution does not exist.
+    #[error("no execution {task}/{instance}")]
+    NotFound {
+        /// Task name.
+        task: String,
+        /// Instance id.
+        instance: String,
+    },
+    /// The execution is currently picked by a scheduler and cannot be changed by the client.
+    #[error("execution {task}/{instance} is running (picked by {picked_by:?}); it cannot be changed now")]
+    Running {
+        /// Task name.
+        task: String,
+        /// Instance id.
+        instance: String,
+        /// Who holds it.
+        picked_by: Option<String>,
+    },
+    /// The scheduler is already running or has been shut down.
+    #[error("scheduler state: {0}")]
+    State(&'static str),
+}
+
+/// Shorthand for results of the client API and scheduler.
+pub type Result<T, E = DocketError> = std::result::Result<T, E>;

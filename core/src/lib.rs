@@ -1,0 +1,34 @@
+//! # docket-core
+//!
+//! The backend-agnostic heart of docket: the task model, the ordering policy, the SQL dialect
+//! abstraction every backend implements, the store trait the engine talks to, the scheduler
+//! engine and the client API. This crate names no database; a backend crate (for example
+//! `docket-postgres`) supplies a [`Dialect`](dialect::Dialect) and a [`Store`](store::Store).
+
+pub mod clock;
+pub mod dialect;
+pub mod error;
+pub mod ident;
+pub mod listener;
+pub mod ordering;
+pub mod schedule;
+pub mod scheduler;
+pub mod store;
+pub mod task;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{DocketError, StoreError};
+pub use ident::TableName;
+pub use listener::{SchedulerEvent, SchedulerListener};
+pub use ordering::{OrderingPolicy, PrimaryOrder};
+pub use schedule::Schedule;
+pub use scheduler::{
+    client::{ScheduleOutcome, SchedulerClient},
+    config::{PollingStrategy, SchedulerConfig},
+    Scheduler,
+};
+pub use store::{Execution, ExecutionKey, Store, StoreConfig};
+pub use task::{
+    DeadExecutionPolicy, ExecutionContext, FailurePolicy, Priority, Task, TaskDescriptor,
+    TaskError, TaskInstance,
+};

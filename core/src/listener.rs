@@ -1,0 +1,57 @@
+//! A hook for observing the scheduler (besides `tracing` events and `metrics`).
+
+use crate::store::Execution;
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+/// Something the scheduler did. Listeners must be quick: they run on scheduler threads.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum SchedulerEvent {
+    /// A poll finished.
+    PollCompleted {
+        /// Executions handed to workers.
+        found: usize,
+        /// Time spent in the store.
+        duration: Duration,
+    },
+    /// A handler is about to run.
+    ExecutionStarted(Execution),
+    /// A handler returned `Ok`.
+    ExecutionCompleted {
+        /// The execution as picked.
+        execution: Execution,
+        /// Handler run time.
+        duration: Duration,
+    },
+    /// A handler failed or panicked.
+    ExecutionFailed {
+        /// The execution as picked.
+        execution: Execution,
+        /// The error or panic message.
+        error: String,
+        /// When it will run again (`None` if it was removed).
+        retry_at: Option<DateTime<Utc>>,
+    },
+    /// A one-time execution exhausted its retries and was removed.
+    GaveUp(Execution),
+    /// A dead execution (no heartbeat) was revived or cancelled.
+    DeadExecution(Execution),
+    /// An update of an execution this scheduler held was rejected because its version moved on
+    /// (someone revived it): the fencing token at work.
+    LostExecution(Execution),
+    /// Rows of task names no registered task knows; they are left alone.
+    UnresolvedTasks(Vec<String>),
+}
+
+/// Receives [`SchedulerEvent`]s.
+pub trait SchedulerListener: Send + Sync {
+    /// Called for every event.
+    fn on_event(&self, event: &SchedulerEvent);
+}
+
+impl<F: Fn(&SchedulerEvent) + Send + Sync> SchedulerListener for F {
+    fn on_event(&self, event: &SchedulerEvent) {
+        self(event)
+    }
+}

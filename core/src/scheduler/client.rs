@@ -1,0 +1,232 @@
+//! The client API: schedule, reschedule, cancel and inspect executions, with or without a
+//! running scheduler.
+
+use crate::clock::{to_micros, Clock, SystemClock};
+use crate::error::{DocketError, Result};
+use crate::store::{
+    Changes, Execution, ExecutionKey, Guard, ListFilter, NewExecution, Store, TaskSummary,
+};
+use crate::task::{Priority, TaskInstance};
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What `schedule` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScheduleOutcome {
+    /// A new execution was created.
+    Scheduled,
+    /// The instance existed; nothing changed.
+    AlreadyExists,
+    /// The instance existed and was replaced (only with [`SchedulerClient::schedule_or_replace`]).
+    Replaced,
+}
+
+type Waker = Arc<dyn Fn() + Send + Sync>;
+
+/// Schedules and inspects executions. Cheap to clone.
+#[derive(Clone)]
+pub struct SchedulerClient {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    /// Known tasks and their default priorities (`None`: accept any task name).
+    tasks: Option<Arc<HashMap<String, Priority>>>,
+    waker: Option<Waker>,
+}
+
+impl std::fmt::Debug for SchedulerClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerClient")
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SchedulerClient {
+    /// A client with no scheduler: any task name is accepted and gets
+    /// [`Priority::MEDIUM`] by default. Checks the schema first.
+    pub fn new(store: Arc<dyn Store>) -> Result<Self> {
+        Self::with_clock(store, Arc::new(SystemClock))
+    }
+
+    /// As [`SchedulerClient::new`], with an injected clock.
+    pub fn with_clock(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Result<Self> {
+        store.check_schema()?;
+        Ok(Self {
+            store,
+            clock,
+            tasks: None,
+            waker: None,
+        })
+    }
+
+    pub(crate) fn for_scheduler(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        tasks: HashMap<String, Priority>,
+        waker: Waker,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            tasks: Some(Arc::new(tasks)),
+            waker: Some(waker),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    fn row<T>(&self, instance: TaskInstance<T>) -> Result<NewExecution> {
+        let default = match &self.tasks {
+            Some(tasks) => *tasks
+                .get(instance.task_name())
+                .ok_or_else(|| DocketError::UnknownTask(instance.task_name().to_owned()))?,
+            None => Priority::MEDIUM,
+        };
+        instance.into_new_execution(self.clock.now(), default)
+    }
+
+    fn wake_if_due(&self, at: DateTime<Utc>) {
+        if at <= self.clock.now() {
+            if let Some(wake) = &self.waker {
+                wake();
+            }
+        }
+    }
+
+    /// Schedules the instance unless it exists (schedule-if-not-exists).
+    pub fn schedule<T>(&self, instance: TaskInstance<T>) -> Result<ScheduleOutcome> {
+        let row = self.row(instance)?;
+        if !self.store.execution_insert(&row)? {
+            return Ok(ScheduleOutcome::AlreadyExists);
+        }
+        self.wake_if_due(row.execution_time);
+        Ok(ScheduleOutcome::Scheduled)
+    }
+
+    /// Schedules the instance, replacing time, data and priority of an existing one that is not
+    /// running. A running one is [`DocketError::Running`].
+    pub fn schedule_or_replace<T>(&self, instance: TaskInstance<T>) -> Result<ScheduleOutcome> {
+        let row = self.row(instance)?;
+        let outcome = if self.store.execution_insert(&row)? {
+            ScheduleOutcome::Scheduled
+        } else {
+            let changes = Changes {
+                execution_time: Some(row.execution_time),
+                data: Some(row.task_data.clone()),
+                priority: Some(row.priority),
+                ..Changes::default()
+            };
+            self.update_unpicked(&row.key(), &changes)?;
+            ScheduleOutcome::Replaced
+        };
+        self.wake_if_due(row.execution_time);
+        Ok(outcome)
+    }
+
+    /// Schedules all instances in one transaction: every row is validated first, and on any
+    /// error nothing is written. Existing instances are skipped; returns how many were created.
+    pub fn schedule_batch<T>(
+        &self,
+        instances: impl IntoIterator<Item = TaskInstance<T>>,
+    ) -> Result<u64> {
+        let rows = instances
+            .into_iter()
+            .map(|i| self.row(i))
+            .collect::<Result<Vec<_>>>()?;
+        let inserted = self.store.execution_insert_batch(&rows)?;
+        if let Some(earliest) = rows.iter().map(|r| r.execution_time).min() {
+            self.wake_if_due(earliest);
+        }
+        Ok(inserted)
+    }
+
+    fn update_unpicked(&self, key: &ExecutionKey, changes: &Changes) -> Result<()> {
+        if self.store.execution_update(key, Guard::Unpicked, changes)? {
+            return Ok(());
+        }
+        Err(self.why_unchanged(key)?)
+    }
+
+    fn why_unchanged(&self, key: &ExecutionKey) -> Result<DocketError> {
+        Ok(match self.store.execution_get(key)? {
+            Some(e) => DocketError::Running {
+                task: e.task_name,
+                instance: e.task_instance,
+                picked_by: e.picked_by,
+            },
+            None => DocketError::NotFound {
+                task: key.task_name.clone(),
+                instance: key.task_instance.clone(),
+            },
+        })
+    }
+
+    /// Moves an execution that is not running to `at`, keeping its data.
+    pub fn reschedule(&self, key: &ExecutionKey, at: DateTime<Utc>) -> Result<()> {
+        let at = to_micros(at);
+        self.update_unpicked(
+            key,
+            &Changes {
+                execution_time: Some(at),
+                ..Changes::default()
+            },
+        )?;
+        self.wake_if_due(at);
+        Ok(())
+    }
+
+    /// Moves an execution that is not running to `at` and replaces its data (`None` clears it).
+    pub fn reschedule_with_data(
+        &self,
+        key: &ExecutionKey,
+        at: DateTime<Utc>,
+        data: Option<Vec<u8>>,
+    ) -> Result<()> {
+        let at = to_micros(at);
+        self.update_unpicked(
+            key,
+            &Changes {
+                execution_time: Some(at),
+                data: Some(data),
+                ..Changes::default()
+            },
+        )?;
+        self.wake_if_due(at);
+        Ok(())
+    }
+
+    /// Removes an execution that is not running.
+    pub fn cancel(&self, key: &ExecutionKey) -> Result<()> {
+        if self.store.execution_remove(key, Guard::Unpicked)? {
+            return Ok(());
+        }
+        Err(self.why_unchanged(key)?)
+    }
+
+    /// One execution.
+    pub fn get(&self, key: &ExecutionKey) -> Result<Option<Execution>> {
+        Ok(self.store.execution_get(key)?)
+    }
+
+    /// Executions matching `filter`, in hand-out order.
+    pub fn list_scheduled(&self, filter: &ListFilter) -> Result<Vec<Execution>> {
+        Ok(self.store.execution_list(filter)?)
+    }
+
+    /// Executions whose last run failed.
+    pub fn list_failing(&self) -> Result<Vec<Execution>> {
+        self.list_scheduled(&ListFilter {
+            failing_only: true,
+            ..ListFilter::default()
+        })
+    }
+
+    /// Counts per task.
+    pub fn summary(&self) -> Result<Vec<TaskSummary>> {
+        Ok(self.store.execution_summary()?)
+    }
+}

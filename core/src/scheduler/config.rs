@@ -1,0 +1,157 @@
+//! Scheduler configuration with db-scheduler's defaults.
+
+use crate::error::DocketError;
+use std::time::Duration;
+
+/// How due executions are claimed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PollingStrategy {
+    /// Select due candidates, then claim each with an optimistic `version` update right before
+    /// running it.
+    FetchAndLockOnExecute {
+        /// Poll again when executing + queued falls to `threads * lower` (default 0.5).
+        lower_limit_fraction: f64,
+        /// Fetch up to `threads * upper` (default 3.0).
+        upper_limit_fraction: f64,
+    },
+    /// Claim a batch in one round trip with the dialect's skip-locked idiom.
+    LockAndFetch {
+        /// Poll again when executing + queued falls to `threads * lower` (default 0.5).
+        lower_limit_fraction: f64,
+        /// Claim up to `threads * upper` (default 1.0).
+        upper_limit_fraction: f64,
+    },
+}
+
+impl PollingStrategy {
+    /// Fetch-and-lock-on-execute with default fractions (0.5 / 3.0).
+    pub const fn fetch() -> Self {
+        PollingStrategy::FetchAndLockOnExecute {
+            lower_limit_fraction: 0.5,
+            upper_limit_fraction: 3.0,
+        }
+    }
+
+    /// Lock-and-fetch with default fractions (0.5 / 1.0).
+    pub const fn lock_and_fetch() -> Self {
+        PollingStrategy::LockAndFetch {
+            lower_limit_fraction: 0.5,
+            upper_limit_fraction: 1.0,
+        }
+    }
+
+    fn fractions(self) -> (f64, f64) {
+        match self {
+            PollingStrategy::FetchAndLockOnExecute {
+                lower_limit_fraction,
+                upper_limit_fraction,
+            }
+            | PollingStrategy::LockAndFetch {
+                lower_limit_fraction,
+                upper_limit_fraction,
+            } => (lower_limit_fraction, upper_limit_fraction),
+        }
+    }
+
+    /// `(lower, upper)` limits in executions for `threads` worker threads.
+    pub fn limits(self, threads: usize) -> (usize, usize) {
+        let (lower, upper) = self.fractions();
+        let at = |f: f64| (threads as f64 * f).floor() as usize;
+        (at(lower), at(upper).max(1))
+    }
+}
+
+/// Scheduler settings. The table and the ordering policy belong to the store
+/// ([`StoreConfig`](crate::StoreConfig)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedulerConfig {
+    /// Worker threads (default 10).
+    pub threads: usize,
+    /// Time between polls when idle (default 10 s).
+    pub polling_interval: Duration,
+    /// Heartbeat interval for running executions (default 5 min).
+    pub heartbeat_interval: Duration,
+    /// An execution whose heartbeat is older than `heartbeat_interval * missed_heartbeats_limit`
+    /// is dead (default 6, minimum 4).
+    pub missed_heartbeats_limit: u32,
+    /// Polling strategy (default fetch-and-lock-on-execute).
+    pub polling: PollingStrategy,
+    /// How long `stop` waits for running executions (default 30 min).
+    pub shutdown_max_wait: Duration,
+    /// Unpicked rows of unknown tasks older than this are deleted (default 14 days).
+    pub delete_unresolved_after: Duration,
+    /// This scheduler's name, written to `picked_by` (default: the host name).
+    pub scheduler_name: String,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self {
+            threads: 10,
+            polling_interval: Duration::from_secs(10),
+            heartbeat_interval: Duration::from_secs(5 * 60),
+            missed_heartbeats_limit: 6,
+            polling: PollingStrategy::fetch(),
+            shutdown_max_wait: Duration::from_secs(30 * 60),
+            delete_unresolved_after: Duration::from_secs(14 * 24 * 3600),
+            scheduler_name: hostname::get()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+                .unwrap_or_else(|| "docket".to_owned()),
+        }
+    }
+}
+
+impl SchedulerConfig {
+    /// Checks every value; the first bad one is [`DocketError::InvalidConfig`].
+    pub fn validate(&self) -> Result<(), DocketError> {
+        let bad = |msg: String| Err(DocketError::InvalidConfig(msg));
+        if self.threads == 0 {
+            return bad("threads must be at least 1".into());
+        }
+        if self.missed_heartbeats_limit < 4 {
+            return bad(format!(
+                "missed_heartbeats_limit must be at least 4, got {}",
+                self.missed_heartbeats_limit
+            ));
+        }
+        if self.polling_interval.is_zero() || self.heartbeat_interval.is_zero() {
+            return bad("polling and heartbeat intervals must be positive".into());
+        }
+        let (lower, upper) = self.polling.fractions();
+        if !(lower >= 0.0 && upper > 0.0 && lower <= upper && upper.is_finite()) {
+            return bad(format!(
+                "limit fractions need 0 <= lower <= upper, upper > 0; got {lower} / {upper}"
+            ));
+        }
+        if self.scheduler_name.is_empty() {
+            return bad("scheduler_name must not be empty".into());
+        }
+        Ok(())
+    }
+
+    /// `heartbeat_interval * missed_heartbeats_limit`: silence after which an execution is dead.
+    pub fn dead_after(&self) -> Duration {
+        self.heartbeat_interval * self.missed_heartbeats_limit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_db_scheduler_and_validate() {
+        let c = SchedulerConfig::default();
+        assert_eq!(c.threads, 10);
+        assert_eq!(c.dead_after(), Duration::from_secs(30 * 60));
+        assert_eq!(c.polling.limits(c.threads), (5, 30));
+        assert_eq!(PollingStrategy::lock_and_fetch().limits(10), (5, 10));
+        c.validate().unwrap();
+        let bad = SchedulerConfig {
+            missed_heartbeats_limit: 3,
+            ..SchedulerConfig::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+}

@@ -1,0 +1,393 @@
+//! What a scheduler does, one step at a time: poll, run, complete, fail, heartbeat, detect dead
+//! executions, report unknown tasks. The threads in [`super`] only call these in loops, and the
+//! same steps can be driven by hand (with a manual clock) through [`super::Scheduler`].
+
+use super::config::{PollingStrategy, SchedulerConfig};
+use crate::clock::Clock;
+use crate::error::StoreError;
+use crate::listener::{SchedulerEvent, SchedulerListener};
+use crate::store::NewExecution;
+use crate::store::{Changes, DueParams, Execution, ExecutionKey, Guard, PickChange, Store};
+use crate::task::{DeadExecutionPolicy, ExecutionContext, Task, RECURRING_INSTANCE};
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+use tracing::{debug, error, info, warn};
+
+/// Work handed from the poller to a worker thread.
+#[derive(Debug)]
+pub(crate) enum Job {
+    /// A due candidate: claim it (optimistic version update), then run it.
+    PickAndRun(Execution),
+    /// Already claimed by lock-and-fetch: run it.
+    Run(Execution),
+}
+
+pub(crate) struct Engine {
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub config: SchedulerConfig,
+    pub tasks: HashMap<String, Task>,
+    pub task_names: Vec<String>,
+    pub listeners: Vec<Arc<dyn SchedulerListener>>,
+    /// Executions running here, with the version we hold (for heartbeats).
+    running: Mutex<HashMap<ExecutionKey, i64>>,
+}
+
+fn chrono(d: std::time::Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+impl Engine {
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        config: SchedulerConfig,
+        tasks: HashMap<String, Task>,
+        listeners: Vec<Arc<dyn SchedulerListener>>,
+    ) -> Self {
+        let mut task_names: Vec<String> = tasks.keys().cloned().collect();
+        task_names.sort();
+        Self {
+            store,
+            clock,
+            config,
+            tasks,
+            task_names,
+            listeners,
+            running: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn emit(&self, event: SchedulerEvent) {
+        for l in &self.listeners {
+            l.on_event(&event);
+        }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<ExecutionKey, i64>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Creates each recurring task's execution if missing (insert-if-absent: no duplicates
+    /// when several schedulers start at once).
+    pub fn create_recurring(&self) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        for task in self.tasks.values() {
+            let Some(schedule) = &task.schedule else {
+                continue;
+            };
+            let Some(first) = schedule.next_after(now) else {
+                continue;
+            };
+            let row = NewExecution {
+                task_name: task.name.clone(),
+                task_instance: RECURRING_INSTANCE.to_owned(),
+                task_data: None,
+                execution_time: first,
+                priority: Some(task.default_priority.0),
+            };
+            if self.store.execution_insert(&row)? {
+                info!(task = %task.name, at = %first, "created recurring execution");
+            }
+        }
+        Ok(())
+    }
+
+    /// One poll: finds up to `limit` due executions and returns them as jobs (claimed already
+    /// under lock-and-fetch).
+    pub fn poll(&self, limit: usize) -> Result<Vec<Job>, StoreError> {
+        let started = Instant::now();
+        let params = DueParams {
+            now: self.clock.now(),
+            task_names: &self.task_names,
+            limit: i64::try_from(limit).unwrap_or(i64::MAX),
+        };
+        let jobs: Vec<Job> = match self.config.polling {
+            PollingStrategy::FetchAndLockOnExecute { .. } => self
+                .store
+                .execution_fetch_due(&params)?
+                .into_iter()
+                .map(Job::PickAndRun)
+                .collect(),
+            PollingStrategy::LockAndFetch { .. } => self
+                .store
+                .execution_lock_and_fetch_due(&params, &self.config.scheduler_name)?
+                .into_iter()
+                .map(Job::Run)
+                .collect(),
+        };
+        let duration = started.elapsed();
+        metrics::histogram!("docket_poll_seconds").record(duration.as_secs_f64());
+        metrics::histogram!("docket_poll_found").record(jobs.len() as f64);
+        debug!(found = jobs.len(), ?duration, "polled");
+        self.emit(SchedulerEvent::PollCompleted {
+            found: jobs.len(),
+            duration,
+        });
+        Ok(jobs)
+    }
+
+    /// Runs a job to its end (claim if needed, handler, completion or failure handling).
+    pub fn process(&self, job: Job) {
+        let execution = match job {
+            Job::Run(e) => Some(e),
+            Job::PickAndRun(candidate) => self.claim(candidate),
+        };
+        if let Some(execution) = execution {
+            self.run(execution);
+        }
+    }
+
+    /// Hands a claimed execution back unrun (shutdown before it started).
+    pub fn release(&self, job: Job) {
+        if let Job::Run(e) = job {
+            let changes = Changes {
+                pick: Some(PickChange::Release),
+                ..Changes::default()
+            };
+            if let Err(err) =
+                self.store
+                    .execution_update(&e.key(), Guard::Version(e.version), &changes)
+            {
+                warn!(task = %e.task_name, instance = %e.task_instance, %err, "could not release execution at shutdown; dead detection will revive it");
+            }
+        }
+    }
+
+    fn claim(&self, mut candidate: Execution) -> Option<Execution> {
+        let now = self.clock.now();
+        let by = self.config.scheduler_name.clone();
+        let changes = Changes {
+            pick: Some(PickChange::Claim {
+                by: by.clone(),
+                at: now,
+            }),
+            ..Changes::default()
+        };
+        match self.store.execution_update(
+            &candidate.key(),
+            Guard::Version(candidate.version),
+            &changes,
+        ) {
+            Ok(true) => {
+                candidate.picked = true;
+                candidate.picked_by = Some(by);
+                candidate.last_heartbeat = Some(now);
+                candidate.version += 1;
+                Some(candidate)
+            }
+            Ok(false) => None, // another scheduler claimed it first
+            Err(err) => {
+                warn!(task = %candidate.task_name, %err, "claim failed");
+                None
+            }
+        }
+    }
+
+    fn run(&self, execution: Execution) {
+        let Some(task) = self.tasks.get(&execution.task_name) else {
+            // Cannot happen: due-queries select known tasks only. Leave the row alone.
+            error!(task = %execution.task_name, "picked an execution of an unknown task");
+            return;
+        };
+        let key = execution.key();
+        self.running().insert(key.clone(), execution.version);
+        let ctx = ExecutionContext {
+            scheduler_name: self.config.scheduler_name.clone(),
+            started_at: self.clock.now(),
+        };
+        metrics::counter!("docket_executions_started_total", "task" => task.name.clone())
+            .increment(1);
+        self.emit(SchedulerEvent::ExecutionStarted(execution.clone()));
+        let started = Instant::now();
+        let outcome = catch_unwind(AssertUnwindSafe(|| (task.handler)(&execution, &ctx)));
+        let duration = started.elapsed();
+        self.running().remove(&key);
+        metrics::histogram!("docket_execution_seconds", "task" => task.name.clone())
+            .record(duration.as_secs_f64());
+        let result = match outcome {
+            Ok(Ok(())) => self.complete(task, &execution, duration),
+            Ok(Err(e)) => self.fail(task, &execution, e.message().to_owned()),
+            Err(panic) => self.fail(task, &execution, panic_message(&panic)),
+        };
+        if let Err(err) = result {
+            error!(task = %execution.task_name, instance = %execution.task_instance, %err,
+                "could not record the outcome; the execution stays picked until dead detection revives it");
+        }
+    }
+
+    fn record(&self, execution: &Execution, changed: bool) {
+        if !changed {
+            warn!(task = %execution.task_name, instance = %execution.task_instance,
+                "execution changed since it was picked (revived elsewhere?); outcome not recorded");
+            self.emit(SchedulerEvent::LostExecution(execution.clone()));
+        }
+    }
+
+    fn complete(
+        &self,
+        task: &Task,
+        e: &Execution,
+        duration: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let guard = Guard::Version(e.version);
+        let next = task.schedule.as_ref().and_then(|s| s.next_after(now));
+        let changed = match next {
+            Some(at) => self.store.execution_update(
+                &e.key(),
+                guard,
+                &Changes {
+                    pick: Some(PickChange::Release),
+                    execution_time: Some(at),
+                    last_success: Some(now),
+                    consecutive_failures: Some(0),
+                    ..Changes::default()
+                },
+            )?,
+            None => self.store.execution_remove(&e.key(), guard)?,
+        };
+        self.record(e, changed);
+        metrics::counter!("docket_executions_completed_total", "task" => task.name.clone())
+            .increment(1);
+        self.emit(SchedulerEvent::ExecutionCompleted {
+            execution: e.clone(),
+            duration,
+        });
+        Ok(())
+    }
+
+    fn fail(&self, task: &Task, e: &Execution, error: String) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let failures = e.consecutive_failures.saturating_add(1);
+        let n = u32::try_from(failures).unwrap_or(u32::MAX);
+        warn!(task = %e.task_name, instance = %e.task_instance, failures, %error, "execution failed");
+        metrics::counter!("docket_executions_failed_total", "task" => task.name.clone())
+            .increment(1);
+        let on_schedule = task.schedule.as_ref().and_then(|s| s.next_after(now));
+        let gives_up = task.failure.gives_up(n);
+        let retry_at = match (gives_up, on_schedule) {
+            (true, None) => None,
+            (true, Some(at)) => Some(at),
+            (false, _) => Some(match task.failure.delay(n) {
+                Some(delay) => now
+                    .checked_add_signed(delay)
+                    .unwrap_or(DateTime::<Utc>::MAX_UTC),
+                None => on_schedule.unwrap_or(now),
+            }),
+        };
+        let guard = Guard::Version(e.version);
+        let changed = match retry_at {
+            Some(at) => self.store.execution_update(
+                &e.key(),
+                guard,
+                &Changes {
+                    pick: Some(PickChange::Release),
+                    execution_time: Some(at),
+                    last_failure: Some(now),
+                    consecutive_failures: Some(failures),
+                    ..Changes::default()
+                },
+            )?,
+            None => {
+                if let Some(hook) = &task.give_up {
+                    hook(e);
+                }
+                self.emit(SchedulerEvent::GaveUp(e.clone()));
+                self.store.execution_remove(&e.key(), guard)?
+            }
+        };
+        self.record(e, changed);
+        self.emit(SchedulerEvent::ExecutionFailed {
+            execution: e.clone(),
+            error,
+            retry_at,
+        });
+        Ok(())
+    }
+
+    /// Updates `last_heartbeat` of every execution running here.
+    pub fn heartbeat(&self) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let running: Vec<_> = self
+            .running()
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        for (key, version) in running {
+            if !self.store.execution_heartbeat(&key, version, now)? {
+                warn!(task = %key.task_name, instance = %key.task_instance,
+                    "heartbeat rejected: the execution was revived elsewhere");
+            }
+        }
+        Ok(())
+    }
+
+    /// Revives (or cancels) executions of known tasks whose heartbeat is older than the dead
+    /// window. Returns how many were handled.
+    pub fn detect_dead(&self) -> Result<usize, StoreError> {
+        let now = self.clock.now();
+        let older_than = now - chrono(self.config.dead_after());
+        let mut handled = 0;
+        for e in self.store.execution_get_dead(older_than)? {
+            let Some(task) = self.tasks.get(&e.task_name) else {
+                continue; // unknown task: left alone, reported by check_unresolved
+            };
+            let guard = Guard::Version(e.version);
+            let changed = match task.dead {
+                DeadExecutionPolicy::Revive => self.store.execution_update(
+                    &e.key(),
+                    guard,
+                    &Changes {
+                        pick: Some(PickChange::Release),
+                        execution_time: Some(now),
+                        last_failure: Some(now),
+                        consecutive_failures: Some(e.consecutive_failures.saturating_add(1)),
+                        ..Changes::default()
+                    },
+                )?,
+                DeadExecutionPolicy::Cancel => self.store.execution_remove(&e.key(), guard)?,
+            };
+            if changed {
+                warn!(task = %e.task_name, instance = %e.task_instance, picked_by = ?e.picked_by,
+                    policy = ?task.dead, "dead execution handled");
+                metrics::counter!("docket_dead_executions_total", "task" => e.task_name.clone())
+                    .increment(1);
+                self.emit(SchedulerEvent::DeadExecution(e));
+                handled += 1;
+            }
+        }
+        Ok(handled)
+    }
+
+    /// Reports task names nobody here knows, and deletes their unpicked rows older than
+    /// `delete_unresolved_after`. Returns the unknown names.
+    pub fn check_unresolved(&self) -> Result<Vec<String>, StoreError> {
+        let names = self.store.execution_unresolved_names(&self.task_names)?;
+        metrics::gauge!("docket_unresolved_tasks").set(names.len() as f64);
+        if !names.is_empty() {
+            warn!(?names, "executions of unknown tasks are left alone");
+            self.emit(SchedulerEvent::UnresolvedTasks(names.clone()));
+            let before = self.clock.now() - chrono(self.config.delete_unresolved_after);
+            let deleted = self
+                .store
+                .execution_delete_unresolved(&self.task_names, before)?;
+            if deleted > 0 {
+                warn!(deleted, "deleted old executions of unknown tasks");
+            }
+        }
+        Ok(names)
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic payload".to_owned());
+    format!("handler panicked: {text}")
+}

@@ -1,0 +1,371 @@
+//! The scheduler: worker threads, a polling thread and a housekeeping thread (heartbeats, dead
+//! detection, unknown-task report) around the steps in [`engine`].
+
+pub mod client;
+pub mod config;
+mod engine;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{DocketError, Result};
+use crate::listener::SchedulerListener;
+use crate::store::Store;
+use crate::task::Task;
+use client::SchedulerClient;
+use config::SchedulerConfig;
+use crossbeam_channel::{unbounded, Sender};
+use engine::{Engine, Job};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tracing::{error, info};
+
+/// Builds a [`Scheduler`].
+pub struct SchedulerBuilder {
+    store: Arc<dyn Store>,
+    tasks: Vec<Task>,
+    config: SchedulerConfig,
+    clock: Arc<dyn Clock>,
+    listeners: Vec<Arc<dyn SchedulerListener>>,
+}
+
+impl SchedulerBuilder {
+    /// Registers a task. Rows of tasks nobody registered are left alone.
+    pub fn task(mut self, task: Task) -> Self {
+        self.tasks.push(task);
+        self
+    }
+
+    /// Registers several tasks.
+    pub fn tasks(mut self, tasks: impl IntoIterator<Item = Task>) -> Self {
+        self.tasks.extend(tasks);
+        self
+    }
+
+    /// Replaces the configuration.
+    pub fn config(mut self, config: SchedulerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Injects a clock (default: the system clock).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Adds a listener.
+    pub fn listener(mut self, listener: Arc<dyn SchedulerListener>) -> Self {
+        self.listeners.push(listener);
+        self
+    }
+
+    /// Validates the configuration and checks the schema (a missing migration is reported
+    /// here, by name). Starts nothing.
+    pub fn build(self) -> Result<Scheduler> {
+        self.config.validate()?;
+        self.store.check_schema()?;
+        let mut tasks = HashMap::new();
+        for task in self.tasks {
+            let name = task.name.clone();
+            if tasks.insert(name.clone(), task).is_some() {
+                return Err(DocketError::InvalidConfig(format!(
+                    "task {name:?} registered twice"
+                )));
+            }
+        }
+        let engine = Engine::new(self.store, self.clock, self.config, tasks, self.listeners);
+        Ok(Scheduler {
+            engine: Arc::new(engine),
+            shared: Arc::new(Shared::default()),
+            threads: Mutex::new(Vec::new()),
+            sender: Mutex::new(None),
+            started: AtomicBool::new(false),
+        })
+    }
+}
+
+#[derive(Default)]
+struct Signals {
+    wake: bool,
+    shutdown: bool,
+}
+
+/// State shared by the scheduler's threads.
+#[derive(Default)]
+struct Shared {
+    signals: Mutex<Signals>,
+    changed: Condvar,
+    /// Jobs queued or running.
+    in_flight: AtomicUsize,
+    /// The last poll filled its batch: more may be due, so poll again as soon as there is room.
+    more_due: AtomicBool,
+}
+
+impl Shared {
+    fn signals(&self) -> MutexGuard<'_, Signals> {
+        self.signals.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wake(&self) {
+        self.signals().wake = true;
+        self.changed.notify_all();
+    }
+
+    fn shut_down(&self) {
+        self.signals().shutdown = true;
+        self.changed.notify_all();
+    }
+
+    fn is_shutdown(&self) -> bool {
+        self.signals().shutdown
+    }
+
+    /// Waits up to `timeout` for a wake-up or shutdown (the poller).
+    fn wait_for_wake(&self, timeout: Duration) {
+        let guard = self.signals();
+        let (mut guard, _) = self
+            .changed
+            .wait_timeout_while(guard, timeout, |s| !s.wake && !s.shutdown)
+            .unwrap_or_else(PoisonError::into_inner);
+        guard.wake = false;
+    }
+
+    /// Waits up to `timeout` unless shut down (the housekeeper).
+    fn sleep(&self, timeout: Duration) {
+        let guard = self.signals();
+        let _unused = self
+            .changed
+            .wait_timeout_while(guard, timeout, |s| !s.shutdown)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
+/// A scheduler: polls the store for due executions of its tasks and runs them.
+///
+/// Start it with [`Scheduler::start`], or drive it step by step (for tests with a
+/// [`ManualClock`](crate::ManualClock), or an embedding that owns its threads) with
+/// [`Scheduler::run_due`], [`Scheduler::heartbeat`], [`Scheduler::detect_dead`] and
+/// [`Scheduler::check_unresolved`].
+pub struct Scheduler {
+    engine: Arc<Engine>,
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    sender: Mutex<Option<Sender<Job>>>,
+    started: AtomicBool,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("name", &self.engine.config.scheduler_name)
+            .field("tasks", &self.engine.task_names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scheduler {
+    /// Starts building a scheduler on `store`.
+    pub fn builder(store: Arc<dyn Store>) -> SchedulerBuilder {
+        SchedulerBuilder {
+            store,
+            tasks: Vec::new(),
+            config: SchedulerConfig::default(),
+            clock: Arc::new(SystemClock),
+            listeners: Vec::new(),
+        }
+    }
+
+    /// A client that knows this scheduler's tasks (unknown names are errors, default priorities
+    /// apply) and wakes the poller when it schedules something already due.
+    pub fn client(&self) -> SchedulerClient {
+        let defaults = self
+            .engine
+            .tasks
+            .iter()
+            .map(|(name, t)| (name.clone(), t.default_priority))
+            .collect();
+        let shared = Arc::clone(&self.shared);
+        SchedulerClient::for_scheduler(
+            Arc::clone(&self.engine.store),
+            Arc::clone(&self.engine.clock),
+            defaults,
+            Arc::new(move || shared.wake()),
+        )
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.engine.config
+    }
+
+    /// Creates missing executions of recurring tasks (done by [`Scheduler::start`]).
+    pub fn create_recurring(&self) -> Result<()> {
+        Ok(self.engine.create_recurring()?)
+    }
+
+    /// Creates recurring executions and starts the worker, polling and housekeeping threads.
+    pub fn start(&self) -> Result<()> {
+        if self.started.swap(true, Ordering::SeqCst) {
+            return Err(DocketError::State("the scheduler was already started"));
+        }
+        self.create_recurring()?;
+        let config = &self.engine.config;
+        let (tx, rx) = unbounded::<Job>();
+        let (lower, upper) = config.polling.limits(config.threads);
+        let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
+        for i in 0..config.threads {
+            let (engine, shared, rx) = (
+                Arc::clone(&self.engine),
+                Arc::clone(&self.shared),
+                rx.clone(),
+            );
+            threads.push(spawn(format!("docket-worker-{i}"), move || {
+                for job in rx.iter() {
+                    if shared.is_shutdown() {
+                        engine.release(job);
+                    } else {
+                        engine.process(job);
+                    }
+                    let left = shared.in_flight.fetch_sub(1, Ordering::SeqCst) - 1;
+                    if left <= lower && shared.more_due.load(Ordering::SeqCst) {
+                        shared.wake();
+                    }
+                }
+            })?);
+        }
+        let (engine, shared, poll_tx) = (
+            Arc::clone(&self.engine),
+            Arc::clone(&self.shared),
+            tx.clone(),
+        );
+        threads.push(spawn("docket-poller".into(), move || {
+            poll_loop(&engine, &shared, &poll_tx, lower, upper)
+        })?);
+        let (engine, shared) = (Arc::clone(&self.engine), Arc::clone(&self.shared));
+        threads.push(spawn("docket-housekeeper".into(), move || {
+            housekeeping_loop(&engine, &shared)
+        })?);
+        *self.sender.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
+        info!(name = %config.scheduler_name, threads = config.threads, polling = ?config.polling, "scheduler started");
+        Ok(())
+    }
+
+    /// Stops polling, lets running executions finish (up to `shutdown_max_wait`), and hands
+    /// claimed-but-unstarted executions back. Returns `true` if every thread ended in time.
+    pub fn stop(&self) -> bool {
+        self.shared.shut_down();
+        drop(
+            self.sender
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        let handles: Vec<_> = self
+            .threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+            .collect();
+        let deadline = Instant::now() + self.engine.config.shutdown_max_wait;
+        while handles.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let all_done = handles.iter().all(JoinHandle::is_finished);
+        for h in handles.into_iter().filter(JoinHandle::is_finished) {
+            let _ = h.join();
+        }
+        info!(all_done, "scheduler stopped");
+        all_done
+    }
+
+    /// Polls and runs due executions on the calling thread until none is due. Returns how many
+    /// ran. Uses the configured polling strategy.
+    pub fn run_due(&self) -> Result<usize> {
+        let limit = self.engine.config.threads.max(1);
+        let mut ran = 0;
+        loop {
+            let jobs = self.engine.poll(limit)?;
+            if jobs.is_empty() {
+                return Ok(ran);
+            }
+            ran += jobs.len();
+            for job in jobs {
+                self.engine.process(job);
+            }
+        }
+    }
+
+    /// Sends heartbeats for executions running in this scheduler.
+    pub fn heartbeat(&self) -> Result<()> {
+        Ok(self.engine.heartbeat()?)
+    }
+
+    /// Revives (or cancels, per task policy) dead executions; returns how many.
+    pub fn detect_dead(&self) -> Result<usize> {
+        Ok(self.engine.detect_dead()?)
+    }
+
+    /// Returns (and reports) task names in the table that no registered task knows.
+    pub fn check_unresolved(&self) -> Result<Vec<String>> {
+        Ok(self.engine.check_unresolved()?)
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        if self.started.load(Ordering::SeqCst) && !self.shared.is_shutdown() {
+            self.stop();
+        }
+    }
+}
+
+fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(f)
+        .map_err(|e| DocketError::InvalidConfig(format!("cannot start a scheduler thread: {e}")))
+}
+
+fn poll_loop(engine: &Engine, shared: &Shared, tx: &Sender<Job>, lower: usize, upper: usize) {
+    let interval = engine.config.polling_interval;
+    while !shared.is_shutdown() {
+        let in_flight = shared.in_flight.load(Ordering::SeqCst);
+        if in_flight <= lower {
+            let room = upper - in_flight;
+            match engine.poll(room) {
+                Ok(jobs) => {
+                    shared.more_due.store(jobs.len() >= room, Ordering::SeqCst);
+                    for job in jobs {
+                        shared.in_flight.fetch_add(1, Ordering::SeqCst);
+                        if let Err(unsent) = tx.send(job) {
+                            shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+                            engine.release(unsent.into_inner());
+                        }
+                    }
+                }
+                // The store is unreachable: wait a polling interval, then try again (the pool
+                // reconnects). Nothing was claimed, so nothing is lost.
+                Err(err) => error!(%err, "poll failed; retrying after the polling interval"),
+            }
+        }
+        shared.wait_for_wake(interval);
+    }
+}
+
+fn housekeeping_loop(engine: &Engine, shared: &Shared) {
+    let interval = engine.config.heartbeat_interval;
+    while !shared.is_shutdown() {
+        if let Err(err) = engine.heartbeat() {
+            error!(%err, "heartbeat failed");
+        }
+        if let Err(err) = engine.detect_dead() {
+            error!(%err, "dead-execution detection failed");
+        }
+        if let Err(err) = engine.check_unresolved() {
+            error!(%err, "unknown-task check failed");
+        }
+        shared.sleep(interval);
+    }
+}

@@ -1,0 +1,220 @@
+//! The [`Store`] for every SQL backend, written once: render with
+//! [`Statements`], run through the backend's [`SqlConnector`].
+
+use super::*;
+use crate::dialect::{Dialect, Rendered, Statements};
+
+/// One database session (a pooled connection, possibly inside a transaction).
+pub trait SqlSession {
+    /// Runs a statement; returns affected rows.
+    fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError>;
+    /// Runs a query returning execution rows. `with_priority` says whether the select list
+    /// includes `priority`.
+    fn query_executions(
+        &mut self,
+        stmt: &Rendered,
+        with_priority: bool,
+    ) -> Result<Vec<Execution>, StoreError>;
+    /// Runs [`Statements::summary`].
+    fn query_summaries(&mut self, stmt: &Rendered) -> Result<Vec<TaskSummary>, StoreError>;
+    /// Runs a query returning one text column named `name`.
+    fn query_strings(&mut self, stmt: &Rendered) -> Result<Vec<String>, StoreError>;
+}
+
+/// What a SQL backend supplies: its dialect and sessions from its pool.
+pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
+    /// The backend's dialect.
+    fn dialect(&self) -> &'static dyn Dialect;
+    /// Runs `f` on one pooled connection.
+    fn with_session<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError>;
+    /// Runs `f` in a transaction: committed if `f` returns `Ok`, rolled back otherwise.
+    fn in_transaction<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError>;
+}
+
+/// The generic SQL store.
+#[derive(Debug)]
+pub struct SqlStore<C: SqlConnector> {
+    connector: C,
+    config: StoreConfig,
+    statements: Statements<'static>,
+}
+
+impl<C: SqlConnector> SqlStore<C> {
+    /// A store on `connector` for `config`. Call [`Store::check_schema`] before use (the
+    /// scheduler and client do).
+    pub fn new(connector: C, config: StoreConfig) -> Self {
+        let statements = Statements::new(
+            connector.dialect(),
+            config.table.clone(),
+            config.ordering.clone(),
+        );
+        Self {
+            connector,
+            config,
+            statements,
+        }
+    }
+
+    /// The statements this store runs (for `explain`-style tooling).
+    pub fn statements(&self) -> &Statements<'static> {
+        &self.statements
+    }
+
+    /// The connector (pool).
+    pub fn connector(&self) -> &C {
+        &self.connector
+    }
+
+    fn priority(&self) -> bool {
+        self.config.ordering.priority
+    }
+
+    fn executions(&self, stmt: Rendered) -> Result<Vec<Execution>, StoreError> {
+        let with_priority = self.priority();
+        self.connector
+            .with_session(&mut |s| s.query_executions(&stmt, with_priority))
+    }
+
+    fn execute(&self, stmt: Rendered) -> Result<u64, StoreError> {
+        self.connector.with_session(&mut |s| s.execute(&stmt))
+    }
+
+    fn has_column(&self, column: &str) -> Result<bool, StoreError> {
+        let stmt = self.statements.column_exists(column);
+        let found = self
+            .connector
+            .with_session(&mut |s| s.query_strings(&stmt))?;
+        Ok(!found.is_empty())
+    }
+}
+
+impl<C: SqlConnector> Store for SqlStore<C> {
+    fn backend(&self) -> &'static str {
+        self.connector.dialect().name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.connector.dialect().capabilities()
+    }
+
+    fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    fn check_schema(&self) -> Result<(), StoreError> {
+        let missing = |name, feature| StoreError::MissingMigration {
+            table: self.config.table.to_string(),
+            name,
+            feature,
+        };
+        if !self.has_column("task_name")? {
+            return Err(missing(MIGRATION_BASE, "the scheduler"));
+        }
+        if self.priority() && !self.has_column("priority")? {
+            return Err(missing(MIGRATION_PRIORITY, "priority"));
+        }
+        Ok(())
+    }
+
+    fn execution_insert(&self, row: &NewExecution) -> Result<bool, StoreError> {
+        Ok(self.execute(self.statements.insert(row))? == 1)
+    }
+
+    fn execution_insert_batch(&self, rows: &[NewExecution]) -> Result<u64, StoreError> {
+        let stmts: Vec<_> = rows.iter().map(|r| self.statements.insert(r)).collect();
+        self.connector
+            .in_transaction(&mut |s| stmts.iter().try_fold(0, |n, stmt| Ok(n + s.execute(stmt)?)))
+    }
+
+    fn execution_get(&self, key: &ExecutionKey) -> Result<Option<Execution>, StoreError> {
+        Ok(self
+            .executions(self.statements.get(key))?
+            .into_iter()
+            .next())
+    }
+
+    fn execution_list(&self, filter: &ListFilter) -> Result<Vec<Execution>, StoreError> {
+        self.executions(self.statements.list(filter))
+    }
+
+    fn execution_fetch_due(&self, p: &DueParams<'_>) -> Result<Vec<Execution>, StoreError> {
+        if p.task_names.is_empty() || p.limit <= 0 {
+            return Ok(Vec::new());
+        }
+        self.executions(self.statements.due(p.now, p.task_names, p.limit))
+    }
+
+    fn execution_lock_and_fetch_due(
+        &self,
+        p: &DueParams<'_>,
+        picked_by: &str,
+    ) -> Result<Vec<Execution>, StoreError> {
+        let caps = self.capabilities();
+        if !(caps.skip_locked && caps.update_returning) {
+            return Err(StoreError::Unsupported {
+                backend: self.backend(),
+                capability: "lock-and-fetch (skip-locked claim with returning)",
+            });
+        }
+        if p.task_names.is_empty() || p.limit <= 0 {
+            return Ok(Vec::new());
+        }
+        let stmt = self
+            .statements
+            .lock_and_fetch(p.now, p.task_names, p.limit, picked_by);
+        let mut rows = self.executions(stmt)?;
+        rows.sort_by(|a, b| self.config.ordering.compare(a, b));
+        Ok(rows)
+    }
+
+    fn execution_update(
+        &self,
+        key: &ExecutionKey,
+        guard: Guard,
+        changes: &Changes,
+    ) -> Result<bool, StoreError> {
+        Ok(self.execute(self.statements.update(key, guard, changes))? == 1)
+    }
+
+    fn execution_heartbeat(
+        &self,
+        key: &ExecutionKey,
+        version: i64,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        Ok(self.execute(self.statements.heartbeat(key, version, now))? == 1)
+    }
+
+    fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> Result<bool, StoreError> {
+        Ok(self.execute(self.statements.delete(key, guard))? == 1)
+    }
+
+    fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Result<Vec<Execution>, StoreError> {
+        self.executions(self.statements.dead(older_than))
+    }
+
+    fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {
+        let stmt = self.statements.summary();
+        self.connector
+            .with_session(&mut |s| s.query_summaries(&stmt))
+    }
+
+    fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError> {
+        let stmt = self.statements.unresolved_names(known);
+        self.connector.with_session(&mut |s| s.query_strings(&stmt))
+    }
+
+    fn execution_delete_unresolved(
+        &self,
+        known: &[String],
+        before: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        self.execute(self.statements.delete_unresolved(known, before))
+    }
+}
