@@ -1,6 +1,6 @@
 //! How PostgreSQL spells docket's statements.
 
-use docket_core::dialect::{Capabilities, Dialect};
+use docket_core::dialect::{Capabilities, Dialect, LockAndFetch};
 
 /// The PostgreSQL dialect: `$n` placeholders, double-quoted identifiers, `NULLS LAST`,
 /// `FOR UPDATE SKIP LOCKED`, `ON CONFLICT DO NOTHING`, `UPDATE ... RETURNING`.
@@ -14,8 +14,7 @@ impl Dialect for PgDialect {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            skip_locked: true,
-            update_returning: true,
+            lock_and_fetch: Some(LockAndFetch::UpdateReturning),
             transactional_ddl: true,
         }
     }

@@ -8,13 +8,24 @@ pub mod writer;
 pub use statements::{Column, Statements};
 pub use writer::{Rendered, SqlWriter, Value};
 
+use crate::ident::TableName;
+
+/// How a backend claims a batch of due rows in one round trip (lock-and-fetch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockAndFetch {
+    /// One statement: `UPDATE ... WHERE (key) IN (SELECT ... <skip-locked>) RETURNING ...`.
+    /// Also right for a single-writer database whose transactions serialize claims.
+    UpdateReturning,
+    /// `SELECT ... <skip-locked>` then `UPDATE` of the selected keys, in one transaction
+    /// (databases without `UPDATE ... RETURNING` or without `LIMIT` in `IN` subqueries).
+    SelectThenUpdate,
+}
+
 /// What a backend can do, stated once as data. Code asks these, never a backend's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
-    /// `SELECT ... FOR UPDATE SKIP LOCKED` (or an equivalent hint) exists.
-    pub skip_locked: bool,
-    /// `UPDATE ... RETURNING` (or `OUTPUT`) returns the claimed rows in one statement.
-    pub update_returning: bool,
+    /// How lock-and-fetch claims, or `None` when the backend cannot claim without waiting.
+    pub lock_and_fetch: Option<LockAndFetch>,
     /// Transactional DDL (a failed migration leaves nothing behind).
     pub transactional_ddl: bool,
 }
@@ -48,7 +59,8 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         format!("{column} DESC")
     }
 
-    /// The row-lock clause for claiming due rows without waiting on other claimers.
+    /// The row-lock clause for claiming due rows without waiting on other claimers. A
+    /// single-writer database returns `""` (its write transaction is the lock).
     fn skip_locked_clause(&self) -> &'static str {
         " FOR UPDATE SKIP LOCKED"
     }
@@ -62,5 +74,23 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// SQL expression for the connection's current schema, for catalogue look-ups.
     fn current_schema(&self) -> &'static str {
         "current_schema()"
+    }
+
+    /// Writes a query returning one row (one text column named `name`) if `column` exists on
+    /// `table`, none otherwise. Default: `information_schema.columns`.
+    fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
+        w.push("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ");
+        match table.schema() {
+            Some(schema) => {
+                w.bind(schema);
+            }
+            None => {
+                w.push(self.current_schema());
+            }
+        }
+        w.push(" AND table_name = ")
+            .bind(table.table())
+            .push(" AND column_name = ")
+            .bind(column);
     }
 }

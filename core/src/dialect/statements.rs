@@ -200,6 +200,58 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
+    /// The due-query with the dialect's skip-locked clause, for
+    /// [`LockAndFetch::SelectThenUpdate`](super::LockAndFetch::SelectThenUpdate); run it in the
+    /// transaction that then runs [`Statements::claim_keys`].
+    pub fn due_for_update(
+        &self,
+        now: DateTime<Utc>,
+        task_names: &[String],
+        limit: i64,
+    ) -> Rendered {
+        let mut w = self.select_from();
+        self.where_due(&mut w, now, task_names);
+        w.push(&self.order_by());
+        self.dialect.limit(&mut w, limit);
+        w.push(self.dialect.skip_locked_clause());
+        w.finish()
+    }
+
+    /// Marks the given (locked) executions picked by `picked_by`.
+    pub fn claim_keys(
+        &self,
+        keys: &[ExecutionKey],
+        picked_by: &str,
+        now: DateTime<Utc>,
+    ) -> Rendered {
+        let mut w = self.writer();
+        self.push_claim_set(&mut w, picked_by, now);
+        w.push(" WHERE ");
+        for (i, key) in keys.iter().enumerate() {
+            if i > 0 {
+                w.push(" OR ");
+            }
+            w.push("(task_name = ")
+                .bind(key.task_name.as_str())
+                .push(" AND task_instance = ")
+                .bind(key.task_instance.as_str())
+                .push(")");
+        }
+        w.finish()
+    }
+
+    fn push_claim_set(&self, w: &mut SqlWriter<'_>, picked_by: &str, now: DateTime<Utc>) {
+        w.push("UPDATE ")
+            .table(&self.table)
+            .push(" SET picked = ")
+            .bind(true)
+            .push(", picked_by = ")
+            .bind(picked_by)
+            .push(", last_heartbeat = ")
+            .bind(now)
+            .push(", version = version + 1");
+    }
+
     /// Claims up to `limit` due executions in one statement, skipping rows other claimers
     /// hold: `UPDATE ... WHERE (key) IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING ...`.
     /// The returned rows come back unordered; callers sort them with the policy.
@@ -211,15 +263,8 @@ impl<'d> Statements<'d> {
         picked_by: &str,
     ) -> Rendered {
         let mut w = self.writer();
-        w.push("UPDATE ")
-            .table(&self.table)
-            .push(" SET picked = ")
-            .bind(true)
-            .push(", picked_by = ")
-            .bind(picked_by)
-            .push(", last_heartbeat = ")
-            .bind(now)
-            .push(", version = version + 1 WHERE (task_name, task_instance) IN (SELECT task_name, task_instance FROM ")
+        self.push_claim_set(&mut w, picked_by, now);
+        w.push(" WHERE (task_name, task_instance) IN (SELECT task_name, task_instance FROM ")
             .table(&self.table);
         self.where_due(&mut w, now, task_names);
         w.push(&self.order_by());
@@ -376,19 +421,7 @@ impl<'d> Statements<'d> {
     /// One row if `column` exists on the table, none otherwise.
     pub fn column_exists(&self, column: &str) -> Rendered {
         let mut w = self.writer();
-        w.push("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ");
-        match self.table.schema() {
-            Some(schema) => {
-                w.bind(schema);
-            }
-            None => {
-                w.push(self.dialect.current_schema());
-            }
-        }
-        w.push(" AND table_name = ")
-            .bind(self.table.table())
-            .push(" AND column_name = ")
-            .bind(column);
+        self.dialect.column_exists(&mut w, &self.table, column);
         w.finish()
     }
 }

@@ -2,7 +2,7 @@
 //! [`Statements`], run through the backend's [`SqlConnector`].
 
 use super::*;
-use crate::dialect::{Dialect, Rendered, Statements};
+use crate::dialect::{Dialect, LockAndFetch, Rendered, Statements};
 
 /// One database session (a pooled connection, possibly inside a transaction).
 pub trait SqlSession {
@@ -85,6 +85,37 @@ impl<C: SqlConnector> SqlStore<C> {
         self.connector.with_session(&mut |s| s.execute(&stmt))
     }
 
+    /// Locks due rows (skipping rows others hold) and claims them, in one transaction.
+    fn select_then_claim(
+        &self,
+        p: &DueParams<'_>,
+        picked_by: &str,
+    ) -> Result<Vec<Execution>, StoreError> {
+        let select = self.statements.due_for_update(p.now, p.task_names, p.limit);
+        let with_priority = self.priority();
+        self.connector.in_transaction(&mut |s| {
+            let mut rows = s.query_executions(&select, with_priority)?;
+            if rows.is_empty() {
+                return Ok(rows);
+            }
+            let keys: Vec<_> = rows.iter().map(Execution::key).collect();
+            let claimed = s.execute(&self.statements.claim_keys(&keys, picked_by, p.now))?;
+            if claimed != rows.len() as u64 {
+                return Err(StoreError::Database(format!(
+                    "claimed {claimed} of {} locked rows; rolled back",
+                    rows.len()
+                )));
+            }
+            for row in &mut rows {
+                row.picked = true;
+                row.picked_by = Some(picked_by.to_owned());
+                row.last_heartbeat = Some(p.now);
+                row.version += 1;
+            }
+            Ok(rows)
+        })
+    }
+
     fn has_column(&self, column: &str) -> Result<bool, StoreError> {
         let stmt = self.statements.column_exists(column);
         let found = self
@@ -155,20 +186,23 @@ impl<C: SqlConnector> Store for SqlStore<C> {
         p: &DueParams<'_>,
         picked_by: &str,
     ) -> Result<Vec<Execution>, StoreError> {
-        let caps = self.capabilities();
-        if !(caps.skip_locked && caps.update_returning) {
+        let Some(style) = self.capabilities().lock_and_fetch else {
             return Err(StoreError::Unsupported {
                 backend: self.backend(),
-                capability: "lock-and-fetch (skip-locked claim with returning)",
+                capability: "lock-and-fetch",
             });
-        }
+        };
         if p.task_names.is_empty() || p.limit <= 0 {
             return Ok(Vec::new());
         }
-        let stmt = self
-            .statements
-            .lock_and_fetch(p.now, p.task_names, p.limit, picked_by);
-        let mut rows = self.executions(stmt)?;
+        let mut rows =
+            match style {
+                LockAndFetch::UpdateReturning => self.executions(
+                    self.statements
+                        .lock_and_fetch(p.now, p.task_names, p.limit, picked_by),
+                )?,
+                LockAndFetch::SelectThenUpdate => self.select_then_claim(p, picked_by)?,
+            };
         rows.sort_by(|a, b| self.config.ordering.compare(a, b));
         Ok(rows)
     }
