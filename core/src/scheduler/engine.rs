@@ -131,14 +131,17 @@ impl Engine {
     }
 
     /// Runs a job to its end (claim if needed, handler, completion or failure handling).
-    pub fn process(&self, job: Job) {
+    /// Returns `false` when another scheduler claimed the candidate first.
+    pub fn process(&self, job: Job) -> bool {
         let execution = match job {
             Job::Run(e) => Some(e),
             Job::PickAndRun(candidate) => self.claim(candidate),
         };
+        let ran = execution.is_some();
         if let Some(execution) = execution {
             self.run(execution);
         }
+        ran
     }
 
     /// Hands a claimed execution back unrun (shutdown before it started).
@@ -193,6 +196,9 @@ impl Engine {
             error!(task = %execution.task_name, "picked an execution of an unknown task");
             return;
         };
+        let span = tracing::info_span!("docket.execute", task = %execution.task_name,
+            instance = %execution.task_instance, version = execution.version);
+        let _entered = span.enter();
         let key = execution.key();
         self.running().insert(key.clone(), execution.version);
         let ctx = ExecutionContext {

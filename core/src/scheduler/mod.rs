@@ -147,7 +147,8 @@ impl Shared {
 /// Start it with [`Scheduler::start`], or drive it step by step (for tests with a
 /// [`ManualClock`](crate::ManualClock), or an embedding that owns its threads) with
 /// [`Scheduler::run_due`], [`Scheduler::heartbeat`], [`Scheduler::detect_dead`] and
-/// [`Scheduler::check_unresolved`].
+/// [`Scheduler::check_unresolved`]. Dropping a started scheduler stops it as
+/// [`Scheduler::stop`] does.
 pub struct Scheduler {
     engine: Arc<Engine>,
     shared: Arc<Shared>,
@@ -280,8 +281,9 @@ impl Scheduler {
         all_done
     }
 
-    /// Polls and runs due executions on the calling thread until none is due. Returns how many
-    /// ran. Uses the configured polling strategy.
+    /// Polls and runs due executions on the calling thread, with the configured polling
+    /// strategy, until none is due; returns how many ran. An execution that becomes due again
+    /// while this runs (a zero retry delay, a revival) runs again in the same call.
     pub fn run_due(&self) -> Result<usize> {
         let limit = self.engine.config.threads.max(1);
         let mut ran = 0;
@@ -290,9 +292,8 @@ impl Scheduler {
             if jobs.is_empty() {
                 return Ok(ran);
             }
-            ran += jobs.len();
             for job in jobs {
-                self.engine.process(job);
+                ran += usize::from(self.engine.process(job));
             }
         }
     }
