@@ -1,6 +1,7 @@
 //! How PostgreSQL spells docket's statements.
 
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch};
+use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::TableName;
 
 /// The PostgreSQL dialect: `$n` placeholders, double-quoted identifiers, `NULLS LAST`,
 /// `FOR UPDATE SKIP LOCKED`, `ON CONFLICT DO NOTHING`, `UPDATE ... RETURNING`.
@@ -27,13 +28,30 @@ impl Dialect for PgDialect {
     fn desc_nulls_last(&self, column: &str) -> String {
         format!("{column} DESC NULLS LAST")
     }
+
+    // No loose index scan before PostgreSQL 18 (`SELECT DISTINCT` reads the whole index): walk
+    // the levels with one index probe each on (priority DESC NULLS LAST, execution_time).
+    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+        w.push("WITH RECURSIVE levels(level) AS ((SELECT priority FROM ")
+            .table(table)
+            .push(
+                " WHERE priority IS NOT NULL ORDER BY priority DESC NULLS LAST LIMIT 1) \
+                 UNION ALL SELECT (SELECT priority FROM ",
+            )
+            .table(table)
+            .push(
+                " WHERE priority < levels.level ORDER BY priority DESC NULLS LAST LIMIT 1) \
+                 FROM levels WHERE levels.level IS NOT NULL) \
+                 SELECT level FROM levels WHERE level IS NOT NULL ORDER BY level DESC",
+            );
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::{TimeZone, Utc};
-    use docket_core::dialect::Statements;
+    use docket_core::dialect::{Level, Statements};
     use docket_core::{OrderingPolicy, TableName};
 
     #[test]
@@ -45,7 +63,7 @@ mod tests {
             OrderingPolicy::priority_then_execution_time(),
         );
         let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-        let r = s.due(now, &["a".into(), "b".into()], 7);
+        let r = s.due(Level::Any, now, &["a".into(), "b".into()], 7);
         assert_eq!(
             r.sql,
             "SELECT task_name, task_instance, task_data, execution_time, picked, picked_by, \
@@ -66,8 +84,8 @@ mod tests {
         let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
         let names = ["a".to_owned()];
         for r in [
-            s.due(now, &names, 1),
-            s.lock_and_fetch(now, &names, 1, "me"),
+            s.due(Level::Any, now, &names, 1),
+            s.lock_and_fetch(Level::Any, now, &names, 1, "me"),
             s.get(&docket_core::ExecutionKey::new("a", "1")),
             s.dead(now),
         ] {

@@ -99,6 +99,12 @@ struct SummaryRow {
 }
 
 #[derive(QueryableByName)]
+struct LevelRow {
+    #[diesel(sql_type = SmallInt)]
+    level: i16,
+}
+
+#[derive(QueryableByName)]
 struct NameRow {
     #[diesel(sql_type = Text)]
     name: String,
@@ -129,6 +135,11 @@ impl SqlSession for PgSession<'_> {
                 .map(|r| r.into_execution(None))
                 .collect()
         })
+    }
+
+    fn query_levels(&mut self, stmt: &Rendered) -> Result<Vec<i16>, StoreError> {
+        let rows = bound(stmt).load::<LevelRow>(self.0).map_err(db)?;
+        Ok(rows.into_iter().map(|r| r.level).collect())
     }
 
     fn query_summaries(&mut self, stmt: &Rendered) -> Result<Vec<TaskSummary>, StoreError> {

@@ -41,6 +41,8 @@ macro_rules! compat_cases {
             batch_is_all_or_nothing,
             due_order_reference,
             due_order_null_priority_last,
+            due_batches_span_levels_in_order,
+            many_priority_levels_keep_order,
             due_excludes_future_and_picked,
             fetch_claim_is_optimistic,
             lock_and_fetch_claims_in_order,

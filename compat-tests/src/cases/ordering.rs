@@ -132,3 +132,94 @@ pub fn due_excludes_future_and_picked(h: &dyn Harness, t: Toggle) {
         strings(&["now", "future"])
     );
 }
+
+/// A batch fills from the highest level down, skipping levels with only future rows and other
+/// tasks' rows, and reaches NULL priority last; lock-and-fetch claims in the same order.
+pub fn due_batches_span_levels_in_order(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let now = Ctx::t0();
+    let at = |secs: i64| now + Duration::seconds(secs);
+    let off = ctx.space.store(StoreConfig::with_priority(false), None);
+    let off_client = SchedulerClient::with_clock(off, Arc::new(ctx.clock.clone())).unwrap();
+    for (id, secs) in [("null-a", -90), ("null-b", -80)] {
+        off_client
+            .schedule(WORK.instance(id).scheduled_to(at(secs)))
+            .unwrap();
+    }
+    let client = ctx.client();
+    const OTHER: docket_core::TaskDescriptor = docket_core::TaskDescriptor::new("other");
+    client
+        .schedule(OTHER.instance("p8").priority(8).scheduled_to(at(-100)))
+        .unwrap();
+    let rows: [(&str, i16, i64); 7] = [
+        ("p9-future", 9, 60),
+        ("p7-a", 7, -10),
+        ("p7-b", 7, -5),
+        ("p7-future", 7, 30),
+        ("p5-a", 5, -70),
+        ("p5-b", 5, -60),
+        ("p5-c", 5, -50),
+    ];
+    for (id, priority, secs) in rows {
+        client
+            .schedule(WORK.instance(id).priority(priority).scheduled_to(at(secs)))
+            .unwrap();
+    }
+    let (first, rest) = [
+        (
+            strings(&["null-a", "null-b", "p5-a", "p5-b"]),
+            strings(&["p5-c", "p7-a", "p7-b"]),
+        ),
+        (
+            strings(&["p7-a", "p7-b", "p5-a", "p5-b"]),
+            strings(&["p5-c", "null-a", "null-b"]),
+        ),
+    ][usize::from(t.on())]
+    .clone();
+    let names = strings(&["work"]);
+    let params = |limit| DueParams {
+        now,
+        task_names: &names,
+        limit,
+    };
+    assert_eq!(
+        ids(&ctx.store.execution_fetch_due(&params(4)).unwrap()),
+        first
+    );
+    let claimed = ctx
+        .store
+        .execution_lock_and_fetch_due(&params(4), "me")
+        .unwrap();
+    assert_eq!(ids(&claimed), first, "lock-and-fetch claims the same batch");
+    assert_eq!(
+        ids(&ctx.store.execution_fetch_due(&params(10)).unwrap()),
+        rest
+    );
+}
+
+/// More distinct priorities than are probed one by one: the order still holds.
+pub fn many_priority_levels_keep_order(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let now = Ctx::t0();
+    let levels = docket_core::store::sql::MAX_PROBED_LEVELS as i16 + 6;
+    let instances = (0..levels).map(|p| {
+        // Higher priority is younger, so the two orders differ.
+        WORK.instance(format!("p{p:03}"))
+            .priority(p)
+            .scheduled_to(now - Duration::seconds(i64::from(1000 - p)))
+    });
+    ctx.client().schedule_batch(instances).unwrap();
+    let top = |ps: &[i16]| ps.iter().map(|p| format!("p{p:03}")).collect::<Vec<_>>();
+    let expected =
+        [top(&[0, 1, 2]), top(&[levels - 1, levels - 2, levels - 3])][usize::from(t.on())].clone();
+    let names = strings(&["work"]);
+    let got = ctx
+        .store
+        .execution_fetch_due(&DueParams {
+            now,
+            task_names: &names,
+            limit: 3,
+        })
+        .unwrap();
+    assert_eq!(ids(&got), expected);
+}

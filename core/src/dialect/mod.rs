@@ -5,7 +5,7 @@
 pub mod statements;
 pub mod writer;
 
-pub use statements::{Column, Statements};
+pub use statements::{Column, Level, Statements};
 pub use writer::{Rendered, SqlWriter, Value};
 
 use crate::ident::TableName;
@@ -74,6 +74,16 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// SQL expression for the connection's current schema, for catalogue look-ups.
     fn current_schema(&self) -> &'static str {
         "current_schema()"
+    }
+
+    /// Writes a query returning the distinct non-NULL priorities of `table`, highest first, as
+    /// one column named `level`. It must not scan the table: the default `SELECT DISTINCT` is a
+    /// loose index scan on MySQL/MariaDB's ascending `(priority, execution_time)` index;
+    /// PostgreSQL (no loose index scan before 18) overrides it with a recursive skip scan.
+    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+        w.push("SELECT DISTINCT priority AS level FROM ")
+            .table(table)
+            .push(" WHERE priority IS NOT NULL ORDER BY level DESC");
     }
 
     /// Writes a query returning one row (one text column named `name`) if `column` exists on

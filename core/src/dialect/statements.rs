@@ -62,6 +62,22 @@ impl Column {
     }
 }
 
+/// Which priority level a due-query reads.
+///
+/// With priority on, stores probe levels one at a time, highest first (`Exactly`), then `Null`:
+/// each probe is one index range `priority = ? AND execution_time <= ?` in execution-time order,
+/// so its cost does not depend on how many future rows wait at that level. `Any` is the single
+/// statement ordered by the whole policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Every level, ordered by the full policy.
+    Any,
+    /// Rows with this priority.
+    Exactly(i16),
+    /// Rows without priority.
+    Null,
+}
+
 /// Renders the executions-table statements of one dialect, table and ordering policy.
 #[derive(Debug, Clone)]
 pub struct Statements<'d> {
@@ -119,8 +135,13 @@ impl<'d> Statements<'d> {
 
     /// `ORDER BY` for hand-out order: priority (NULL last) when on, then the primary order.
     pub fn order_by(&self) -> String {
+        self.order_within(Level::Any)
+    }
+
+    /// `ORDER BY` for one level: within a single level, only the primary order matters.
+    fn order_within(&self, level: Level) -> String {
         let mut keys = Vec::new();
-        if self.policy.priority {
+        if self.policy.priority && level == Level::Any {
             keys.push(self.dialect.desc_nulls_last(Column::Priority.name()));
         }
         match self.policy.primary {
@@ -181,22 +202,52 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
-    fn where_due(&self, w: &mut SqlWriter<'_>, now: DateTime<Utc>, task_names: &[String]) {
+    /// `WHERE` of the due-queries plus their `ORDER BY` and limit.
+    fn due_rows(
+        &self,
+        w: &mut SqlWriter<'_>,
+        level: Level,
+        now: DateTime<Utc>,
+        task_names: &[String],
+        limit: i64,
+    ) {
         w.push(" WHERE picked = ")
             .bind(false)
             .push(" AND execution_time <= ")
             .bind(now)
             .push(" AND task_name IN ")
             .bind_list(task_names.iter().map(String::as_str));
+        match level {
+            Level::Any => {}
+            Level::Exactly(p) => {
+                w.push(" AND priority = ").bind(Value::SmallInt(Some(p)));
+            }
+            Level::Null => {
+                w.push(" AND priority IS NULL");
+            }
+        }
+        w.push(&self.order_within(level));
+        self.dialect.limit(w, limit);
     }
 
-    /// Due, unclaimed executions of the given tasks, in hand-out order
+    /// Due, unclaimed executions of the given tasks at `level`, in hand-out order
     /// (fetch-and-lock-on-execute reads these, then claims each with [`Statements::update`]).
-    pub fn due(&self, now: DateTime<Utc>, task_names: &[String], limit: i64) -> Rendered {
+    pub fn due(
+        &self,
+        level: Level,
+        now: DateTime<Utc>,
+        task_names: &[String],
+        limit: i64,
+    ) -> Rendered {
         let mut w = self.select_from();
-        self.where_due(&mut w, now, task_names);
-        w.push(&self.order_by());
-        self.dialect.limit(&mut w, limit);
+        self.due_rows(&mut w, level, now, task_names, limit);
+        w.finish()
+    }
+
+    /// The distinct non-NULL priorities in the table, highest first (see [`Level`]).
+    pub fn priority_levels(&self) -> Rendered {
+        let mut w = self.writer();
+        self.dialect.priority_levels(&mut w, &self.table);
         w.finish()
     }
 
@@ -205,14 +256,13 @@ impl<'d> Statements<'d> {
     /// transaction that then runs [`Statements::claim_keys`].
     pub fn due_for_update(
         &self,
+        level: Level,
         now: DateTime<Utc>,
         task_names: &[String],
         limit: i64,
     ) -> Rendered {
         let mut w = self.select_from();
-        self.where_due(&mut w, now, task_names);
-        w.push(&self.order_by());
-        self.dialect.limit(&mut w, limit);
+        self.due_rows(&mut w, level, now, task_names, limit);
         w.push(self.dialect.skip_locked_clause());
         w.finish()
     }
@@ -257,6 +307,7 @@ impl<'d> Statements<'d> {
     /// The returned rows come back unordered; callers sort them with the policy.
     pub fn lock_and_fetch(
         &self,
+        level: Level,
         now: DateTime<Utc>,
         task_names: &[String],
         limit: i64,
@@ -266,9 +317,7 @@ impl<'d> Statements<'d> {
         self.push_claim_set(&mut w, picked_by, now);
         w.push(" WHERE (task_name, task_instance) IN (SELECT task_name, task_instance FROM ")
             .table(&self.table);
-        self.where_due(&mut w, now, task_names);
-        w.push(&self.order_by());
-        self.dialect.limit(&mut w, limit);
+        self.due_rows(&mut w, level, now, task_names, limit);
         w.push(self.dialect.skip_locked_clause())
             .push(") RETURNING ")
             .push(&self.select_list());

@@ -2,7 +2,10 @@
 //! [`Statements`], run through the backend's [`SqlConnector`].
 
 use super::*;
-use crate::dialect::{Dialect, LockAndFetch, Rendered, Statements};
+use crate::dialect::{Dialect, Level, LockAndFetch, Rendered, Statements};
+
+/// Most distinct priority levels probed one at a time (see `SqlStore::by_level`).
+pub const MAX_PROBED_LEVELS: usize = 64;
 
 /// One database session (a pooled connection, possibly inside a transaction).
 pub trait SqlSession {
@@ -15,6 +18,8 @@ pub trait SqlSession {
         stmt: &Rendered,
         with_priority: bool,
     ) -> Result<Vec<Execution>, StoreError>;
+    /// Runs [`Statements::priority_levels`]: one small-integer column named `level`.
+    fn query_levels(&mut self, stmt: &Rendered) -> Result<Vec<i16>, StoreError>;
     /// Runs [`Statements::summary`].
     fn query_summaries(&mut self, stmt: &Rendered) -> Result<Vec<TaskSummary>, StoreError>;
     /// Runs a query returning one text column named `name`.
@@ -85,13 +90,48 @@ impl<C: SqlConnector> SqlStore<C> {
         self.connector.with_session(&mut |s| s.execute(&stmt))
     }
 
+    /// Collects up to `p.limit` due rows by calling `slice(level, room)`. With priority off that
+    /// is one call for [`Level::Any`]. With priority on, levels are probed highest first, then
+    /// NULL, until the batch is full: each probe is one index range, so drained levels with
+    /// millions of future rows cost a few page reads instead of a walk through those rows.
+    /// Beyond [`MAX_PROBED_LEVELS`] distinct levels, the single ordered statement is cheaper.
+    fn by_level(
+        &self,
+        p: &DueParams<'_>,
+        mut slice: impl FnMut(Level, i64) -> Result<Vec<Execution>, StoreError>,
+    ) -> Result<Vec<Execution>, StoreError> {
+        if !self.priority() {
+            return slice(Level::Any, p.limit);
+        }
+        let stmt = self.statements.priority_levels();
+        let levels = self
+            .connector
+            .with_session(&mut |s| s.query_levels(&stmt))?;
+        if levels.len() > MAX_PROBED_LEVELS {
+            return slice(Level::Any, p.limit);
+        }
+        let mut rows = Vec::new();
+        for level in levels.into_iter().map(Level::Exactly).chain([Level::Null]) {
+            let room = p.limit - rows.len() as i64;
+            if room <= 0 {
+                break;
+            }
+            rows.extend(slice(level, room)?);
+        }
+        Ok(rows)
+    }
+
     /// Locks due rows (skipping rows others hold) and claims them, in one transaction.
     fn select_then_claim(
         &self,
+        level: Level,
         p: &DueParams<'_>,
+        limit: i64,
         picked_by: &str,
     ) -> Result<Vec<Execution>, StoreError> {
-        let select = self.statements.due_for_update(p.now, p.task_names, p.limit);
+        let select = self
+            .statements
+            .due_for_update(level, p.now, p.task_names, limit);
         let with_priority = self.priority();
         self.connector.in_transaction(&mut |s| {
             let mut rows = s.query_executions(&select, with_priority)?;
@@ -178,7 +218,9 @@ impl<C: SqlConnector> Store for SqlStore<C> {
         if p.task_names.is_empty() || p.limit <= 0 {
             return Ok(Vec::new());
         }
-        self.executions(self.statements.due(p.now, p.task_names, p.limit))
+        self.by_level(p, |level, limit| {
+            self.executions(self.statements.due(level, p.now, p.task_names, limit))
+        })
     }
 
     fn execution_lock_and_fetch_due(
@@ -195,14 +237,16 @@ impl<C: SqlConnector> Store for SqlStore<C> {
         if p.task_names.is_empty() || p.limit <= 0 {
             return Ok(Vec::new());
         }
-        let mut rows =
-            match style {
-                LockAndFetch::UpdateReturning => self.executions(
-                    self.statements
-                        .lock_and_fetch(p.now, p.task_names, p.limit, picked_by),
-                )?,
-                LockAndFetch::SelectThenUpdate => self.select_then_claim(p, picked_by)?,
-            };
+        let mut rows = self.by_level(p, |level, limit| match style {
+            LockAndFetch::UpdateReturning => self.executions(self.statements.lock_and_fetch(
+                level,
+                p.now,
+                p.task_names,
+                limit,
+                picked_by,
+            )),
+            LockAndFetch::SelectThenUpdate => self.select_then_claim(level, p, limit, picked_by),
+        })?;
         rows.sort_by(|a, b| self.config.ordering.compare(a, b));
         Ok(rows)
     }
