@@ -240,22 +240,13 @@ impl Engine {
         duration: std::time::Duration,
     ) -> Result<(), StoreError> {
         let now = self.clock.now();
-        let guard = Guard::Version(e.version);
         let next = task.schedule.as_ref().and_then(|s| s.next_after(now));
-        let changed = match next {
-            Some(at) => self.store.execution_update(
-                &e.key(),
-                guard,
-                &Changes {
-                    pick: Some(PickChange::Release),
-                    execution_time: Some(at),
-                    last_success: Some(now),
-                    consecutive_failures: Some(0),
-                    ..Changes::default()
-                },
-            )?,
-            None => self.store.execution_remove(&e.key(), guard)?,
+        let success = Changes {
+            last_success: Some(now),
+            consecutive_failures: Some(0),
+            ..Changes::default()
         };
+        let changed = self.release_or_remove(e, next, success)?;
         self.record(e, changed);
         metrics::counter!("docket_executions_completed_total", "task" => task.name.clone())
             .increment(1);
@@ -285,27 +276,18 @@ impl Engine {
                 None => on_schedule.unwrap_or(now),
             }),
         };
-        let guard = Guard::Version(e.version);
-        let changed = match retry_at {
-            Some(at) => self.store.execution_update(
-                &e.key(),
-                guard,
-                &Changes {
-                    pick: Some(PickChange::Release),
-                    execution_time: Some(at),
-                    last_failure: Some(now),
-                    consecutive_failures: Some(failures),
-                    ..Changes::default()
-                },
-            )?,
-            None => {
-                if let Some(hook) = &task.give_up {
-                    hook(e);
-                }
-                self.emit(SchedulerEvent::GaveUp(e.clone()));
-                self.store.execution_remove(&e.key(), guard)?
+        if retry_at.is_none() {
+            if let Some(hook) = &task.give_up {
+                hook(e);
             }
+            self.emit(SchedulerEvent::GaveUp(e.clone()));
+        }
+        let failure = Changes {
+            last_failure: Some(now),
+            consecutive_failures: Some(failures),
+            ..Changes::default()
         };
+        let changed = self.release_or_remove(e, retry_at, failure)?;
         self.record(e, changed);
         self.emit(SchedulerEvent::ExecutionFailed {
             execution: e.clone(),
@@ -313,6 +295,29 @@ impl Engine {
             retry_at,
         });
         Ok(())
+    }
+
+    /// Releases a picked execution to run again at `next` with `changes` applied, or removes
+    /// it when `next` is `None`; either only if it still has the version we hold (fencing).
+    fn release_or_remove(
+        &self,
+        e: &Execution,
+        next: Option<DateTime<Utc>>,
+        changes: Changes,
+    ) -> Result<bool, StoreError> {
+        let guard = Guard::Version(e.version);
+        match next {
+            Some(at) => self.store.execution_update(
+                &e.key(),
+                guard,
+                &Changes {
+                    pick: Some(PickChange::Release),
+                    execution_time: Some(at),
+                    ..changes
+                },
+            ),
+            None => self.store.execution_remove(&e.key(), guard),
+        }
     }
 
     /// Updates `last_heartbeat` of every execution running here.
@@ -342,21 +347,16 @@ impl Engine {
             let Some(task) = self.tasks.get(&e.task_name) else {
                 continue; // unknown task: left alone, reported by check_unresolved
             };
-            let guard = Guard::Version(e.version);
-            let changed = match task.dead {
-                DeadExecutionPolicy::Revive => self.store.execution_update(
-                    &e.key(),
-                    guard,
-                    &Changes {
-                        pick: Some(PickChange::Release),
-                        execution_time: Some(now),
-                        last_failure: Some(now),
-                        consecutive_failures: Some(e.consecutive_failures.saturating_add(1)),
-                        ..Changes::default()
-                    },
-                )?,
-                DeadExecutionPolicy::Cancel => self.store.execution_remove(&e.key(), guard)?,
+            let revive_at = match task.dead {
+                DeadExecutionPolicy::Revive => Some(now),
+                DeadExecutionPolicy::Cancel => None,
             };
+            let failure = Changes {
+                last_failure: Some(now),
+                consecutive_failures: Some(e.consecutive_failures.saturating_add(1)),
+                ..Changes::default()
+            };
+            let changed = self.release_or_remove(&e, revive_at, failure)?;
             if changed {
                 warn!(task = %e.task_name, instance = %e.task_instance, picked_by = ?e.picked_by,
                     policy = ?task.dead, "dead execution handled");
