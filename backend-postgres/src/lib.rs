@@ -19,7 +19,7 @@ mod store;
 
 pub use connect::{connect, connect_with, PgConnector, PgOptions};
 pub use dialect::PgDialect;
-pub use migrate::{migrate, migration_names};
+pub use migrate::{migrate, MIGRATIONS};
 
 /// The PostgreSQL store.
 pub type PgStore = docket_core::store::sql::SqlStore<PgConnector>;

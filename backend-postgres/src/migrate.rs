@@ -1,7 +1,5 @@
-//! Embedded migrations, run through diesel_migrations' harness. The SQL files are templates:
-//! `{table}` becomes the validated, quoted table name and `{name}` its unqualified name, so any
-//! configured table can be migrated. Versions are recorded per table (`0001_base@app.jobs`), so
-//! several docket tables can share one schema.
+//! Embedded migrations (PostgreSQL SQL, templated by table through
+//! [`docket_core::migrate::plan`]), run by diesel_migrations' harness.
 
 use crate::dialect::PgDialect;
 use crate::error::migration;
@@ -12,56 +10,48 @@ use diesel::migration::{
 };
 use diesel::pg::Pg;
 use diesel_migrations::MigrationHarness;
-use docket_core::dialect::Dialect;
-use docket_core::{Store, StoreError, TableName};
+use docket_core::migrate::{plan, MigrationFile, TableMigration};
+use docket_core::{Store, StoreError};
 use std::fmt;
 
-/// `(name, up, down)` of every migration, in order.
-const FILES: &[(&str, &str, &str)] = &[
-    (
-        "0001_base",
-        include_str!("../migrations/0001_base/up.sql"),
-        include_str!("../migrations/0001_base/down.sql"),
-    ),
-    (
-        "0002_priority",
-        include_str!("../migrations/0002_priority/up.sql"),
-        include_str!("../migrations/0002_priority/down.sql"),
-    ),
+/// The migrations this backend ships, in order.
+pub const MIGRATIONS: &[MigrationFile] = &[
+    MigrationFile {
+        name: "0001_base",
+        up: include_str!("../migrations/0001_base/up.sql"),
+        down: include_str!("../migrations/0001_base/down.sql"),
+    },
+    MigrationFile {
+        name: "0002_priority",
+        up: include_str!("../migrations/0002_priority/up.sql"),
+        down: include_str!("../migrations/0002_priority/down.sql"),
+    },
 ];
 
-/// Names of the migrations this backend ships, in order.
-pub fn migration_names() -> impl Iterator<Item = &'static str> {
-    FILES.iter().map(|(name, _, _)| *name)
-}
+/// diesel's view of one [`TableMigration`].
+struct Step(TableMigration);
 
-struct TableMigration {
-    version: String,
-    up: String,
-    down: String,
-}
-
-impl fmt::Display for TableMigration {
+impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.version)
+        f.write_str(&self.0.version)
     }
 }
 
-impl MigrationName for TableMigration {
+impl MigrationName for Step {
     fn version(&self) -> MigrationVersion<'_> {
-        MigrationVersion::from(self.version.as_str())
+        MigrationVersion::from(self.0.version.as_str())
     }
 }
 
-impl MigrationMetadata for TableMigration {}
+impl MigrationMetadata for Step {}
 
-impl Migration<Pg> for TableMigration {
+impl Migration<Pg> for Step {
     fn run(&self, conn: &mut dyn BoxableConnection<Pg>) -> diesel::migration::Result<()> {
-        Ok(conn.batch_execute(&self.up)?)
+        Ok(conn.batch_execute(&self.0.up)?)
     }
 
     fn revert(&self, conn: &mut dyn BoxableConnection<Pg>) -> diesel::migration::Result<()> {
-        Ok(conn.batch_execute(&self.down)?)
+        Ok(conn.batch_execute(&self.0.down)?)
     }
 
     fn metadata(&self) -> &dyn MigrationMetadata {
@@ -73,73 +63,25 @@ impl Migration<Pg> for TableMigration {
     }
 }
 
-struct TableMigrations {
-    migrations: Vec<(String, String, String)>,
-}
+struct Steps(Vec<TableMigration>);
 
-impl TableMigrations {
-    fn new(table: &TableName, up_to: Option<&str>) -> Self {
-        let d = PgDialect;
-        let quoted = match table.schema() {
-            Some(s) => format!("{}.{}", d.quote_ident(s), d.quote_ident(table.table())),
-            None => d.quote_ident(table.table()),
-        };
-        let fill = |sql: &str| {
-            sql.replace("{table}", &quoted)
-                .replace("{name}", table.table())
-        };
-        let count = up_to
-            .and_then(|last| FILES.iter().position(|(n, _, _)| *n == last))
-            .map_or(FILES.len(), |i| i + 1);
-        let migrations = FILES[..count]
-            .iter()
-            .map(|(name, up, down)| (format!("{name}@{table}"), fill(up), fill(down)))
-            .collect();
-        Self { migrations }
-    }
-}
-
-impl MigrationSource<Pg> for TableMigrations {
+impl MigrationSource<Pg> for Steps {
     fn migrations(&self) -> diesel::migration::Result<Vec<Box<dyn Migration<Pg>>>> {
         Ok(self
-            .migrations
+            .0
             .iter()
-            .map(|(version, up, down)| {
-                Box::new(TableMigration {
-                    version: version.clone(),
-                    up: up.clone(),
-                    down: down.clone(),
-                }) as Box<dyn Migration<Pg>>
-            })
+            .map(|m| Box::new(Step(m.clone())) as Box<dyn Migration<Pg>>)
             .collect())
     }
 }
 
-/// diesel records versions in a `VARCHAR(50)`.
-const MAX_VERSION_LEN: usize = 50;
-
 /// Applies pending migrations to the store's table, up to and including `up_to`
 /// (a name such as `0001_base`; `None` = all). Returns the versions applied now.
 pub fn migrate(store: &PgStore, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-    if let Some(name) = up_to {
-        if !migration_names().any(|n| n == name) {
-            return Err(StoreError::Database(format!(
-                "unknown migration {name:?}; known: {}",
-                migration_names().collect::<Vec<_>>().join(", ")
-            )));
-        }
-    }
-    let table = &store.config().table;
-    let longest_name = migration_names().map(str::len).max().unwrap_or(0);
-    if longest_name + 1 + table.to_string().len() > MAX_VERSION_LEN {
-        return Err(StoreError::Database(format!(
-            "table name {table} is too long for migration bookkeeping (at most {} characters)",
-            MAX_VERSION_LEN - longest_name - 1
-        )));
-    }
+    let steps = plan(MIGRATIONS, &PgDialect, &store.config().table, up_to)?;
     let mut conn = store.connector().connection()?;
     let applied = conn
-        .run_pending_migrations(TableMigrations::new(table, up_to))
+        .run_pending_migrations(Steps(steps))
         .map_err(migration)?;
     Ok(applied.iter().map(ToString::to_string).collect())
 }

@@ -10,6 +10,7 @@ pub mod dialect;
 pub mod error;
 pub mod ident;
 pub mod listener;
+pub mod migrate;
 pub mod ordering;
 pub mod schedule;
 pub mod scheduler;

@@ -1,0 +1,135 @@
+//! Versioned migrations, templated by table. Each backend ships its own SQL per migration (in
+//! its own dialect); this module fills in the table and names the versions, so every backend
+//! records and orders migrations the same way.
+
+use crate::dialect::{Dialect, SqlWriter};
+use crate::error::StoreError;
+use crate::ident::TableName;
+
+/// One migration as shipped: `{table}` in the SQL stands for the quoted table name, `{name}`
+/// for its unqualified name (for index names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MigrationFile {
+    /// `0001_base`, `0002_priority`, ...
+    pub name: &'static str,
+    /// SQL applying it.
+    pub up: &'static str,
+    /// SQL reverting it.
+    pub down: &'static str,
+}
+
+/// A migration for one table, ready to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableMigration {
+    /// Recorded version: `<name>@<table>`, so several docket tables can share a schema.
+    pub version: String,
+    /// SQL applying it.
+    pub up: String,
+    /// SQL reverting it.
+    pub down: String,
+}
+
+/// Longest version string recorded (diesel keeps versions in a `VARCHAR(50)`).
+pub const MAX_VERSION_LEN: usize = 50;
+
+/// The migrations of `files` for `table`, up to and including `up_to` (all when `None`).
+/// An unknown `up_to`, or a table name too long to record, is an error and nothing runs.
+pub fn plan(
+    files: &[MigrationFile],
+    dialect: &dyn Dialect,
+    table: &TableName,
+    up_to: Option<&str>,
+) -> Result<Vec<TableMigration>, StoreError> {
+    let count = match up_to {
+        None => files.len(),
+        Some(last) => {
+            files.iter().position(|f| f.name == last).ok_or_else(|| {
+                let known: Vec<_> = files.iter().map(|f| f.name).collect();
+                StoreError::Database(format!(
+                    "unknown migration {last:?}; known: {}",
+                    known.join(", ")
+                ))
+            })? + 1
+        }
+    };
+    let mut w = SqlWriter::new(dialect);
+    w.table(table);
+    let quoted = w.finish().sql;
+    let fill = |sql: &str| {
+        sql.replace("{table}", &quoted)
+            .replace("{name}", table.table())
+    };
+    files[..count]
+        .iter()
+        .map(|f| {
+            let version = format!("{}@{table}", f.name);
+            if version.len() > MAX_VERSION_LEN {
+                return Err(StoreError::Database(format!(
+                    "table name {table} is too long to record migration {} \
+                     (versions are at most {MAX_VERSION_LEN} characters)",
+                    f.name
+                )));
+            }
+            Ok(TableMigration {
+                version,
+                up: fill(f.up),
+                down: fill(f.down),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::Capabilities;
+
+    #[derive(Debug)]
+    struct Ansi;
+    impl Dialect for Ansi {
+        fn name(&self) -> &'static str {
+            "ansi"
+        }
+        fn capabilities(&self) -> Capabilities {
+            Capabilities {
+                lock_and_fetch: None,
+                transactional_ddl: false,
+            }
+        }
+    }
+
+    const FILES: &[MigrationFile] = &[
+        MigrationFile {
+            name: "0001_base",
+            up: "CREATE TABLE {table} (x INT); CREATE INDEX \"{name}_x\" ON {table} (x)",
+            down: "DROP TABLE {table}",
+        },
+        MigrationFile {
+            name: "0002_priority",
+            up: "ALTER TABLE {table} ADD priority SMALLINT",
+            down: "ALTER TABLE {table} DROP priority",
+        },
+    ];
+
+    #[test]
+    fn fills_table_and_versions_per_table() {
+        let table = TableName::parse("app.jobs").unwrap();
+        let all = plan(FILES, &Ansi, &table, None).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].version, "0001_base@app.jobs");
+        assert_eq!(
+            all[0].up,
+            "CREATE TABLE \"app\".\"jobs\" (x INT); CREATE INDEX \"jobs_x\" ON \"app\".\"jobs\" (x)"
+        );
+        let first = plan(FILES, &Ansi, &table, Some("0001_base")).unwrap();
+        assert_eq!(first.len(), 1);
+    }
+
+    #[test]
+    fn unknown_target_and_long_names_are_errors() {
+        let table = TableName::default();
+        assert!(plan(FILES, &Ansi, &table, Some("0003_nope")).is_err());
+        let long = TableName::parse(&"t".repeat(40)).unwrap();
+        assert!(plan(FILES, &Ansi, &long, None).is_err());
+    }
+}
