@@ -3,7 +3,7 @@
 //! The backend-agnostic heart of docket: the task model, the ordering policy, the SQL dialect
 //! abstraction every backend implements, the store trait the engine talks to, the scheduler
 //! engine and the client API. This crate names no database; a backend crate (for example
-//! `docket-postgres`) supplies a [`Dialect`](dialect::Dialect) and a [`Store`](store::Store).
+//! `docket-postgres`) supplies a [`Dialect`](dialect::Dialect) and a [`Store`].
 
 pub mod clock;
 pub mod dialect;

@@ -59,7 +59,7 @@ pub fn admin_url() -> Result<&'static str, NotRun> {
 }
 
 /// Where the URL came from, for the log line: "DOCKET_POSTGRES_URL" or
-/// "throwaway server at <dir> port <p>".
+/// "throwaway server at DIR port PORT".
 ///
 /// Resolves the server like [`admin_url`] if that has not happened yet; `None` when no server
 /// could be obtained.

@@ -1,5 +1,5 @@
 //! The scheduler: worker threads, a polling thread and a housekeeping thread (heartbeats, dead
-//! detection, unknown-task report) around the steps in [`engine`].
+//! detection, unknown-task report) around the steps in the private `engine` module.
 
 pub mod client;
 pub mod config;
