@@ -171,8 +171,8 @@ impl SqlConnector for MysqlConnector {
     }
 
     /// Transactions run at READ COMMITTED: a claim's `SELECT ... FOR UPDATE SKIP LOCKED` then
-    /// locks only the rows it returns, without REPEATABLE READ's gap locks that would make
-    /// concurrent inserts (new executions) wait for claimers.
+    /// takes record locks only, not REPEATABLE READ's next-key (gap) locks, which would make
+    /// concurrent inserts of new executions wait for claimers.
     fn in_transaction<T>(
         &self,
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
