@@ -4,3 +4,8 @@
 mod postgres {
     docket_compat_tests::compat_suite!(docket_compat_tests::backends::Postgres);
 }
+
+/// MySQL/MariaDB: `DOCKET_MYSQL_URL`, else a throwaway server from local binaries.
+mod mysql {
+    docket_compat_tests::compat_suite!(docket_compat_tests::backends::Mysql);
+}

@@ -1,7 +1,9 @@
 //! One harness per backend: how to get an isolated space on its server.
 
+pub mod mysql;
 pub mod postgres;
 
+pub use mysql::Mysql;
 pub use postgres::Postgres;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::net::{Ipv4Addr, TcpListener};
 
+pub mod mysql;
 pub mod postgres;
 
 /// Why a backend's live suite could not run; tests turn it into a failing panic with

@@ -1,0 +1,1 @@
+ALTER TABLE {table} DROP INDEX priority_execution_time_idx, DROP COLUMN priority;

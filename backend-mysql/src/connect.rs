@@ -1,0 +1,187 @@
+//! The connection pool and the [`SqlConnector`] on it.
+
+use crate::dialect::{Flavor, MysqlDialect};
+use crate::error::{db, pool, TxError};
+use crate::store::MysqlSession;
+use crate::MysqlStore;
+use diesel::connection::SimpleConnection;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::sql_types::Text;
+use diesel::{Connection, MysqlConnection, QueryableByName, RunQueryDsl};
+use docket_core::dialect::Dialect;
+use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
+use docket_core::{StoreConfig, StoreError};
+use std::time::Duration;
+
+/// Pool and session settings.
+#[derive(Debug, Clone)]
+pub struct MysqlOptions {
+    /// Most connections the pool opens (default 10).
+    pub max_connections: u32,
+    /// How long to wait for a connection before failing (default 30 s).
+    pub connection_timeout: Duration,
+    /// Session `time_zone` of every pooled connection (e.g. `America/New_York`); `None` keeps
+    /// diesel's `+00:00`. docket's times live in zone-less `DATETIME(6)` columns holding UTC,
+    /// so this never shifts them; it is for whatever else the session does. Named zones need
+    /// the server's time zone tables (`mariadb-tzinfo-to-sql` / `mysql_tzinfo_to_sql`).
+    pub session_time_zone: Option<String>,
+}
+
+impl Default for MysqlOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 10,
+            connection_timeout: Duration::from_secs(30),
+            session_time_zone: None,
+        }
+    }
+}
+
+/// Runs docket's session set-up on every new pooled connection: strict SQL mode (so an
+/// over-long value fails instead of being truncated, whatever the server's default), and the
+/// configured session time zone.
+#[derive(Debug)]
+struct SessionSetup {
+    time_zone: Option<String>,
+}
+
+#[derive(QueryableByName)]
+struct Version {
+    #[diesel(sql_type = Text)]
+    version: String,
+}
+
+impl CustomizeConnection<MysqlConnection, diesel::r2d2::Error> for SessionSetup {
+    fn on_acquire(&self, conn: &mut MysqlConnection) -> Result<(), diesel::r2d2::Error> {
+        conn.batch_execute(
+            "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES')",
+        )
+        .map_err(diesel::r2d2::Error::QueryError)?;
+        if let Some(tz) = &self.time_zone {
+            diesel::sql_query("SET time_zone = ?")
+                .bind::<Text, _>(tz)
+                .execute(conn)
+                .map_err(diesel::r2d2::Error::QueryError)?;
+        }
+        Ok(())
+    }
+}
+
+/// A pool of `MysqlConnection`s to one MySQL or MariaDB server.
+#[derive(Clone)]
+pub struct MysqlConnector {
+    pool: Pool<ConnectionManager<MysqlConnection>>,
+    dialect: &'static MysqlDialect,
+    server_version: (u32, u32, u32),
+}
+
+impl std::fmt::Debug for MysqlConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MysqlConnector")
+            .field("flavor", &self.dialect.flavor())
+            .field("server_version", &self.server_version)
+            .field("state", &self.pool.state())
+            .finish()
+    }
+}
+
+impl MysqlConnector {
+    /// A raw pooled connection (for migrations and tooling).
+    pub fn connection(
+        &self,
+    ) -> Result<PooledConnection<ConnectionManager<MysqlConnection>>, StoreError> {
+        self.pool.get().map_err(pool)
+    }
+
+    /// The server flavor, recognized at connect time.
+    pub fn flavor(&self) -> Flavor {
+        self.dialect.flavor()
+    }
+
+    /// The server's `(major, minor, patch)` version.
+    pub fn server_version(&self) -> (u32, u32, u32) {
+        self.server_version
+    }
+
+    /// The dialect of this server's flavor.
+    pub fn mysql_dialect(&self) -> &'static MysqlDialect {
+        self.dialect
+    }
+}
+
+/// Connects with default settings. Fails if no connection can be made, or if the server is
+/// older than the flavor's [`Flavor::min_version`].
+pub fn connect(url: &str, config: StoreConfig) -> Result<MysqlStore, StoreError> {
+    connect_with(url, config, &MysqlOptions::default())
+}
+
+/// Connects with explicit settings. The flavor (MySQL or MariaDB) is read from the server's
+/// `VERSION()`.
+pub fn connect_with(
+    url: &str,
+    config: StoreConfig,
+    options: &MysqlOptions,
+) -> Result<MysqlStore, StoreError> {
+    let connections = Pool::builder()
+        .max_size(options.max_connections.max(1))
+        .min_idle(Some(1))
+        .connection_timeout(options.connection_timeout)
+        .connection_customizer(Box::new(SessionSetup {
+            time_zone: options.session_time_zone.clone(),
+        }))
+        .build(ConnectionManager::<MysqlConnection>::new(url))
+        .map_err(pool)?;
+    let text = {
+        let mut conn = connections.get().map_err(pool)?;
+        diesel::sql_query("SELECT VERSION() AS version")
+            .get_result::<Version>(&mut *conn)
+            .map_err(db)?
+            .version
+    };
+    let (flavor, server_version) = Flavor::from_version(&text)
+        .ok_or_else(|| StoreError::Connection(format!("unrecognized server version {text:?}")))?;
+    if server_version < flavor.min_version() {
+        return Err(StoreError::Unsupported {
+            backend: "mysql",
+            capability: match flavor {
+                Flavor::MariaDb => "FOR UPDATE SKIP LOCKED before MariaDB 10.6",
+                Flavor::MySql => "utf8mb4_0900_bin and SKIP LOCKED before MySQL 8.0.17",
+            },
+        });
+    }
+    let connector = MysqlConnector {
+        pool: connections,
+        dialect: flavor.dialect(),
+        server_version,
+    };
+    Ok(SqlStore::new(connector, config))
+}
+
+impl SqlConnector for MysqlConnector {
+    fn dialect(&self) -> &'static dyn Dialect {
+        self.dialect
+    }
+
+    fn with_session<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.connection()?;
+        f(&mut MysqlSession(&mut conn))
+    }
+
+    /// Transactions run at READ COMMITTED: a claim's `SELECT ... FOR UPDATE SKIP LOCKED` then
+    /// takes record locks only, not REPEATABLE READ's next-key (gap) locks, which would make
+    /// concurrent inserts of new executions wait for claimers.
+    fn in_transaction<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.connection()?;
+        // Applies to the next transaction only, which `transaction` begins right after.
+        conn.batch_execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            .map_err(db)?;
+        conn.transaction::<T, TxError, _>(|c| f(&mut MysqlSession(c)).map_err(TxError::Store))
+            .map_err(StoreError::from)
+    }
+}

@@ -1,0 +1,205 @@
+//! How MySQL 8 and MariaDB 10.6+ spell docket's statements: one dialect for the family, with a
+//! [`Flavor`] for the few real differences between the two servers.
+
+use docket_core::dialect::{Capabilities, Dialect, LockAndFetch};
+use std::fmt;
+
+/// Which server of the MySQL family a store talks to. Everything docket's statements need is
+/// spelled the same on both; the flavor carries what is not: the minimum server version with
+/// `FOR UPDATE SKIP LOCKED`, and the binary no-pad collation that makes instance ids compare
+/// byte for byte (as on PostgreSQL) instead of ignoring trailing spaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Flavor {
+    /// MariaDB 10.6 or later (10.11 is the version the suite runs live).
+    MariaDb,
+    /// Oracle MySQL 8.0.17 or later.
+    MySql,
+}
+
+impl Flavor {
+    /// Recognizes the server from `SELECT VERSION()` (MariaDB always says `MariaDB` there).
+    /// Returns the flavor and the `(major, minor, patch)` version, or `None` when the text is
+    /// not a version.
+    pub fn from_version(version: &str) -> Option<(Flavor, (u32, u32, u32))> {
+        let flavor = if version.to_ascii_lowercase().contains("mariadb") {
+            Flavor::MariaDb
+        } else {
+            Flavor::MySql
+        };
+        let numeric = version.split(['-', '+', ' ']).next()?;
+        let mut parts = numeric.split('.').map(str::parse::<u32>);
+        let major = parts.next()?.ok()?;
+        let minor = parts.next().unwrap_or(Ok(0)).ok()?;
+        let patch = parts.next().unwrap_or(Ok(0)).ok()?;
+        Some((flavor, (major, minor, patch)))
+    }
+
+    /// The oldest server version docket supports: the first with `FOR UPDATE SKIP LOCKED`
+    /// (MariaDB 10.6; MySQL 8.0.1) and, on MySQL, the `utf8mb4_0900_bin` collation (8.0.17).
+    pub const fn min_version(self) -> (u32, u32, u32) {
+        match self {
+            Flavor::MariaDb => (10, 6, 0),
+            Flavor::MySql => (8, 0, 17),
+        }
+    }
+
+    /// Binary, no-pad utf8mb4 collation of the key columns: `'a'` and `'a '` are different
+    /// instances, and `'A'` differs from `'a'`, exactly as on PostgreSQL.
+    pub const fn key_collation(self) -> &'static str {
+        match self {
+            Flavor::MariaDb => "utf8mb4_nopad_bin",
+            Flavor::MySql => "utf8mb4_0900_bin",
+        }
+    }
+
+    /// The dialect of this flavor.
+    pub const fn dialect(self) -> &'static MysqlDialect {
+        match self {
+            Flavor::MariaDb => &MysqlDialect::MARIADB,
+            Flavor::MySql => &MysqlDialect::MYSQL,
+        }
+    }
+}
+
+impl fmt::Display for Flavor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Flavor::MariaDb => "MariaDB",
+            Flavor::MySql => "MySQL",
+        })
+    }
+}
+
+/// The MySQL/MariaDB dialect: `?` placeholders, backtick-quoted identifiers, `LIMIT ?`,
+/// `FOR UPDATE SKIP LOCKED`, no `ON CONFLICT` (a duplicate key is reported as zero rows by the
+/// session, see `store.rs`) and no `UPDATE ... RETURNING` (claims select, then update).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MysqlDialect {
+    flavor: Flavor,
+}
+
+impl MysqlDialect {
+    /// The MariaDB dialect.
+    pub const MARIADB: MysqlDialect = MysqlDialect {
+        flavor: Flavor::MariaDb,
+    };
+    /// The MySQL dialect.
+    pub const MYSQL: MysqlDialect = MysqlDialect {
+        flavor: Flavor::MySql,
+    };
+
+    /// The server flavor.
+    pub const fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+}
+
+impl Dialect for MysqlDialect {
+    fn name(&self) -> &'static str {
+        "mysql"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            // MySQL rejects LIMIT inside an IN subquery and has no UPDATE ... RETURNING:
+            // select FOR UPDATE SKIP LOCKED, then update the keys, in one transaction.
+            lock_and_fetch: Some(LockAndFetch::SelectThenUpdate),
+            // DDL commits implicitly.
+            transactional_ddl: false,
+        }
+    }
+
+    fn quote_ident(&self, ident: &str) -> String {
+        format!("`{ident}`")
+    }
+
+    // `desc_nulls_last` keeps the default plain `DESC`: MySQL and MariaDB sort NULL lowest,
+    // so NULL priority already ranks after every value.
+
+    /// Neither server has `ON CONFLICT`, and `INSERT IGNORE` would also downgrade strict-mode
+    /// errors (data too long) to truncating warnings. The insert is plain; the session turns a
+    /// duplicate-key error into "0 rows inserted".
+    fn insert_if_absent_suffix(&self) -> &'static str {
+        ""
+    }
+
+    fn current_schema(&self) -> &'static str {
+        "DATABASE()"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use docket_core::dialect::Statements;
+    use docket_core::store::NewExecution;
+    use docket_core::{ExecutionKey, OrderingPolicy, TableName};
+
+    fn now() -> chrono::DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn due_query_for_update_with_priority() {
+        let table = TableName::parse("app.jobs").unwrap();
+        let d = MysqlDialect::MARIADB;
+        let s = Statements::new(&d, table, OrderingPolicy::priority_then_execution_time());
+        let r = s.due_for_update(now(), &["a".into(), "b".into()], 7);
+        assert_eq!(
+            r.sql,
+            "SELECT task_name, task_instance, task_data, execution_time, picked, picked_by, \
+             last_success, last_failure, consecutive_failures, last_heartbeat, version, priority \
+             FROM `app`.`jobs` WHERE picked = ? AND execution_time <= ? AND task_name IN (?, ?) \
+             ORDER BY priority DESC, execution_time ASC LIMIT ? FOR UPDATE SKIP LOCKED"
+        );
+        assert_eq!(r.binds.len(), 5);
+    }
+
+    #[test]
+    fn insert_is_plain_and_priority_off_never_names_priority() {
+        let d = MysqlDialect::MYSQL;
+        let s = Statements::new(&d, TableName::default(), OrderingPolicy::execution_time());
+        let row = NewExecution {
+            task_name: "a".into(),
+            task_instance: "1".into(),
+            task_data: None,
+            execution_time: now(),
+            priority: Some(1),
+        };
+        let insert = s.insert(&row);
+        assert!(
+            insert.sql.ends_with("VALUES (?, ?, ?, ?, ?, ?, ?)"),
+            "{}",
+            insert.sql
+        );
+        let names = ["a".to_owned()];
+        for r in [
+            insert,
+            s.due_for_update(now(), &names, 1),
+            s.claim_keys(&[ExecutionKey::new("a", "1")], "me", now()),
+            s.get(&ExecutionKey::new("a", "1")),
+            s.dead(now()),
+        ] {
+            assert!(!r.sql.contains("priority"), "{}", r.sql);
+        }
+    }
+
+    #[test]
+    fn flavor_from_version() {
+        assert_eq!(
+            Flavor::from_version("10.11.19-MariaDB-0+deb12u1"),
+            Some((Flavor::MariaDb, (10, 11, 19)))
+        );
+        assert_eq!(
+            Flavor::from_version("8.0.36"),
+            Some((Flavor::MySql, (8, 0, 36)))
+        );
+        assert_eq!(
+            Flavor::from_version("8.4.0-commercial"),
+            Some((Flavor::MySql, (8, 4, 0)))
+        );
+        assert_eq!(Flavor::from_version("garbage"), None);
+        assert!((10, 5, 9) < Flavor::MariaDb.min_version());
+    }
+}

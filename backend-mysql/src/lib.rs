@@ -1,0 +1,42 @@
+//! # docket-mysql
+//!
+//! The MySQL 8 / MariaDB 10.6+ backend of docket: [`MysqlDialect`] (how statements are spelled,
+//! with a [`Flavor`] for the few differences between the two servers), a [`MysqlConnector`]
+//! (diesel `MysqlConnection` + r2d2 pool) under the shared
+//! [`SqlStore`](docket_core::store::sql::SqlStore), and embedded migrations.
+//!
+//! What is particular to this backend:
+//!
+//! - **Claims.** Lock-and-fetch runs `SELECT ... FOR UPDATE SKIP LOCKED`, then an `UPDATE` of
+//!   the selected keys, in one READ COMMITTED transaction (MySQL has no `UPDATE ... RETURNING`
+//!   and rejects `LIMIT` in an `IN` subquery). Needs MariaDB 10.6+ or MySQL 8.0.17+; older
+//!   servers are refused at connect time with [`StoreError::Unsupported`](docket_core::StoreError).
+//! - **Schedule-if-not-exists.** A plain `INSERT` whose duplicate-key error counts as "0 rows
+//!   inserted". Not `INSERT IGNORE`: it would turn errors such as an over-long value into a
+//!   truncating warning. Every pooled session also adds `STRICT_ALL_TABLES` to its `sql_mode`.
+//! - **Times** are `DATETIME(6)` columns holding UTC, bound and read as UTC wall-clock values,
+//!   so any session time zone ([`MysqlOptions::session_time_zone`]) reads and writes the same
+//!   instants, across DST changes, from 1000 to 9999 with microseconds.
+//! - **Keys** use a binary no-pad collation ([`Flavor::key_collation`]): instance ids compare
+//!   byte for byte, as on PostgreSQL.
+//! - **Flavor** (MariaDB or MySQL) is read from `VERSION()` when connecting.
+//!
+//! ```no_run
+//! use docket_core::StoreConfig;
+//! let store = docket_mysql::connect("mysql://root@127.0.0.1:3306/app", StoreConfig::default())?;
+//! docket_mysql::migrate(&store, None)?;
+//! # Ok::<(), docket_core::StoreError>(())
+//! ```
+
+mod connect;
+mod dialect;
+mod error;
+mod migrate;
+mod store;
+
+pub use connect::{connect, connect_with, MysqlConnector, MysqlOptions};
+pub use dialect::{Flavor, MysqlDialect};
+pub use migrate::{migrate, migration_names};
+
+/// The MySQL/MariaDB store.
+pub type MysqlStore = docket_core::store::sql::SqlStore<MysqlConnector>;

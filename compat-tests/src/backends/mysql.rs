@@ -1,0 +1,110 @@
+//! MySQL/MariaDB: one database per test on the server from [`crate::servers::mysql`].
+
+use super::unique_name;
+use crate::harness::{not_run, Harness, Space};
+use crate::servers::mysql::admin_url;
+use diesel::connection::SimpleConnection;
+use diesel::{Connection, MysqlConnection};
+use docket_core::{Store, StoreConfig};
+use docket_mysql::MysqlOptions;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The MySQL/MariaDB harness.
+#[derive(Debug, Clone, Copy)]
+pub struct Mysql;
+
+const NAME: &str = "mysql";
+
+/// `url` with its database path replaced by `database` (`None`: no database), query kept.
+fn with_database(url: &str, database: Option<&str>) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let authority_start = base.find("://").map_or(0, |i| i + 3);
+    let authority_end = base[authority_start..]
+        .find('/')
+        .map_or(base.len(), |i| authority_start + i);
+    let mut out = base[..authority_end].to_owned();
+    if let Some(db) = database {
+        out.push('/');
+        out.push_str(db);
+    }
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+impl Harness for Mysql {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn space(&self) -> Box<dyn Space> {
+        let admin = with_database(admin_url().unwrap_or_else(|e| not_run(NAME, e)), None);
+        let database = unique_name();
+        let mut conn = MysqlConnection::establish(&admin)
+            .unwrap_or_else(|e| not_run(NAME, format!("cannot connect to {admin}: {e}")));
+        conn.batch_execute(&format!("CREATE DATABASE `{database}`"))
+            .unwrap_or_else(|e| panic!("create database {database}: {e}"));
+        Box::new(MysqlSpace { admin, database })
+    }
+}
+
+struct MysqlSpace {
+    admin: String,
+    database: String,
+}
+
+impl MysqlSpace {
+    fn connect(&self, config: StoreConfig, time_zone: Option<&str>) -> docket_mysql::MysqlStore {
+        let options = MysqlOptions {
+            max_connections: 12,
+            connection_timeout: Duration::from_secs(20),
+            session_time_zone: time_zone.map(str::to_owned),
+        };
+        let url = with_database(&self.admin, Some(&self.database));
+        docket_mysql::connect_with(&url, config, &options)
+            .unwrap_or_else(|e| not_run(NAME, format!("cannot open a pool: {e}")))
+    }
+}
+
+impl Space for MysqlSpace {
+    fn store(&self, config: StoreConfig, session_time_zone: Option<&str>) -> Arc<dyn Store> {
+        Arc::new(self.connect(config, session_time_zone))
+    }
+
+    fn migrate(&self, config: &StoreConfig, up_to: Option<&str>) {
+        let store = self.connect(config.clone(), None);
+        docket_mysql::migrate(&store, up_to).expect("migrations apply");
+    }
+}
+
+impl Drop for MysqlSpace {
+    fn drop(&mut self) {
+        if let Ok(mut conn) = MysqlConnection::establish(&self.admin) {
+            let _ = conn.batch_execute(&format!("DROP DATABASE IF EXISTS `{}`", self.database));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn database_is_replaced_and_query_kept() {
+        assert_eq!(
+            with_database("mysql://root@127.0.0.1:3306", Some("d")),
+            "mysql://root@127.0.0.1:3306/d"
+        );
+        assert_eq!(
+            with_database("mysql://u:p@h/app?ssl_mode=disabled", Some("d")),
+            "mysql://u:p@h/d?ssl_mode=disabled"
+        );
+        assert_eq!(with_database("mysql://h/app", None), "mysql://h");
+    }
+}

@@ -1,0 +1,438 @@
+//! MySQL/MariaDB server for the live compatibility suite.
+//!
+//! Resolution order, done once per test process and cached (errors included):
+//!
+//! 1. `DOCKET_MYSQL_URL`, when set and non-empty, is used as is. The suite sets the session
+//!    time zone `America/New_York`, so that server needs its time zone tables loaded
+//!    (`mariadb-tzinfo-to-sql /usr/share/zoneinfo | mariadb mysql`, or `mysql_tzinfo_to_sql`).
+//! 2. Otherwise a throwaway server is started from the locally installed binaries (`mariadbd`
+//!    or `mysqld`, initialized with `mariadb-install-db`/`mysql_install_db`, or
+//!    `mysqld --initialize-insecure` for Oracle MySQL) in a fresh temporary directory on a free
+//!    port and its own socket, as root with `--user=root` when the test process is root. Its
+//!    time zone tables are loaded from `/usr/share/zoneinfo`. A detached watchdog shell stops
+//!    the server and removes the directory once the test process has gone, however it ended.
+//! 3. If neither works, [`admin_url`] returns a [`NotRun`] saying what was tried and what failed.
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::{free_port, NotRun};
+
+/// Environment variable naming an existing server to use instead of a throwaway one.
+const ENV_VAR: &str = "DOCKET_MYSQL_URL";
+/// Where the time zone tables are loaded from.
+const ZONEINFO: &str = "/usr/share/zoneinfo";
+/// Upper bound on waiting for the server to accept connections.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many fresh ports to try when the chosen one was taken in the meantime.
+const PORT_ATTEMPTS: usize = 3;
+
+/// A resolved server: its URL and where it came from.
+struct Resolved {
+    url: String,
+    source: String,
+}
+
+static RESOLVED: OnceLock<Result<Resolved, NotRun>> = OnceLock::new();
+
+fn resolved() -> &'static Result<Resolved, NotRun> {
+    RESOLVED.get_or_init(resolve)
+}
+
+/// Base connection URL without a database (e.g. "mysql://root@127.0.0.1:PORT") of a server on
+/// which the suite may CREATE DATABASE; append `/<database>` to use one.
+///
+/// Resolved once per process and cached, including a cached `Err`: `DOCKET_MYSQL_URL` when set
+/// and non-empty, otherwise a throwaway server started from the local MariaDB/MySQL binaries.
+/// Never panics; every failure is reported as a [`NotRun`] with its reason.
+pub fn admin_url() -> Result<&'static str, NotRun> {
+    match resolved() {
+        Ok(r) => Ok(r.url.as_str()),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// Where the URL came from, for the log line: "DOCKET_MYSQL_URL" or
+/// "throwaway server at <dir> port <p>".
+///
+/// Resolves the server like [`admin_url`] if that has not happened yet; `None` when no server
+/// could be obtained.
+pub fn source() -> Option<&'static str> {
+    resolved().as_ref().ok().map(|r| r.source.as_str())
+}
+
+fn resolve() -> Result<Resolved, NotRun> {
+    if let Some(value) = std::env::var_os(ENV_VAR).filter(|v| !v.is_empty()) {
+        return match value.into_string() {
+            Ok(url) => Ok(Resolved {
+                url: url.trim_end_matches('/').to_owned(),
+                source: ENV_VAR.to_string(),
+            }),
+            Err(_) => Err(NotRun(format!("{ENV_VAR} is set but is not valid UTF-8"))),
+        };
+    }
+    start_throwaway().map_err(|reason| NotRun(format!("{ENV_VAR} unset and {reason}")))
+}
+
+/// Starts a throwaway server; the error completes the sentence "DOCKET_MYSQL_URL unset and ...".
+fn start_throwaway() -> Result<Resolved, String> {
+    let tools = Tools::find()?;
+    let dir = tempfile::Builder::new()
+        .prefix("docket-mysql-")
+        .tempdir()
+        .map_err(|e| {
+            format!(
+                "creating a temporary directory for a throwaway server under {} failed: {e}",
+                std::env::temp_dir().display()
+            )
+        })?
+        .keep();
+    let server = Throwaway {
+        data: dir.join("data"),
+        log: dir.join("error.log"),
+        socket: dir.join("mysqld.sock"),
+        pid_file: dir.join("server.pid"),
+        dir,
+        tools,
+        as_root: running_as_root(),
+    };
+    let fail = |what: String| {
+        format!(
+            "the throwaway server at {} could not be started: {what}",
+            server.dir.display()
+        )
+    };
+
+    // The watchdog goes first so that the directory is cleaned up whatever happens next.
+    if let Err(e) = server.spawn_watchdog() {
+        let _ = fs::remove_dir_all(&server.dir);
+        return Err(fail(e));
+    }
+    server.prepare().map_err(fail)?;
+    let port = server.start().map_err(fail)?;
+    server.load_time_zones().map_err(fail)?;
+
+    let source = format!(
+        "throwaway {} server at {} port {port}",
+        server.tools.server.display(),
+        server.dir.display()
+    );
+    eprintln!("docket compat-tests: mysql {source}");
+    Ok(Resolved {
+        url: format!("mysql://root@127.0.0.1:{port}"),
+        source,
+    })
+}
+
+/// The local binaries a throwaway server needs.
+struct Tools {
+    /// `mariadbd` or `mysqld`.
+    server: PathBuf,
+    /// `mariadb-install-db`/`mysql_install_db`; `None` means `mysqld --initialize-insecure`.
+    install_db: Option<PathBuf>,
+    /// `mariadb` or `mysql` (loads the time zone tables).
+    client: PathBuf,
+    /// `mariadb-tzinfo-to-sql` or `mysql_tzinfo_to_sql`.
+    tzinfo_to_sql: PathBuf,
+}
+
+impl Tools {
+    fn find() -> Result<Self, String> {
+        let server = find_exe(&["mariadbd", "mysqld"])
+            .ok_or("no mariadbd or mysqld found on PATH, /usr/sbin or /usr/bin")?;
+        let is_mariadb = Command::new(&server)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).contains("MariaDB"))
+            .map_err(|e| format!("{} --version failed: {e}", server.display()))?;
+        let install_db = find_exe(&["mariadb-install-db", "mysql_install_db"]);
+        if is_mariadb && install_db.is_none() {
+            return Err(format!(
+                "{} is MariaDB but no mariadb-install-db or mysql_install_db was found",
+                server.display()
+            ));
+        }
+        let client = find_exe(&["mariadb", "mysql"])
+            .ok_or("no mariadb or mysql client found (needed to load the time zone tables)")?;
+        let tzinfo_to_sql = find_exe(&["mariadb-tzinfo-to-sql", "mysql_tzinfo_to_sql"])
+            .ok_or("no mariadb-tzinfo-to-sql or mysql_tzinfo_to_sql found")?;
+        Ok(Self {
+            server,
+            // Oracle MySQL 8 initializes with `mysqld --initialize-insecure` instead.
+            install_db: install_db.filter(|_| is_mariadb),
+            client,
+            tzinfo_to_sql,
+        })
+    }
+}
+
+/// The first of `names` found on `PATH`, then in `/usr/sbin`, `/usr/bin`.
+fn find_exe(names: &[&str]) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.extend(["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"].map(PathBuf::from));
+    names
+        .iter()
+        .find_map(|name| dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()))
+}
+
+/// Whether the effective user id is 0; the server then needs `--user=root`.
+fn running_as_root() -> bool {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().nth(1))
+                .map(|euid| euid == "0")
+        })
+        .unwrap_or(false)
+}
+
+/// A throwaway server's layout: `dir/data`, `dir/error.log`, `dir/mysqld.sock`,
+/// `dir/server.pid` (written by us right after spawning the server, for the watchdog).
+struct Throwaway {
+    tools: Tools,
+    dir: PathBuf,
+    data: PathBuf,
+    log: PathBuf,
+    socket: PathBuf,
+    pid_file: PathBuf,
+    as_root: bool,
+}
+
+impl Throwaway {
+    /// Detached shell that waits for this process to end, then stops the server (TERM, then
+    /// KILL after 30 s) and removes the directory. Double-forked and in its own process group
+    /// with the usual termination signals ignored, so neither Ctrl-C nor a killed test process
+    /// stops it.
+    fn spawn_watchdog(&self) -> Result<(), String> {
+        let script = format!(
+            "( trap '' HUP INT QUIT TERM PIPE; \
+             while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
+             if [ -f {pid_file} ]; then \
+               p=$(cat {pid_file}); kill -TERM \"$p\" 2>/dev/null; n=0; \
+               while kill -0 \"$p\" 2>/dev/null && [ $n -lt 30 ]; do sleep 1; n=$((n+1)); done; \
+               kill -KILL \"$p\" 2>/dev/null; \
+             fi; \
+             rm -rf {dir} ) </dev/null >/dev/null 2>&1 &",
+            pid = std::process::id(),
+            pid_file = shell_quote(&self.pid_file)?,
+            dir = shell_quote(&self.dir)?,
+        );
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .status()
+            .map_err(|e| format!("spawning the cleanup watchdog (sh) failed: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "spawning the cleanup watchdog (sh) failed: {status}"
+            ))
+        }
+    }
+
+    fn user_args(&self) -> Vec<&'static str> {
+        if self.as_root {
+            vec!["--user=root"]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Creates the data directory with a passwordless `root`.
+    fn prepare(&self) -> Result<(), String> {
+        let mut cmd = match &self.tools.install_db {
+            Some(install_db) => {
+                let mut cmd = Command::new(install_db);
+                cmd.arg("--no-defaults")
+                    .arg(format!("--datadir={}", self.data.display()))
+                    .args(self.user_args())
+                    .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new(&self.tools.server);
+                cmd.arg("--no-defaults")
+                    .arg("--initialize-insecure")
+                    .arg(format!("--datadir={}", self.data.display()))
+                    .args(self.user_args());
+                cmd
+            }
+        };
+        cmd.current_dir(&self.dir).stdin(Stdio::null());
+        run(cmd).map(drop)
+    }
+
+    /// Starts the server on a free port and waits until it accepts connections.
+    fn start(&self) -> Result<u16, String> {
+        let mut last_error = String::new();
+        for _ in 0..PORT_ATTEMPTS {
+            let port = free_port().map_err(|e| format!("finding a free port failed: {e}"))?;
+            let log_before = fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0);
+            let mut cmd = Command::new(&self.tools.server);
+            cmd.arg("--no-defaults")
+                .arg(format!("--datadir={}", self.data.display()))
+                .arg(format!("--socket={}", self.socket.display()))
+                .arg(format!("--port={port}"))
+                .arg(format!("--log-error={}", self.log.display()))
+                .arg(format!(
+                    "--pid-file={}",
+                    self.dir.join("mysqld.pid").display()
+                ))
+                .arg(format!("--tmpdir={}", self.dir.display()))
+                .args(self.user_args())
+                .args([
+                    "--bind-address=127.0.0.1",
+                    "--skip-log-bin",
+                    "--skip-name-resolve",
+                    "--innodb-flush-log-at-trx-commit=2",
+                    "--innodb-buffer-pool-size=128M",
+                    "--max-connections=500",
+                ])
+                .current_dir(&self.dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                // Its own process group: Ctrl-C on the test run leaves it to the watchdog.
+                .process_group(0);
+            let mut child = cmd
+                .spawn()
+                .map_err(|e| format!("could not run {cmd:?}: {e}"))?;
+            fs::write(&self.pid_file, child.id().to_string())
+                .map_err(|e| format!("writing {} failed: {e}", self.pid_file.display()))?;
+            match self.wait_ready(&mut child) {
+                Ok(()) => return Ok(port),
+                Err(e) => {
+                    let log = self.log_since(log_before);
+                    last_error = format!("{e}; server log: {log}");
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    // Someone else took the port between free_port() and the bind: try another.
+                    if !log.contains("already in use") {
+                        break;
+                    }
+                }
+            }
+        }
+        Err(last_error)
+    }
+
+    /// A client command talking to the server over its socket as root.
+    fn client(&self) -> Command {
+        let mut cmd = Command::new(&self.tools.client);
+        cmd.arg("--no-defaults")
+            .arg(format!("--socket={}", self.socket.display()))
+            .arg("--user=root")
+            .current_dir(&self.dir)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Polls `SELECT 1` over the socket until it succeeds, the server exits, or
+    /// [`READY_TIMEOUT`] passes.
+    fn wait_ready(&self, child: &mut Child) -> Result<(), String> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!("the server exited at start-up ({status})"));
+            }
+            let mut ping = self.client();
+            ping.args(["--execute", "SELECT 1"]);
+            match run(ping) {
+                Ok(_) => return Ok(()),
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(format!(
+                        "not accepting connections on {} after {}s ({e})",
+                        self.socket.display(),
+                        READY_TIMEOUT.as_secs()
+                    ));
+                }
+                Err(_) => thread::sleep(Duration::from_millis(200)),
+            }
+        }
+    }
+
+    /// Loads the time zone tables (named session time zones need them). The converter warns
+    /// about files in the zoneinfo tree that are not zones; those warnings are ignored.
+    fn load_time_zones(&self) -> Result<(), String> {
+        let mut client = self.client();
+        client.arg("mysql");
+        let mut tz = Command::new(&self.tools.tzinfo_to_sql);
+        tz.arg(ZONEINFO)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut producer = tz
+            .spawn()
+            .map_err(|e| format!("could not run {tz:?}: {e}"))?;
+        let sql = producer
+            .stdout
+            .take()
+            .ok_or("the time zone converter has no stdout")?;
+        client.stdin(Stdio::from(sql));
+        let loaded = run(client).map(drop);
+        let _ = producer.wait();
+        loaded.map_err(|e| format!("loading the time zone tables from {ZONEINFO} failed: {e}"))
+    }
+
+    /// The last lines the server logged after byte offset `from`, for error messages.
+    fn log_since(&self, from: u64) -> String {
+        match fs::read(&self.log) {
+            Ok(bytes) => {
+                let start = usize::try_from(from).unwrap_or(0).min(bytes.len());
+                let text = String::from_utf8_lossy(&bytes[start..]);
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = lines[lines.len().saturating_sub(20)..].join(" | ");
+                if tail.trim().is_empty() {
+                    "(empty)".to_string()
+                } else {
+                    tail
+                }
+            }
+            Err(e) => format!("({} unreadable: {e})", self.log.display()),
+        }
+    }
+}
+
+/// Runs a command to completion; a spawn failure or non-zero exit becomes a message naming the
+/// command and carrying its output.
+fn run(mut cmd: Command) -> Result<Output, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("could not run {cmd:?}: {e}"))?;
+    if out.status.success() {
+        return Ok(out);
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let output = [stderr.trim(), stdout.trim()]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ");
+    Err(format!("{cmd:?} failed ({}): {output}", out.status))
+}
+
+/// Single-quotes a path for `sh`.
+fn shell_quote(path: &Path) -> Result<String, String> {
+    let s = path
+        .to_str()
+        .ok_or_else(|| format!("path {} is not valid UTF-8", path.display()))?;
+    Ok(format!("'{}'", s.replace('\'', r"'\''")))
+}
