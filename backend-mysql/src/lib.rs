@@ -36,7 +36,7 @@ mod store;
 
 pub use connect::{connect, connect_with, MysqlConnector, MysqlOptions};
 pub use dialect::{Flavor, MysqlDialect};
-pub use migrate::{migrate, migration_names};
+pub use migrate::{migrate, MIGRATIONS};
 
 /// The MySQL/MariaDB store.
 pub type MysqlStore = docket_core::store::sql::SqlStore<MysqlConnector>;

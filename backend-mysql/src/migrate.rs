@@ -1,10 +1,8 @@
-//! Embedded migrations, run through diesel_migrations' harness. The SQL files are templates:
-//! `{table}` becomes the validated, quoted table name and `{collation}` the server flavor's
-//! binary no-pad collation, so any configured table can be migrated on MySQL or MariaDB (index
-//! names are per table in MySQL, so unlike PostgreSQL's they need no `{name}` prefix). Versions are recorded per table (`0001_base@app.jobs`), so
-//! several docket tables can share one schema.
+//! Embedded migrations (MySQL SQL, templated by table through
+//! [`docket_core::migrate::plan`]; `{collation}` is filled with the server flavor's binary
+//! no-pad collation), run by diesel_migrations' harness. Index names are per table in MySQL,
+//! so the templates need no `{name}` prefix.
 
-use crate::dialect::MysqlDialect;
 use crate::error::migration;
 use crate::MysqlStore;
 use diesel::connection::BoxableConnection;
@@ -13,56 +11,48 @@ use diesel::migration::{
 };
 use diesel::mysql::Mysql;
 use diesel_migrations::MigrationHarness;
-use docket_core::dialect::Dialect;
-use docket_core::{Store, StoreError, TableName};
+use docket_core::migrate::{plan, MigrationFile, TableMigration};
+use docket_core::{Store, StoreError};
 use std::fmt;
 
-/// `(name, up, down)` of every migration, in order.
-const FILES: &[(&str, &str, &str)] = &[
-    (
-        "0001_base",
-        include_str!("../migrations/0001_base/up.sql"),
-        include_str!("../migrations/0001_base/down.sql"),
-    ),
-    (
-        "0002_priority",
-        include_str!("../migrations/0002_priority/up.sql"),
-        include_str!("../migrations/0002_priority/down.sql"),
-    ),
+/// The migrations this backend ships, in order.
+pub const MIGRATIONS: &[MigrationFile] = &[
+    MigrationFile {
+        name: "0001_base",
+        up: include_str!("../migrations/0001_base/up.sql"),
+        down: include_str!("../migrations/0001_base/down.sql"),
+    },
+    MigrationFile {
+        name: "0002_priority",
+        up: include_str!("../migrations/0002_priority/up.sql"),
+        down: include_str!("../migrations/0002_priority/down.sql"),
+    },
 ];
 
-/// Names of the migrations this backend ships, in order.
-pub fn migration_names() -> impl Iterator<Item = &'static str> {
-    FILES.iter().map(|(name, _, _)| *name)
-}
+/// diesel's view of one [`TableMigration`].
+struct Step(TableMigration);
 
-struct TableMigration {
-    version: String,
-    up: String,
-    down: String,
-}
-
-impl fmt::Display for TableMigration {
+impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.version)
+        f.write_str(&self.0.version)
     }
 }
 
-impl MigrationName for TableMigration {
+impl MigrationName for Step {
     fn version(&self) -> MigrationVersion<'_> {
-        MigrationVersion::from(self.version.as_str())
+        MigrationVersion::from(self.0.version.as_str())
     }
 }
 
-impl MigrationMetadata for TableMigration {}
+impl MigrationMetadata for Step {}
 
-impl Migration<Mysql> for TableMigration {
+impl Migration<Mysql> for Step {
     fn run(&self, conn: &mut dyn BoxableConnection<Mysql>) -> diesel::migration::Result<()> {
-        Ok(conn.batch_execute(&self.up)?)
+        Ok(conn.batch_execute(&self.0.up)?)
     }
 
     fn revert(&self, conn: &mut dyn BoxableConnection<Mysql>) -> diesel::migration::Result<()> {
-        Ok(conn.batch_execute(&self.down)?)
+        Ok(conn.batch_execute(&self.0.down)?)
     }
 
     fn metadata(&self) -> &dyn MigrationMetadata {
@@ -74,76 +64,34 @@ impl Migration<Mysql> for TableMigration {
     }
 }
 
-struct TableMigrations {
-    migrations: Vec<(String, String, String)>,
-}
+struct Steps(Vec<TableMigration>);
 
-impl TableMigrations {
-    fn new(d: &MysqlDialect, table: &TableName, up_to: Option<&str>) -> Self {
-        let quoted = match table.schema() {
-            Some(s) => format!("{}.{}", d.quote_ident(s), d.quote_ident(table.table())),
-            None => d.quote_ident(table.table()),
-        };
-        let fill = |sql: &str| {
-            sql.replace("{table}", &quoted)
-                .replace("{collation}", d.flavor().key_collation())
-        };
-        let count = up_to
-            .and_then(|last| FILES.iter().position(|(n, _, _)| *n == last))
-            .map_or(FILES.len(), |i| i + 1);
-        let migrations = FILES[..count]
-            .iter()
-            .map(|(name, up, down)| (format!("{name}@{table}"), fill(up), fill(down)))
-            .collect();
-        Self { migrations }
-    }
-}
-
-impl MigrationSource<Mysql> for TableMigrations {
+impl MigrationSource<Mysql> for Steps {
     fn migrations(&self) -> diesel::migration::Result<Vec<Box<dyn Migration<Mysql>>>> {
         Ok(self
-            .migrations
+            .0
             .iter()
-            .map(|(version, up, down)| {
-                Box::new(TableMigration {
-                    version: version.clone(),
-                    up: up.clone(),
-                    down: down.clone(),
-                }) as Box<dyn Migration<Mysql>>
-            })
+            .map(|m| Box::new(Step(m.clone())) as Box<dyn Migration<Mysql>>)
             .collect())
     }
 }
 
-/// diesel records versions in a `VARCHAR(50)`.
-const MAX_VERSION_LEN: usize = 50;
-
 /// Applies pending migrations to the store's table, up to and including `up_to`
 /// (a name such as `0001_base`; `None` = all). Returns the versions applied now.
 pub fn migrate(store: &MysqlStore, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-    if let Some(name) = up_to {
-        if !migration_names().any(|n| n == name) {
-            return Err(StoreError::Database(format!(
-                "unknown migration {name:?}; known: {}",
-                migration_names().collect::<Vec<_>>().join(", ")
-            )));
-        }
-    }
-    let table = &store.config().table;
-    let longest_name = migration_names().map(str::len).max().unwrap_or(0);
-    if longest_name + 1 + table.to_string().len() > MAX_VERSION_LEN {
-        return Err(StoreError::Database(format!(
-            "table name {table} is too long for migration bookkeeping (at most {} characters)",
-            MAX_VERSION_LEN - longest_name - 1
-        )));
-    }
+    let dialect = store.connector().mysql_dialect();
+    let collation = dialect.flavor().key_collation();
+    let steps = plan(MIGRATIONS, dialect, &store.config().table, up_to)?
+        .into_iter()
+        .map(|m| TableMigration {
+            up: m.up.replace("{collation}", collation),
+            down: m.down.replace("{collation}", collation),
+            ..m
+        })
+        .collect();
     let mut conn = store.connector().connection()?;
     let applied = conn
-        .run_pending_migrations(TableMigrations::new(
-            store.connector().mysql_dialect(),
-            table,
-            up_to,
-        ))
+        .run_pending_migrations(Steps(steps))
         .map_err(migration)?;
     Ok(applied.iter().map(ToString::to_string).collect())
 }

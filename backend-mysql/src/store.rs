@@ -110,6 +110,12 @@ struct SummaryRow {
 }
 
 #[derive(QueryableByName)]
+struct LevelRow {
+    #[diesel(sql_type = SmallInt)]
+    level: i16,
+}
+
+#[derive(QueryableByName)]
 struct NameRow {
     #[diesel(sql_type = Text)]
     name: String,
@@ -162,6 +168,11 @@ impl SqlSession for MysqlSession<'_> {
                 next_execution_time: r.next_execution_time.map(utc),
             })
             .collect())
+    }
+
+    fn query_levels(&mut self, stmt: &Rendered) -> Result<Vec<i16>, StoreError> {
+        let rows = bound(stmt).load::<LevelRow>(self.0).map_err(db)?;
+        Ok(rows.into_iter().map(|r| r.level).collect())
     }
 
     fn query_strings(&mut self, stmt: &Rendered) -> Result<Vec<String>, StoreError> {

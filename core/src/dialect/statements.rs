@@ -267,7 +267,8 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
-    /// Marks the given (locked) executions picked by `picked_by`.
+    /// Marks the given (locked) executions picked by `picked_by`. Guarded by `picked = false`
+    /// as well, so a missing lock shows up as a short count instead of a double claim.
     pub fn claim_keys(
         &self,
         keys: &[ExecutionKey],
@@ -276,7 +277,7 @@ impl<'d> Statements<'d> {
     ) -> Rendered {
         let mut w = self.writer();
         self.push_claim_set(&mut w, picked_by, now);
-        w.push(" WHERE ");
+        w.push(" WHERE picked = ").bind(false).push(" AND (");
         for (i, key) in keys.iter().enumerate() {
             if i > 0 {
                 w.push(" OR ");
@@ -287,6 +288,7 @@ impl<'d> Statements<'d> {
                 .bind(key.task_instance.as_str())
                 .push(")");
         }
+        w.push(")");
         w.finish()
     }
 
