@@ -5,13 +5,17 @@
 //! tests turn it into a failing panic so that a skipped suite is never mistaken for a passing one.
 
 use std::fmt;
+use std::fs;
 use std::net::{Ipv4Addr, TcpListener};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
 pub mod mysql;
 pub mod postgres;
 
 /// Why a backend's live suite could not run; tests turn it into a failing panic with
-/// "NOT RUN: <backend>: <reason>".
+/// "NOT RUN: BACKEND: REASON".
 #[derive(Debug, Clone)]
 pub struct NotRun(pub String);
 
@@ -32,4 +36,144 @@ pub fn free_port() -> std::io::Result<u16> {
     let port = listener.local_addr()?.port();
     drop(listener);
     Ok(port)
+}
+
+/// How many fresh ports a throwaway server tries when the chosen one was taken in the meantime.
+pub(crate) const PORT_ATTEMPTS: usize = 3;
+
+/// A resolved server: its URL and where it came from.
+pub(crate) struct Resolved {
+    pub url: String,
+    pub source: String,
+}
+
+/// The URL in `env_var` when set and non-empty, else `start_throwaway()`, whose error completes
+/// the sentence "`env_var` unset and ...".
+pub(crate) fn resolve(
+    env_var: &str,
+    start_throwaway: impl FnOnce() -> Result<Resolved, String>,
+) -> Result<Resolved, NotRun> {
+    if let Some(value) = std::env::var_os(env_var).filter(|v| !v.is_empty()) {
+        return match value.into_string() {
+            Ok(url) => Ok(Resolved {
+                url,
+                source: env_var.to_string(),
+            }),
+            Err(_) => Err(NotRun(format!("{env_var} is set but is not valid UTF-8"))),
+        };
+    }
+    start_throwaway().map_err(|reason| NotRun(format!("{env_var} unset and {reason}")))
+}
+
+/// A fresh directory under the system temp dir that outlives its handle (the watchdog removes it).
+pub(crate) fn keep_temp_dir(prefix: &str) -> Result<PathBuf, String> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map(tempfile::TempDir::keep)
+        .map_err(|e| {
+            format!(
+                "creating a temporary directory for a throwaway server under {} failed: {e}",
+                std::env::temp_dir().display()
+            )
+        })
+}
+
+/// Whether the effective user id is 0 (servers refuse root, or need to be told).
+pub(crate) fn running_as_root() -> bool {
+    let from_proc = fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Uid:"))
+                // Real, effective, saved set, filesystem.
+                .and_then(|ids| ids.split_whitespace().nth(1))
+                .map(|euid| euid == "0")
+        });
+    from_proc.unwrap_or_else(|| {
+        Command::new("id")
+            .arg("-u")
+            .stdin(Stdio::null())
+            .output()
+            .map(|out| out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "0")
+            .unwrap_or(false)
+    })
+}
+
+/// Detached shell that waits for this process to end, runs `stop` (a shell snippet that stops
+/// the server), then removes `dir`. Double-forked (the outer shell exits at once) and in its own
+/// process group with the usual termination signals ignored, so neither Ctrl-C nor a killed
+/// test process stops it.
+pub(crate) fn spawn_watchdog(stop: &str, dir: &Path) -> Result<(), String> {
+    let script = format!(
+        "( trap '' HUP INT QUIT TERM PIPE; \
+         while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
+         {stop}; \
+         rm -rf {dir} ) </dev/null >/dev/null 2>&1 &",
+        pid = std::process::id(),
+        dir = shell_quote(dir)?,
+    );
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .status()
+        .map_err(|e| format!("spawning the cleanup watchdog (sh) failed: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "spawning the cleanup watchdog (sh) failed: {status}"
+        ))
+    }
+}
+
+/// Runs a command to completion; a spawn failure or non-zero exit becomes a message naming the
+/// command and carrying its output.
+pub(crate) fn run(mut cmd: Command) -> Result<Output, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("could not run {cmd:?}: {e}"))?;
+    if out.status.success() {
+        return Ok(out);
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let output = [stderr.trim(), stdout.trim()]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ");
+    Err(format!("{cmd:?} failed ({}): {output}", out.status))
+}
+
+/// Single-quotes a path for `sh`.
+pub(crate) fn shell_quote(path: &Path) -> Result<String, String> {
+    let s = path
+        .to_str()
+        .ok_or_else(|| format!("path {} is not valid UTF-8", path.display()))?;
+    Ok(format!("'{}'", s.replace('\'', r"'\''")))
+}
+
+/// The last lines of a server log after byte offset `from`, for error messages.
+pub(crate) fn log_tail(log: &Path, from: u64) -> String {
+    match fs::read(log) {
+        Ok(bytes) => {
+            let start = usize::try_from(from).unwrap_or(0).min(bytes.len());
+            let text = String::from_utf8_lossy(&bytes[start..]);
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = lines[lines.len().saturating_sub(20)..].join(" | ");
+            if tail.trim().is_empty() {
+                "(empty)".to_string()
+            } else {
+                tail
+            }
+        }
+        Err(e) => format!("({} unreadable: {e})", log.display()),
+    }
 }

@@ -15,13 +15,16 @@
 
 use std::fs;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{free_port, NotRun};
+use super::{
+    free_port, keep_temp_dir, log_tail, resolve, run, running_as_root, shell_quote, spawn_watchdog,
+    NotRun, Resolved, PORT_ATTEMPTS,
+};
 
 /// Environment variable naming an existing server to use instead of a throwaway one.
 const ENV_VAR: &str = "DOCKET_MYSQL_URL";
@@ -29,19 +32,15 @@ const ENV_VAR: &str = "DOCKET_MYSQL_URL";
 const ZONEINFO: &str = "/usr/share/zoneinfo";
 /// Upper bound on waiting for the server to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
-/// How many fresh ports to try when the chosen one was taken in the meantime.
-const PORT_ATTEMPTS: usize = 3;
-
-/// A resolved server: its URL and where it came from.
-struct Resolved {
-    url: String,
-    source: String,
-}
-
 static RESOLVED: OnceLock<Result<Resolved, NotRun>> = OnceLock::new();
 
 fn resolved() -> &'static Result<Resolved, NotRun> {
-    RESOLVED.get_or_init(resolve)
+    RESOLVED.get_or_init(|| {
+        resolve(ENV_VAR, start_throwaway).map(|r| Resolved {
+            url: r.url.trim_end_matches('/').to_owned(),
+            ..r
+        })
+    })
 }
 
 /// Base connection URL without a database (e.g. "mysql://root@127.0.0.1:PORT") of a server on
@@ -58,7 +57,7 @@ pub fn admin_url() -> Result<&'static str, NotRun> {
 }
 
 /// Where the URL came from, for the log line: "DOCKET_MYSQL_URL" or
-/// "throwaway server at <dir> port <p>".
+/// "throwaway server at DIR port PORT".
 ///
 /// Resolves the server like [`admin_url`] if that has not happened yet; `None` when no server
 /// could be obtained.
@@ -66,32 +65,10 @@ pub fn source() -> Option<&'static str> {
     resolved().as_ref().ok().map(|r| r.source.as_str())
 }
 
-fn resolve() -> Result<Resolved, NotRun> {
-    if let Some(value) = std::env::var_os(ENV_VAR).filter(|v| !v.is_empty()) {
-        return match value.into_string() {
-            Ok(url) => Ok(Resolved {
-                url: url.trim_end_matches('/').to_owned(),
-                source: ENV_VAR.to_string(),
-            }),
-            Err(_) => Err(NotRun(format!("{ENV_VAR} is set but is not valid UTF-8"))),
-        };
-    }
-    start_throwaway().map_err(|reason| NotRun(format!("{ENV_VAR} unset and {reason}")))
-}
-
 /// Starts a throwaway server; the error completes the sentence "DOCKET_MYSQL_URL unset and ...".
 fn start_throwaway() -> Result<Resolved, String> {
     let tools = Tools::find()?;
-    let dir = tempfile::Builder::new()
-        .prefix("docket-mysql-")
-        .tempdir()
-        .map_err(|e| {
-            format!(
-                "creating a temporary directory for a throwaway server under {} failed: {e}",
-                std::env::temp_dir().display()
-            )
-        })?
-        .keep();
+    let dir = keep_temp_dir("docket-mysql-")?;
     let server = Throwaway {
         data: dir.join("data"),
         log: dir.join("error.log"),
@@ -183,20 +160,6 @@ fn find_exe(names: &[&str]) -> Option<PathBuf> {
         .find_map(|name| dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()))
 }
 
-/// Whether the effective user id is 0; the server then needs `--user=root`.
-fn running_as_root() -> bool {
-    fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("Uid:"))
-                .and_then(|ids| ids.split_whitespace().nth(1))
-                .map(|euid| euid == "0")
-        })
-        .unwrap_or(false)
-}
-
 /// A throwaway server's layout: `dir/data`, `dir/error.log`, `dir/mysqld.sock`,
 /// `dir/server.pid` (written by us right after spawning the server, for the watchdog).
 struct Throwaway {
@@ -210,41 +173,18 @@ struct Throwaway {
 }
 
 impl Throwaway {
-    /// Detached shell that waits for this process to end, then stops the server (TERM, then
-    /// KILL after 30 s) and removes the directory. Double-forked and in its own process group
-    /// with the usual termination signals ignored, so neither Ctrl-C nor a killed test process
-    /// stops it.
+    /// Stops the server (TERM, then KILL after 30 s) and removes the directory once this
+    /// process is gone.
     fn spawn_watchdog(&self) -> Result<(), String> {
-        let script = format!(
-            "( trap '' HUP INT QUIT TERM PIPE; \
-             while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
-             if [ -f {pid_file} ]; then \
+        let stop = format!(
+            "if [ -f {pid_file} ]; then \
                p=$(cat {pid_file}); kill -TERM \"$p\" 2>/dev/null; n=0; \
                while kill -0 \"$p\" 2>/dev/null && [ $n -lt 30 ]; do sleep 1; n=$((n+1)); done; \
                kill -KILL \"$p\" 2>/dev/null; \
-             fi; \
-             rm -rf {dir} ) </dev/null >/dev/null 2>&1 &",
-            pid = std::process::id(),
+             fi",
             pid_file = shell_quote(&self.pid_file)?,
-            dir = shell_quote(&self.dir)?,
         );
-        let status = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .current_dir("/")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .status()
-            .map_err(|e| format!("spawning the cleanup watchdog (sh) failed: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "spawning the cleanup watchdog (sh) failed: {status}"
-            ))
-        }
+        spawn_watchdog(&stop, &self.dir)
     }
 
     fn user_args(&self) -> Vec<&'static str> {
@@ -391,48 +331,7 @@ impl Throwaway {
         loaded.map_err(|e| format!("loading the time zone tables from {ZONEINFO} failed: {e}"))
     }
 
-    /// The last lines the server logged after byte offset `from`, for error messages.
     fn log_since(&self, from: u64) -> String {
-        match fs::read(&self.log) {
-            Ok(bytes) => {
-                let start = usize::try_from(from).unwrap_or(0).min(bytes.len());
-                let text = String::from_utf8_lossy(&bytes[start..]);
-                let lines: Vec<&str> = text.lines().collect();
-                let tail = lines[lines.len().saturating_sub(20)..].join(" | ");
-                if tail.trim().is_empty() {
-                    "(empty)".to_string()
-                } else {
-                    tail
-                }
-            }
-            Err(e) => format!("({} unreadable: {e})", self.log.display()),
-        }
+        log_tail(&self.log, from)
     }
-}
-
-/// Runs a command to completion; a spawn failure or non-zero exit becomes a message naming the
-/// command and carrying its output.
-fn run(mut cmd: Command) -> Result<Output, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("could not run {cmd:?}: {e}"))?;
-    if out.status.success() {
-        return Ok(out);
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let output = [stderr.trim(), stdout.trim()]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join(" | ");
-    Err(format!("{cmd:?} failed ({}): {output}", out.status))
-}
-
-/// Single-quotes a path for `sh`.
-fn shell_quote(path: &Path) -> Result<String, String> {
-    let s = path
-        .to_str()
-        .ok_or_else(|| format!("path {} is not valid UTF-8", path.display()))?;
-    Ok(format!("'{}'", s.replace('\'', r"'\''")))
 }

@@ -11,14 +11,16 @@
 //! 3. If neither works, [`admin_url`] returns a [`NotRun`] saying what was tried and what failed.
 
 use std::fs;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{free_port, NotRun};
+use super::{
+    free_port, keep_temp_dir, log_tail, resolve, run, running_as_root, shell_quote, spawn_watchdog,
+    NotRun, Resolved, PORT_ATTEMPTS,
+};
 
 /// Environment variable naming an existing server to use instead of a throwaway one.
 const ENV_VAR: &str = "DOCKET_POSTGRES_URL";
@@ -30,19 +32,10 @@ const PG_OS_USER: &str = "postgres";
 const PG_SUPERUSER: &str = "postgres";
 /// Upper bound on waiting for the server to start or to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
-/// How many fresh ports to try when the chosen one was taken in the meantime.
-const PORT_ATTEMPTS: usize = 3;
-
-/// A resolved server: its URL and where it came from.
-struct Resolved {
-    url: String,
-    source: String,
-}
-
 static RESOLVED: OnceLock<Result<Resolved, NotRun>> = OnceLock::new();
 
 fn resolved() -> &'static Result<Resolved, NotRun> {
-    RESOLVED.get_or_init(resolve)
+    RESOLVED.get_or_init(|| resolve(ENV_VAR, start_throwaway))
 }
 
 /// Base connection URL (e.g. "postgres://postgres@127.0.0.1:PORT/postgres") of a server on which
@@ -67,34 +60,12 @@ pub fn source() -> Option<&'static str> {
     resolved().as_ref().ok().map(|r| r.source.as_str())
 }
 
-fn resolve() -> Result<Resolved, NotRun> {
-    if let Some(value) = std::env::var_os(ENV_VAR).filter(|v| !v.is_empty()) {
-        return match value.into_string() {
-            Ok(url) => Ok(Resolved {
-                url,
-                source: ENV_VAR.to_string(),
-            }),
-            Err(_) => Err(NotRun(format!("{ENV_VAR} is set but is not valid UTF-8"))),
-        };
-    }
-    start_throwaway().map_err(|reason| NotRun(format!("{ENV_VAR} unset and {reason}")))
-}
-
 /// Starts a throwaway server; the error completes the sentence "DOCKET_POSTGRES_URL unset and ...".
 fn start_throwaway() -> Result<Resolved, String> {
     let bin = find_bin_dir()?;
     let as_postgres = running_as_root();
 
-    let dir = tempfile::Builder::new()
-        .prefix("docket-pg-")
-        .tempdir()
-        .map_err(|e| {
-            format!(
-                "creating a temporary directory for a throwaway server under {} failed: {e}",
-                std::env::temp_dir().display()
-            )
-        })?
-        .keep();
+    let dir = keep_temp_dir("docket-pg-")?;
     let server = Throwaway {
         data: dir.join("data"),
         log: dir.join("logfile"),
@@ -170,28 +141,6 @@ fn find_bin_dir() -> Result<PathBuf, String> {
         })
 }
 
-/// Whether the effective user id is 0; PostgreSQL refuses to run as root.
-fn running_as_root() -> bool {
-    let from_proc = fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("Uid:"))
-                // Real, effective, saved set, filesystem.
-                .and_then(|ids| ids.split_whitespace().nth(1))
-                .map(|euid| euid == "0")
-        });
-    from_proc.unwrap_or_else(|| {
-        Command::new("id")
-            .arg("-u")
-            .stdin(Stdio::null())
-            .output()
-            .map(|out| out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "0")
-            .unwrap_or(false)
-    })
-}
-
 /// A throwaway server's layout: `dir/data` (cluster), `dir/logfile`, socket in `dir`.
 struct Throwaway {
     bin: PathBuf,
@@ -217,9 +166,7 @@ impl Throwaway {
         cmd
     }
 
-    /// Detached shell that waits for this process to end, then stops the server and removes the
-    /// directory. Double-forked (the outer shell exits at once) and in its own process group with
-    /// the usual termination signals ignored, so neither Ctrl-C nor a killed test process stops it.
+    /// Stops the server (immediately) and removes the directory once this process is gone.
     fn spawn_watchdog(&self) -> Result<(), String> {
         let mut stop = Vec::new();
         if self.as_postgres {
@@ -228,32 +175,7 @@ impl Throwaway {
         stop.push(shell_quote(&self.bin.join("pg_ctl"))?);
         stop.extend(["stop", "-m", "immediate", "-w", "-t", "30", "-D"].map(String::from));
         stop.push(shell_quote(&self.data)?);
-        let script = format!(
-            "( trap '' HUP INT QUIT TERM PIPE; \
-             while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
-             {stop} >/dev/null 2>&1; \
-             rm -rf {dir} ) </dev/null >/dev/null 2>&1 &",
-            pid = std::process::id(),
-            stop = stop.join(" "),
-            dir = shell_quote(&self.dir)?,
-        );
-        let status = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .current_dir("/")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .status()
-            .map_err(|e| format!("spawning the cleanup watchdog (sh) failed: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "spawning the cleanup watchdog (sh) failed: {status}"
-            ))
-        }
+        spawn_watchdog(&format!("{} >/dev/null 2>&1", stop.join(" ")), &self.dir)
     }
 
     /// Hands the directory to the postgres user if needed and creates the cluster.
@@ -358,48 +280,7 @@ impl Throwaway {
         }
     }
 
-    /// The last lines the server logged after byte offset `from`, for error messages.
     fn log_since(&self, from: u64) -> String {
-        match fs::read(&self.log) {
-            Ok(bytes) => {
-                let start = usize::try_from(from).unwrap_or(0).min(bytes.len());
-                let text = String::from_utf8_lossy(&bytes[start..]);
-                let lines: Vec<&str> = text.lines().collect();
-                let tail = lines[lines.len().saturating_sub(20)..].join(" | ");
-                if tail.trim().is_empty() {
-                    "(empty)".to_string()
-                } else {
-                    tail
-                }
-            }
-            Err(e) => format!("({} unreadable: {e})", self.log.display()),
-        }
+        log_tail(&self.log, from)
     }
-}
-
-/// Runs a command to completion; a spawn failure or non-zero exit becomes a message naming the
-/// command and carrying its output.
-fn run(mut cmd: Command) -> Result<Output, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("could not run {cmd:?}: {e}"))?;
-    if out.status.success() {
-        return Ok(out);
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let output = [stderr.trim(), stdout.trim()]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join(" | ");
-    Err(format!("{cmd:?} failed ({}): {output}", out.status))
-}
-
-/// Single-quotes a path for `sh` (and for the option string `pg_ctl` hands to `sh`).
-fn shell_quote(path: &Path) -> Result<String, String> {
-    let s = path
-        .to_str()
-        .ok_or_else(|| format!("path {} is not valid UTF-8", path.display()))?;
-    Ok(format!("'{}'", s.replace('\'', r"'\''")))
 }
