@@ -40,6 +40,9 @@ pub trait Space: Send + Sync {
     fn store(&self, config: StoreConfig, session_time_zone: Option<&str>) -> Arc<dyn Store>;
     /// Applies migrations for `config.table` up to `up_to` (all when `None`).
     fn migrate(&self, config: &StoreConfig, up_to: Option<&str>);
+    /// A connection URL that selects this space, for other processes (see
+    /// [`crate::backends::connect`]).
+    fn url(&self) -> String;
 }
 
 /// Panics with the suite's `NOT RUN` marker.

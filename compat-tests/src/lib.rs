@@ -11,6 +11,7 @@
 pub mod backends;
 pub mod cases;
 pub mod harness;
+pub mod reliability;
 pub mod servers;
 
 pub use harness::{Ctx, Harness, Space, Toggle};

@@ -6,7 +6,27 @@ pub mod postgres;
 pub use mysql::Mysql;
 pub use postgres::Postgres;
 
+use docket_core::{Store, StoreConfig, StoreError};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Opens a store on `url` for the backend named `backend` (as in test names), for processes
+/// that get a space's [`url`](crate::Space::url) rather than the space itself.
+pub fn connect(
+    backend: &str,
+    url: &str,
+    config: StoreConfig,
+) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(match backend {
+        "postgres" => Arc::new(docket_postgres::connect(url, config)?),
+        "mysql" => Arc::new(docket_mysql::connect(url, config)?),
+        other => {
+            return Err(StoreError::Connection(format!(
+                "no backend called {other:?} in the compat tests"
+            )))
+        }
+    })
+}
 
 /// A name unique to this process and test: `docket_t_<pid>_<n>_<nanos>`.
 pub fn unique_name() -> String {

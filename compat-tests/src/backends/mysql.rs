@@ -66,8 +66,7 @@ impl MysqlSpace {
             connection_timeout: Duration::from_secs(20),
             session_time_zone: time_zone.map(str::to_owned),
         };
-        let url = with_database(&self.admin, Some(&self.database));
-        docket_mysql::connect_with(&url, config, &options)
+        docket_mysql::connect_with(&self.url(), config, &options)
             .unwrap_or_else(|e| not_run(NAME, format!("cannot open a pool: {e}")))
     }
 }
@@ -80,6 +79,10 @@ impl Space for MysqlSpace {
     fn migrate(&self, config: &StoreConfig, up_to: Option<&str>) {
         let store = self.connect(config.clone(), None);
         docket_mysql::migrate(&store, up_to).expect("migrations apply");
+    }
+
+    fn url(&self) -> String {
+        with_database(&self.admin, Some(&self.database))
     }
 }
 

@@ -76,6 +76,10 @@ impl Space for PgSpace {
         let store = self.connect(config.clone(), None);
         docket_postgres::migrate(&store, up_to).expect("migrations apply");
     }
+
+    fn url(&self) -> String {
+        PgSpace::url(self, None)
+    }
 }
 
 impl Drop for PgSpace {

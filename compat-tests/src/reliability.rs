@@ -1,0 +1,255 @@
+//! The reliability suite: several scheduler processes (the `reliab_worker` binary) against
+//! one table, doing the bad things for real (a `kill -9` mid-run), and counting every
+//! run. Written once, instantiated per server backend by [`reliability_suite!`].
+
+use crate::harness::{Harness, Space};
+use docket_core::store::ListFilter;
+use docket_core::{SchedulerClient, Store, StoreConfig, TaskDescriptor};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RELIAB: TaskDescriptor = TaskDescriptor::new("reliab");
+/// Scheduler processes per cluster.
+pub const WORKERS: usize = 4;
+/// Worker threads per process.
+pub const THREADS: usize = 10;
+/// Upper bound on any cluster run.
+const PATIENCE: Duration = Duration::from_secs(600);
+
+/// Schedules `n` executions: even ones with priorities 1..=10, odd ones by a priority-off
+/// writer (NULL priority), in all-or-nothing batches.
+fn schedule(space: &dyn Space, n: usize) {
+    let on = space.store(StoreConfig::with_priority(true), None);
+    let off = space.store(StoreConfig::with_priority(false), None);
+    let clients = [
+        SchedulerClient::new(on).expect("schema migrated"),
+        SchedulerClient::new(off).expect("schema migrated"),
+    ];
+    for chunk in (0..n).collect::<Vec<_>>().chunks(5_000) {
+        for (parity, client) in clients.iter().enumerate() {
+            let instances = chunk.iter().filter(|i| *i % 2 == parity).map(|i| {
+                RELIAB
+                    .instance(format!("{i:06}"))
+                    .priority((*i % 10) as i16 + 1)
+            });
+            client.schedule_batch(instances).expect("batch scheduled");
+        }
+    }
+}
+
+fn remaining(store: &dyn Store) -> i64 {
+    store
+        .execution_summary()
+        .expect("summary")
+        .iter()
+        .map(|s| s.total)
+        .sum()
+}
+
+/// How many executions `worker` has picked right now.
+fn held_by(store: &dyn Store, worker: &str) -> usize {
+    let picked = ListFilter {
+        picked: Some(true),
+        ..ListFilter::default()
+    };
+    let rows = store.execution_list(&picked).expect("list picked");
+    rows.iter()
+        .filter(|e| e.picked_by.as_deref() == Some(worker))
+        .count()
+}
+
+/// Scheduler processes working one space.
+struct Cluster {
+    workers: Vec<(String, Child, PathBuf)>,
+    _logs: tempfile::TempDir,
+}
+
+impl Cluster {
+    fn start(
+        backend: &str,
+        space: &dyn Space,
+        exe: &str,
+        polling: &str,
+        heartbeat_ms: u64,
+        work_ms: u64,
+    ) -> Self {
+        let logs = tempfile::tempdir().expect("log dir");
+        let workers = (0..WORKERS)
+            .map(|i| {
+                let name = format!("worker-{i}");
+                let log = logs.path().join(format!("{name}.log"));
+                let child = Command::new(exe)
+                    .args([backend, &space.url(), polling, &THREADS.to_string(), &name])
+                    .arg(&log)
+                    .args([heartbeat_ms.to_string(), work_ms.to_string()])
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap_or_else(|e| panic!("cannot start {exe}: {e}"));
+                (name, child, log)
+            })
+            .collect();
+        Self {
+            workers,
+            _logs: logs,
+        }
+    }
+
+    /// Waits until `done` holds, failing if a worker exits on its own (a killed one has no
+    /// exit code and is ignored).
+    fn wait(&mut self, what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        while !done() {
+            for (name, child, _) in &mut self.workers {
+                if let Ok(Some(status)) = child.try_wait() {
+                    if status.code().is_some() {
+                        panic!("{name} exited early ({status}) while waiting for {what}");
+                    }
+                }
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// `kill -9` of worker `i`.
+    fn kill(&mut self, i: usize) -> String {
+        let (name, child, _) = &mut self.workers[i];
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaped");
+        name.clone()
+    }
+
+    /// Closes the workers' stdin (graceful stop), waits for them, and returns the runs of all
+    /// workers, killed ones included: instance -> workers that started it.
+    fn finish(mut self) -> HashMap<String, Vec<String>> {
+        for (name, child, _) in &mut self.workers {
+            drop(child.stdin.take());
+            if child.try_wait().ok().flatten().is_none() {
+                let status = child.wait().expect("worker exit");
+                assert!(status.success(), "{name} did not stop cleanly: {status}");
+            }
+        }
+        let mut runs: HashMap<String, Vec<String>> = HashMap::new();
+        for (name, _, log) in &self.workers {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            for line in text.lines() {
+                let instance = line.split(' ').next().unwrap_or_default().to_owned();
+                runs.entry(instance).or_default().push(name.clone());
+            }
+        }
+        runs
+    }
+}
+
+fn report(backend: &str, case: &str, n: usize, elapsed: Duration, extra: &str) {
+    let rate = n as f64 / elapsed.as_secs_f64();
+    let line = format!(
+        "reliability {backend} {case}: {n} executions, {WORKERS} processes x {THREADS} threads, \
+         {:.1} s, {rate:.0} executions/s{extra}\n",
+        elapsed.as_secs_f64()
+    );
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// 4 processes x 10 threads run 50k executions (half with priority, half NULL): every one
+/// completes and none is run twice.
+pub fn cluster(h: &dyn Harness, exe: &str, polling: &str) {
+    const N: usize = 50_000;
+    let space = h.space();
+    space.migrate(&StoreConfig::with_priority(true), None);
+    schedule(&*space, N);
+    let store = space.store(StoreConfig::with_priority(true), None);
+    let started = Instant::now();
+    let mut cluster = Cluster::start(h.name(), &*space, exe, polling, 1_000, 0);
+    cluster.wait("all executions to complete", || remaining(&*store) == 0);
+    let elapsed = started.elapsed();
+    let runs = cluster.finish();
+    assert_eq!(runs.len(), N, "every execution ran");
+    let twice: Vec<_> = runs.iter().filter(|(_, w)| w.len() > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "ran more than once: {:?}",
+        &twice[..twice.len().min(5)]
+    );
+    report(h.name(), &format!("cluster {polling}"), N, elapsed, "");
+}
+
+/// `kill -9` of one of 4 processes mid-run (handlers take 50 ms, so it holds running
+/// executions): its executions are revived after the dead window (1 s here) and completed by
+/// the others. Nothing is lost; an execution runs twice only if the
+/// killed process had started it (at-least-once), and never twice among the survivors.
+pub fn crash_revives_work(h: &dyn Harness, exe: &str, polling: &str) {
+    const N: usize = 4_000;
+    let space = h.space();
+    space.migrate(&StoreConfig::with_priority(true), None);
+    schedule(&*space, N);
+    let store = space.store(StoreConfig::with_priority(true), None);
+    let started = Instant::now();
+    let mut cluster = Cluster::start(h.name(), &*space, exe, polling, 250, 50);
+    // Kill worker-0 once a quarter is done and it holds executions (it may start late).
+    cluster.wait("a quarter done and worker-0 holding executions", || {
+        remaining(&*store) <= (N as i64) * 3 / 4 && held_by(&*store, "worker-0") > 0
+    });
+    let victim = cluster.kill(0);
+    cluster.wait("the survivors to finish everything", || {
+        remaining(&*store) == 0
+    });
+    let elapsed = started.elapsed();
+    let runs = cluster.finish();
+    assert_eq!(runs.len(), N, "nothing was lost");
+    let mut revived = 0;
+    for (instance, workers) in &runs {
+        let by_survivors = workers.iter().filter(|w| **w != victim).count();
+        assert!(
+            by_survivors <= 1,
+            "{instance} ran twice among survivors: {workers:?}"
+        );
+        if workers.len() > 1 {
+            assert_eq!(workers.len(), 2, "{instance}: {workers:?}");
+            assert!(
+                workers.contains(&victim),
+                "{instance} re-ran without a crash: {workers:?}"
+            );
+            revived += 1;
+        }
+    }
+    assert!(
+        revived > 0,
+        "the kill hit no running execution: the test proved nothing"
+    );
+    report(
+        h.name(),
+        &format!("crash {polling}"),
+        N,
+        elapsed,
+        &format!(", {victim} killed, {revived} executions revived and re-run"),
+    );
+}
+
+/// Instantiates the reliability suite for one harness; `$exe` is the worker binary
+/// (`env!("CARGO_BIN_EXE_reliab_worker")`).
+#[macro_export]
+macro_rules! reliability_suite {
+    ($harness:expr, $exe:expr) => {
+        #[test]
+        fn cluster_fetch() {
+            $crate::reliability::cluster(&$harness, $exe, "fetch");
+        }
+        #[test]
+        fn cluster_lock_and_fetch() {
+            $crate::reliability::cluster(&$harness, $exe, "lock-and-fetch");
+        }
+        #[test]
+        fn crash_revives_work_fetch() {
+            $crate::reliability::crash_revives_work(&$harness, $exe, "fetch");
+        }
+        #[test]
+        fn crash_revives_work_lock_and_fetch() {
+            $crate::reliability::crash_revives_work(&$harness, $exe, "lock-and-fetch");
+        }
+    };
+}
