@@ -4,3 +4,8 @@
 mod postgres {
     docket_compat_tests::compat_suite!(docket_compat_tests::backends::Postgres);
 }
+
+/// SQLite: a temporary database file per test (no server needed).
+mod sqlite {
+    docket_compat_tests::compat_suite!(docket_compat_tests::backends::Sqlite);
+}

@@ -1,8 +1,10 @@
 //! One harness per backend: how to get an isolated space on its server.
 
 pub mod postgres;
+pub mod sqlite;
 
 pub use postgres::Postgres;
+pub use sqlite::Sqlite;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
