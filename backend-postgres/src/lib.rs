@@ -14,11 +14,13 @@
 mod connect;
 mod dialect;
 mod error;
+mod explain;
 mod migrate;
 mod store;
 
 pub use connect::{connect, connect_with, PgConnector, PgOptions};
 pub use dialect::PgDialect;
+pub use explain::explain_plan;
 pub use migrate::{migrate, migration_names};
 
 /// The PostgreSQL store.

@@ -15,7 +15,7 @@ use docket_core::StoreError;
 /// One pooled connection seen as a [`SqlSession`].
 pub(crate) struct PgSession<'c>(pub &'c mut PgConnection);
 
-fn bound(stmt: &Rendered) -> BoxedSqlQuery<'_, Pg, SqlQuery> {
+pub(crate) fn bound(stmt: &Rendered) -> BoxedSqlQuery<'_, Pg, SqlQuery> {
     let mut q = diesel::sql_query(stmt.sql.as_str()).into_boxed::<Pg>();
     for value in &stmt.binds {
         q = match value {

@@ -20,11 +20,13 @@
 mod connect;
 mod dialect;
 mod error;
+mod explain;
 mod migrate;
 mod store;
 
 pub use connect::{connect, connect_with, database_path, SqliteConnector, SqliteOptions};
 pub use dialect::SqliteDialect;
+pub use explain::explain_plan;
 pub use migrate::{migrate, migration_names};
 
 /// The SQLite store.
