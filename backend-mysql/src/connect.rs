@@ -1,7 +1,6 @@
 //! The connection pool and the [`SqlConnector`] on it.
 
 use crate::dialect::{Flavor, MysqlDialect};
-use crate::error::{db, pool, TxError};
 use crate::store::MysqlSession;
 use crate::MysqlStore;
 use diesel::connection::SimpleConnection;
@@ -11,6 +10,7 @@ use diesel::{Connection, MysqlConnection, QueryableByName, RunQueryDsl};
 use docket_core::dialect::Dialect;
 use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
 use docket_core::{StoreConfig, StoreError};
+use docket_diesel::{db, pool, TxError};
 use std::time::Duration;
 
 /// Pool and session settings.

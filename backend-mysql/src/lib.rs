@@ -31,11 +31,13 @@
 mod connect;
 mod dialect;
 mod error;
+mod explain;
 mod migrate;
 mod store;
 
 pub use connect::{connect, connect_with, MysqlConnector, MysqlOptions};
 pub use dialect::{Flavor, MysqlDialect};
+pub use explain::explain_plan;
 pub use migrate::{migrate, MIGRATIONS};
 
 /// The MySQL/MariaDB store.

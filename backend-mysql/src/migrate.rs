@@ -3,17 +3,9 @@
 //! no-pad collation), run by diesel_migrations' harness. Index names are per table in MySQL,
 //! so the templates need no `{name}` prefix.
 
-use crate::error::migration;
 use crate::MysqlStore;
-use diesel::connection::BoxableConnection;
-use diesel::migration::{
-    Migration, MigrationMetadata, MigrationName, MigrationSource, MigrationVersion,
-};
-use diesel::mysql::Mysql;
-use diesel_migrations::MigrationHarness;
 use docket_core::migrate::{plan, MigrationFile, TableMigration};
 use docket_core::{Store, StoreError};
-use std::fmt;
 
 /// The migrations this backend ships, in order.
 pub const MIGRATIONS: &[MigrationFile] = &[
@@ -29,53 +21,6 @@ pub const MIGRATIONS: &[MigrationFile] = &[
     },
 ];
 
-/// diesel's view of one [`TableMigration`].
-struct Step(TableMigration);
-
-impl fmt::Display for Step {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.version)
-    }
-}
-
-impl MigrationName for Step {
-    fn version(&self) -> MigrationVersion<'_> {
-        MigrationVersion::from(self.0.version.as_str())
-    }
-}
-
-impl MigrationMetadata for Step {}
-
-impl Migration<Mysql> for Step {
-    fn run(&self, conn: &mut dyn BoxableConnection<Mysql>) -> diesel::migration::Result<()> {
-        Ok(conn.batch_execute(&self.0.up)?)
-    }
-
-    fn revert(&self, conn: &mut dyn BoxableConnection<Mysql>) -> diesel::migration::Result<()> {
-        Ok(conn.batch_execute(&self.0.down)?)
-    }
-
-    fn metadata(&self) -> &dyn MigrationMetadata {
-        self
-    }
-
-    fn name(&self) -> &dyn MigrationName {
-        self
-    }
-}
-
-struct Steps(Vec<TableMigration>);
-
-impl MigrationSource<Mysql> for Steps {
-    fn migrations(&self) -> diesel::migration::Result<Vec<Box<dyn Migration<Mysql>>>> {
-        Ok(self
-            .0
-            .iter()
-            .map(|m| Box::new(Step(m.clone())) as Box<dyn Migration<Mysql>>)
-            .collect())
-    }
-}
-
 /// Applies pending migrations to the store's table, up to and including `up_to`
 /// (a name such as `0001_base`; `None` = all). Returns the versions applied now.
 pub fn migrate(store: &MysqlStore, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
@@ -89,9 +34,5 @@ pub fn migrate(store: &MysqlStore, up_to: Option<&str>) -> Result<Vec<String>, S
             ..m
         })
         .collect();
-    let mut conn = store.connector().connection()?;
-    let applied = conn
-        .run_pending_migrations(Steps(steps))
-        .map_err(migration)?;
-    Ok(applied.iter().map(ToString::to_string).collect())
+    docket_diesel::run_migrations(&mut *store.connector().connection()?, steps)
 }

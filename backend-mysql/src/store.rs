@@ -5,7 +5,7 @@
 //! as UTC wall-clock values, so the session `time_zone` never shifts them (it only affects
 //! `TIMESTAMP` columns and `NOW()`, which docket does not use).
 
-use crate::error::{db, is_duplicate_key};
+use crate::error::is_duplicate_key;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::mysql::{Mysql, MysqlConnection};
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
@@ -15,11 +15,12 @@ use docket_core::dialect::{Rendered, Value};
 use docket_core::store::sql::SqlSession;
 use docket_core::store::{Execution, TaskSummary};
 use docket_core::StoreError;
+use docket_diesel::db;
 
 /// One pooled connection seen as a [`SqlSession`].
 pub(crate) struct MysqlSession<'c>(pub &'c mut MysqlConnection);
 
-fn bound(stmt: &Rendered) -> BoxedSqlQuery<'_, Mysql, SqlQuery> {
+pub(crate) fn bound(stmt: &Rendered) -> BoxedSqlQuery<'_, Mysql, SqlQuery> {
     let mut q = diesel::sql_query(stmt.sql.as_str()).into_boxed::<Mysql>();
     for value in &stmt.binds {
         q = match value {

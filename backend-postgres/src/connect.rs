@@ -1,7 +1,6 @@
 //! The connection pool and the [`SqlConnector`] on it.
 
 use crate::dialect::PgDialect;
-use crate::error::{pool, TxError};
 use crate::store::PgSession;
 use crate::PgStore;
 use diesel::r2d2::{ConnectionManager, Pool};
@@ -9,6 +8,7 @@ use diesel::{Connection, PgConnection};
 use docket_core::dialect::Dialect;
 use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
 use docket_core::{StoreConfig, StoreError};
+use docket_diesel::{pool, TxError};
 use std::time::Duration;
 
 /// Pool settings.

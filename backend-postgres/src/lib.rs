@@ -13,12 +13,13 @@
 
 mod connect;
 mod dialect;
-mod error;
+mod explain;
 mod migrate;
 mod store;
 
 pub use connect::{connect, connect_with, PgConnector, PgOptions};
 pub use dialect::PgDialect;
+pub use explain::explain_plan;
 pub use migrate::{migrate, MIGRATIONS};
 
 /// The PostgreSQL store.

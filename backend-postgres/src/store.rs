@@ -1,7 +1,6 @@
 //! Runs rendered statements on a `PgConnection`: binds each [`Value`] with its SQL type and
 //! decodes rows into the core model.
 
-use crate::error::db;
 use chrono::{DateTime, Utc};
 use diesel::pg::{Pg, PgConnection};
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
@@ -11,11 +10,12 @@ use docket_core::dialect::{Rendered, Value};
 use docket_core::store::sql::SqlSession;
 use docket_core::store::{Execution, TaskSummary};
 use docket_core::StoreError;
+use docket_diesel::db;
 
 /// One pooled connection seen as a [`SqlSession`].
 pub(crate) struct PgSession<'c>(pub &'c mut PgConnection);
 
-fn bound(stmt: &Rendered) -> BoxedSqlQuery<'_, Pg, SqlQuery> {
+pub(crate) fn bound(stmt: &Rendered) -> BoxedSqlQuery<'_, Pg, SqlQuery> {
     let mut q = diesel::sql_query(stmt.sql.as_str()).into_boxed::<Pg>();
     for value in &stmt.binds {
         q = match value {

@@ -9,3 +9,8 @@ mod postgres {
 mod mysql {
     docket_compat_tests::compat_suite!(docket_compat_tests::backends::Mysql);
 }
+
+/// SQLite: a temporary database file per test (no server needed).
+mod sqlite {
+    docket_compat_tests::compat_suite!(docket_compat_tests::backends::Sqlite);
+}

@@ -2,9 +2,11 @@
 
 pub mod mysql;
 pub mod postgres;
+pub mod sqlite;
 
 pub use mysql::Mysql;
 pub use postgres::Postgres;
+pub use sqlite::Sqlite;
 
 use docket_core::{Store, StoreConfig, StoreError};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +22,7 @@ pub fn connect(
     Ok(match backend {
         "postgres" => Arc::new(docket_postgres::connect(url, config)?),
         "mysql" => Arc::new(docket_mysql::connect(url, config)?),
+        "sqlite" => Arc::new(docket_sqlite::connect(url, config)?),
         other => {
             return Err(StoreError::Connection(format!(
                 "no backend called {other:?} in the compat tests"

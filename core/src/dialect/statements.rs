@@ -475,4 +475,159 @@ impl<'d> Statements<'d> {
         self.dialect.column_exists(&mut w, &self.table, column);
         w.finish()
     }
+
+    /// Every statement this renderer can emit, each rendered once with fixed sample arguments
+    /// (now = 2026-01-01T00:00:00Z, tasks `report` and `email`, limit 10, claimer `node-1`),
+    /// under a stable name. For tooling (`docket explain --all`) and golden tests: the list and
+    /// its order only grow, so a backend's golden file stays comparable across versions.
+    pub fn catalogue(&self) -> Vec<(&'static str, Rendered)> {
+        let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 1, 1, 0, 0, 0)
+            .single()
+            .unwrap_or_default();
+        let later = now + chrono::Duration::minutes(5);
+        let tasks = ["report".to_owned(), "email".to_owned()];
+        let key = ExecutionKey::new("report", "1");
+        let keys = [key.clone(), ExecutionKey::new("email", "7")];
+        let new = NewExecution {
+            task_name: "report".into(),
+            task_instance: "1".into(),
+            task_data: Some(b"{}".to_vec()),
+            execution_time: now,
+            priority: Some(90),
+        };
+        let claim = Changes {
+            pick: Some(PickChange::Claim {
+                by: "node-1".into(),
+                at: now,
+            }),
+            ..Changes::default()
+        };
+        let reschedule = Changes {
+            pick: Some(PickChange::Release),
+            execution_time: Some(later),
+            last_success: Some(now),
+            consecutive_failures: Some(0),
+            ..Changes::default()
+        };
+        let client = Changes {
+            execution_time: Some(later),
+            data: Some(Some(b"{}".to_vec())),
+            priority: Some(Some(50)),
+            ..Changes::default()
+        };
+        let filter = ListFilter {
+            task_name: Some("report".into()),
+            picked: Some(false),
+            failing_only: true,
+            limit: Some(10),
+        };
+        // With priority on, stores send the per-level forms (see `Level`); the single ordered
+        // statement (`Level::Any`) is what they fall back to past `MAX_PROBED_LEVELS`.
+        let forms: &[(Level, [&'static str; 3])] = if self.policy.priority {
+            &[
+                (Level::Any, ["due", "due_for_update", "lock_and_fetch"]),
+                (
+                    Level::Exactly(50),
+                    [
+                        "due_at_level",
+                        "due_for_update_at_level",
+                        "lock_and_fetch_at_level",
+                    ],
+                ),
+                (
+                    Level::Null,
+                    [
+                        "due_null_level",
+                        "due_for_update_null_level",
+                        "lock_and_fetch_null_level",
+                    ],
+                ),
+            ]
+        } else {
+            &[(Level::Any, ["due", "due_for_update", "lock_and_fetch"])]
+        };
+        let mut all = vec![("insert", self.insert(&new)), ("get", self.get(&key))];
+        if self.policy.priority {
+            all.push(("priority_levels", self.priority_levels()));
+        }
+        for (level, [due, for_update, lock]) in forms {
+            all.push((*due, self.due(*level, now, &tasks, 10)));
+            all.push((*for_update, self.due_for_update(*level, now, &tasks, 10)));
+            all.push((
+                *lock,
+                self.lock_and_fetch(*level, now, &tasks, 10, "node-1"),
+            ));
+        }
+        all.extend([
+            ("claim_keys", self.claim_keys(&keys, "node-1", now)),
+            ("update_claim", self.update(&key, Guard::Version(1), &claim)),
+            (
+                "update_reschedule",
+                self.update(&key, Guard::Version(2), &reschedule),
+            ),
+            ("update_client", self.update(&key, Guard::Unpicked, &client)),
+            ("heartbeat", self.heartbeat(&key, 2, now)),
+            ("delete", self.delete(&key, Guard::Version(2))),
+            ("dead", self.dead(now)),
+            ("list", self.list(&filter)),
+            ("summary", self.summary()),
+            ("unresolved_names", self.unresolved_names(&tasks)),
+            ("delete_unresolved", self.delete_unresolved(&tasks, now)),
+            ("column_exists", self.column_exists(Column::Priority.name())),
+        ]);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::Capabilities;
+    use std::collections::HashSet;
+
+    /// A dialect with every default, to test rendering without a backend.
+    #[derive(Debug)]
+    struct Ansi;
+
+    impl Dialect for Ansi {
+        fn name(&self) -> &'static str {
+            "ansi"
+        }
+        fn capabilities(&self) -> Capabilities {
+            Capabilities {
+                lock_and_fetch: None,
+                transactional_ddl: false,
+            }
+        }
+    }
+
+    #[test]
+    fn catalogue_names_are_unique_and_binds_match_placeholders() {
+        for policy in [
+            OrderingPolicy::execution_time(),
+            OrderingPolicy::priority_then_execution_time(),
+        ] {
+            let s = Statements::new(&Ansi, TableName::default(), policy);
+            let catalogue = s.catalogue();
+            let names: HashSet<_> = catalogue.iter().map(|(n, _)| *n).collect();
+            assert_eq!(names.len(), catalogue.len());
+            for (name, r) in &catalogue {
+                assert_eq!(r.sql.matches('?').count(), r.binds.len(), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn priority_off_catalogue_never_names_priority_outside_the_column_check() {
+        let s = Statements::new(
+            &Ansi,
+            TableName::default(),
+            OrderingPolicy::execution_time(),
+        );
+        for (name, r) in s.catalogue() {
+            if name != "column_exists" {
+                assert!(!r.sql.contains("priority"), "{name}: {}", r.sql);
+            }
+        }
+    }
 }

@@ -1,0 +1,150 @@
+//! The connection pool and the [`SqlConnector`] on it.
+//!
+//! Every pooled connection gets a busy timeout and WAL mode (see [`SqliteOptions`]), so several
+//! threads and several processes on one file wait for the write lock instead of failing with
+//! `database is locked`, and readers never block the writer.
+
+use crate::dialect::SqliteDialect;
+use crate::store::SqliteSession;
+use crate::SqliteStore;
+use diesel::connection::SimpleConnection;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::SqliteConnection;
+use docket_core::dialect::Dialect;
+use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
+use docket_core::{StoreConfig, StoreError};
+use docket_diesel::{pool, TxError};
+use std::time::Duration;
+
+/// Pool and connection settings.
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    /// Most connections the pool opens (default 10). Readers run in parallel under WAL;
+    /// writers take turns.
+    pub max_connections: u32,
+    /// How long to wait for a pooled connection before failing (default 30 s).
+    pub connection_timeout: Duration,
+    /// How long a statement waits for another connection's write lock before failing with
+    /// `database is locked` (default 30 s). Applied with `PRAGMA busy_timeout`.
+    pub busy_timeout: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 10,
+            connection_timeout: Duration::from_secs(30),
+            busy_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Sets the per-connection pragmas when the pool opens a connection.
+#[derive(Debug)]
+struct Pragmas {
+    busy_timeout_ms: u128,
+}
+
+impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for Pragmas {
+    fn on_acquire(&self, conn: &mut SqliteConnection) -> Result<(), diesel::r2d2::Error> {
+        // busy_timeout first: switching to WAL itself may have to wait for another connection.
+        // WAL is persistent in the file; setting it again is a no-op. synchronous=NORMAL is
+        // the documented safe pairing with WAL (durable against application crashes).
+        conn.batch_execute(&format!(
+            "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;",
+            self.busy_timeout_ms
+        ))
+        .map_err(diesel::r2d2::Error::QueryError)
+    }
+}
+
+/// A pool of `SqliteConnection`s on one database file.
+#[derive(Clone)]
+pub struct SqliteConnector {
+    pool: Pool<ConnectionManager<SqliteConnection>>,
+}
+
+impl std::fmt::Debug for SqliteConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteConnector")
+            .field("state", &self.pool.state())
+            .finish()
+    }
+}
+
+impl SqliteConnector {
+    /// A raw pooled connection (for migrations and tooling).
+    pub fn connection(
+        &self,
+    ) -> Result<PooledConnection<ConnectionManager<SqliteConnection>>, StoreError> {
+        self.pool.get().map_err(pool)
+    }
+}
+
+/// The database file named by `url`: `sqlite://PATH` or `sqlite:PATH` (so `sqlite:///tmp/a.db`
+/// is the absolute path `/tmp/a.db` and `sqlite://a.db` is relative), or a plain path.
+pub fn database_path(url: &str) -> &str {
+    url.strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url)
+}
+
+/// Opens (creating if missing) the database file named by `url` (see [`database_path`]) with
+/// default settings. Fails if the file cannot be opened.
+pub fn connect(url: &str, config: StoreConfig) -> Result<SqliteStore, StoreError> {
+    connect_with(url, config, &SqliteOptions::default())
+}
+
+/// Opens the database file named by `url` with explicit settings.
+pub fn connect_with(
+    url: &str,
+    config: StoreConfig,
+    options: &SqliteOptions,
+) -> Result<SqliteStore, StoreError> {
+    let path = database_path(url);
+    if path.is_empty() || path == ":memory:" {
+        // An in-memory database is private to one connection: a pool would see several.
+        return Err(StoreError::Connection(format!(
+            "{url:?} names no database file; docket's SQLite backend needs a file \
+             (sqlite://PATH) that every pooled connection and process can open"
+        )));
+    }
+    let pool = Pool::builder()
+        .max_size(options.max_connections.max(1))
+        .min_idle(Some(1))
+        .connection_timeout(options.connection_timeout)
+        .connection_customizer(Box::new(Pragmas {
+            busy_timeout_ms: options.busy_timeout.as_millis(),
+        }))
+        .build(ConnectionManager::<SqliteConnection>::new(path))
+        .map_err(pool)?;
+    Ok(SqlStore::new(SqliteConnector { pool }, config))
+}
+
+impl SqlConnector for SqliteConnector {
+    fn dialect(&self) -> &'static dyn Dialect {
+        &SqliteDialect
+    }
+
+    fn with_session<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.connection()?;
+        f(&mut SqliteSession(&mut conn))
+    }
+
+    // BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout). A
+    // deferred transaction that reads first could not upgrade to a writer once another
+    // connection committed, and would fail with SQLITE_BUSY instead of waiting.
+    fn in_transaction<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.connection()?;
+        conn.immediate_transaction::<T, TxError, _>(|c| {
+            f(&mut SqliteSession(c)).map_err(TxError::Store)
+        })
+        .map_err(StoreError::from)
+    }
+}

@@ -1,0 +1,90 @@
+//! How SQLite spells docket's statements.
+
+use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::TableName;
+
+/// The SQLite dialect: `?` placeholders, double-quoted identifiers, `LIMIT ?`, no row locks.
+///
+/// SQLite has one writer per database file: a write transaction (`BEGIN IMMEDIATE`, or a
+/// single autocommit `UPDATE`) holds the file's write lock from start to commit, so the claim
+/// `UPDATE ... WHERE (task_name, task_instance) IN (SELECT ... LIMIT ?) RETURNING ...` is atomic
+/// without `FOR UPDATE SKIP LOCKED`: a second claimer waits (busy timeout) and then sees the rows
+/// as picked. NULL sorts lowest in SQLite, so plain `priority DESC` already ranks NULL last.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SqliteDialect;
+
+impl Dialect for SqliteDialect {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            // One statement, serialized by the database's single write lock.
+            lock_and_fetch: Some(LockAndFetch::UpdateReturning),
+            // CREATE/ALTER/DROP take part in transactions: a failed migration leaves nothing.
+            transactional_ddl: true,
+        }
+    }
+
+    // No row locks to skip: the write lock serializes claimers (see the type's docs).
+    fn skip_locked_clause(&self) -> &'static str {
+        ""
+    }
+
+    // No information_schema: the `pragma_table_info` table-valued function lists the columns
+    // (its `name` column is the column name). The schema argument selects an attached database.
+    fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
+        w.push("SELECT name FROM pragma_table_info(")
+            .bind(table.table());
+        if let Some(schema) = table.schema() {
+            w.push(", ").bind(schema);
+        }
+        w.push(") WHERE name = ").bind(column);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use docket_core::dialect::{Level, Statements};
+    use docket_core::OrderingPolicy;
+
+    #[test]
+    fn lock_and_fetch_is_one_update_without_row_locks() {
+        let s = Statements::new(
+            &SqliteDialect,
+            TableName::default(),
+            OrderingPolicy::priority_then_execution_time(),
+        );
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let r = s.lock_and_fetch(Level::Any, now, &["a".into()], 5, "me");
+        assert_eq!(
+            r.sql,
+            "UPDATE \"scheduled_tasks\" SET picked = ?, picked_by = ?, last_heartbeat = ?, \
+             version = version + 1 WHERE (task_name, task_instance) IN (SELECT task_name, \
+             task_instance FROM \"scheduled_tasks\" WHERE picked = ? AND execution_time <= ? \
+             AND task_name IN (?) ORDER BY priority DESC, execution_time ASC LIMIT ?) \
+             RETURNING task_name, task_instance, task_data, execution_time, picked, picked_by, \
+             last_success, last_failure, consecutive_failures, last_heartbeat, version, priority"
+        );
+        assert_eq!(r.binds.len(), 7);
+        assert!(!r.sql.contains("FOR UPDATE"));
+    }
+
+    #[test]
+    fn column_check_uses_pragma_table_info_with_binds() {
+        let s = Statements::new(
+            &SqliteDialect,
+            TableName::parse("main.jobs").unwrap(),
+            OrderingPolicy::execution_time(),
+        );
+        let r = s.column_exists("priority");
+        assert_eq!(
+            r.sql,
+            "SELECT name FROM pragma_table_info(?, ?) WHERE name = ?"
+        );
+        assert_eq!(r.binds.len(), 3);
+    }
+}

@@ -1,0 +1,199 @@
+//! `docket explain`: the SQL a dialect emits, and optionally the database's plan for it.
+
+use crate::backends::{self, Backend};
+use crate::error::CliError;
+use crate::{parse_table, progress, store_config};
+use chrono::{SecondsFormat, Utc};
+use docket_core::dialect::{Level, LockAndFetch, Rendered, Statements, Value};
+use docket_core::store::ListFilter;
+use docket_core::{OrderingPolicy, TableName};
+
+/// Arguments of `docket explain`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Backend whose dialect to print: postgres or sqlite.
+    #[arg(long, value_name = "BACKEND")]
+    backend: String,
+    /// Render with the priority toggle on.
+    #[arg(long)]
+    priority: bool,
+    /// Print every statement the dialect can emit, not only the due-queries.
+    #[arg(long)]
+    all: bool,
+    /// Also print the database's plan for the due-queries (PostgreSQL: EXPLAIN (ANALYZE,
+    /// BUFFERS), in a rolled-back transaction; SQLite: EXPLAIN QUERY PLAN). The table must be
+    /// migrated.
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
+    /// The executions table, optionally schema-qualified.
+    #[arg(long, value_name = "TABLE", default_value = TableName::DEFAULT, value_parser = parse_table)]
+    table: TableName,
+}
+
+/// The statements that claim due work under a backend's capabilities.
+/// The statements a store sends to find and claim due work: with priority on, the levels query
+/// and the per-level forms (see `docket_core::dialect::Level`).
+fn due_query_names(backend: &Backend, priority: bool) -> Vec<&'static str> {
+    let (mut names, due, lock, for_update) = if priority {
+        (
+            vec!["priority_levels"],
+            "due_at_level",
+            "lock_and_fetch_at_level",
+            "due_for_update_at_level",
+        )
+    } else {
+        (Vec::new(), "due", "lock_and_fetch", "due_for_update")
+    };
+    names.push(due);
+    match backend.dialect.capabilities().lock_and_fetch {
+        Some(LockAndFetch::UpdateReturning) => names.push(lock),
+        Some(LockAndFetch::SelectThenUpdate) => names.extend([for_update, "claim_keys"]),
+        None => {}
+    }
+    names
+}
+
+fn describe(name: &str) -> &'static str {
+    match name {
+        "due" => "due-query of fetch-and-lock-on-execute: candidates in hand-out order",
+        "priority_levels" => "priority on: the distinct levels, highest first (a skip scan)",
+        "due_at_level" => "priority on: due candidates of one level, probed highest level first",
+        "lock_and_fetch_at_level" => "priority on: lock-and-fetch of one level",
+        "due_for_update_at_level" => "priority on: lock-and-fetch step 1, one level",
+        "lock_and_fetch" => "lock-and-fetch: claims a batch in one statement",
+        "due_for_update" => "lock-and-fetch, step 1: lock due rows",
+        "claim_keys" => "lock-and-fetch, step 2: mark the locked rows picked",
+        _ => "",
+    }
+}
+
+fn literal(v: &Value) -> String {
+    fn or_null<T>(v: &Option<T>, f: impl Fn(&T) -> String) -> String {
+        v.as_ref().map_or_else(|| "NULL".to_owned(), f)
+    }
+    match v {
+        Value::Text(t) => or_null(t, |s| format!("'{}'", s.replace('\'', "''"))),
+        Value::Bytes(b) => or_null(b, |b| format!("<{} bytes>", b.len())),
+        Value::Timestamp(t) => or_null(t, |t| t.to_rfc3339_opts(SecondsFormat::Micros, true)),
+        Value::SmallInt(n) => or_null(n, i16::to_string),
+        Value::Int(n) => n.to_string(),
+        Value::BigInt(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+    }
+}
+
+fn print_statement(name: &str, r: &Rendered) -> Result<(), CliError> {
+    let about = describe(name);
+    if about.is_empty() {
+        say!("-- {name}");
+    } else {
+        say!("-- {name}: {about}");
+    }
+    let binds: Vec<_> = r.binds.iter().map(literal).collect();
+    say!("-- binds: [{}]", binds.join(", "));
+    say!("{}", r.sql);
+    say!(";");
+    Ok(())
+}
+
+/// Runs `docket explain`.
+pub fn run(args: &Args) -> Result<(), CliError> {
+    let backend = backends::by_name(&args.backend)?;
+    if let Some(url) = &args.database_url {
+        let of_url = backends::for_url(url)?;
+        if !std::ptr::eq(of_url, backend) {
+            return Err(CliError::BackendMismatch {
+                backend: backend.name,
+                url: of_url.name,
+            });
+        }
+    }
+    let policy = OrderingPolicy {
+        priority: args.priority,
+        ..OrderingPolicy::default()
+    };
+    let statements = Statements::new(backend.dialect, args.table.clone(), policy);
+    say!(
+        "-- docket explain: {} dialect, priority {}, table {}",
+        backend.name,
+        if args.priority { "on" } else { "off" },
+        args.table
+    );
+    let wanted = due_query_names(backend, args.priority);
+    for (name, rendered) in statements.catalogue() {
+        if args.all || wanted.contains(&name) {
+            print_statement(name, &rendered)?;
+        }
+    }
+    if let Some(url) = &args.database_url {
+        explain_on(backend, url, args, &statements, &wanted)?;
+    }
+    Ok(())
+}
+
+/// Plans of the due-queries on a live database, rendered with the clock's now and the task
+/// names present in the table (so the plan reflects real data, not the sample arguments).
+fn explain_on(
+    backend: &Backend,
+    url: &str,
+    args: &Args,
+    statements: &Statements<'_>,
+    wanted: &[&str],
+) -> Result<(), CliError> {
+    let config = store_config(&args.table, args.priority);
+    let now = Utc::now();
+    let (names, plans) = progress::while_running(
+        format!("explaining on {}", backend.name),
+        || -> Result<_, CliError> {
+            let store = (backend.connect)(url, config.clone())?;
+            store.check_schema()?;
+            let mut names: Vec<String> = store
+                .execution_summary()?
+                .into_iter()
+                .map(|s| s.task_name)
+                .collect();
+            if names.is_empty() {
+                names.push("report".to_owned());
+            }
+            let limit = 10;
+            // The level probed first: the highest priority in the table.
+            let top = store
+                .execution_list(&ListFilter {
+                    limit: Some(1),
+                    ..ListFilter::default()
+                })?
+                .first()
+                .and_then(|e| e.priority)
+                .map_or(Level::Null, Level::Exactly);
+            let level = if args.priority { top } else { Level::Any };
+            let stmts: Vec<(&str, Rendered)> = wanted
+                .iter()
+                .filter_map(|w| match *w {
+                    "priority_levels" => Some((*w, statements.priority_levels())),
+                    "due" | "due_at_level" => Some((*w, statements.due(level, now, &names, limit))),
+                    "lock_and_fetch" | "lock_and_fetch_at_level" => Some((
+                        *w,
+                        statements.lock_and_fetch(level, now, &names, limit, "docket-explain"),
+                    )),
+                    "due_for_update" | "due_for_update_at_level" => {
+                        Some((*w, statements.due_for_update(level, now, &names, limit)))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let rendered: Vec<Rendered> = stmts.iter().map(|(_, r)| r.clone()).collect();
+            let plans = (backend.explain)(url, config.clone(), &rendered)?;
+            Ok((stmts.into_iter().map(|(n, _)| n).collect::<Vec<_>>(), plans))
+        },
+    )?;
+    for (name, plan) in names.iter().zip(plans) {
+        say!(
+            "-- {} of {name} (now, task names in the table):",
+            backend.plan_label
+        );
+        for line in plan {
+            say!("--   {line}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! `docket`: migrate, inspect and explain docket tables from a shell, or watch a scheduler run
+//! with `docket demo` (no database needed).
+
+/// `println!` that returns an error instead of panicking when stdout is closed (e.g. piped
+/// into `head`); use in functions returning `Result<_, CliError>`.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
+mod backends;
+mod demo;
+mod error;
+mod explain;
+mod progress;
+mod queue;
+
+use clap::{Parser, Subcommand};
+use docket_core::{OrderingPolicy, StoreConfig, TableName};
+use error::CliError;
+use std::process::ExitCode;
+
+/// Persistent, cluster-safe task scheduling in the database you already run.
+#[derive(Debug, Parser)]
+#[command(name = "docket", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Apply pending migrations to a docket table and print the versions applied.
+    Migrate(MigrateArgs),
+    /// Show what would be handed out next: due, unpicked executions in hand-out order.
+    Queue(queue::Args),
+    /// Print the SQL a backend's dialect emits (and, with --database-url, the query plan).
+    Explain(explain::Args),
+    /// Run a real scheduler on an embedded SQLite file and narrate the order of execution.
+    Demo,
+}
+
+/// Where the docket table lives; shared by the commands that open a database.
+#[derive(Debug, Clone, clap::Args)]
+struct Target {
+    /// Database URL: postgres://USER@HOST/DB (or postgresql://) or sqlite://PATH.
+    #[arg(long, value_name = "URL")]
+    database_url: String,
+    /// The executions table, optionally schema-qualified.
+    #[arg(long, value_name = "TABLE", default_value = TableName::DEFAULT, value_parser = parse_table)]
+    table: TableName,
+}
+
+#[derive(Debug, clap::Args)]
+struct MigrateArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Stop after this migration (e.g. 0001_base); default: all.
+    #[arg(long, value_name = "NAME")]
+    to: Option<String>,
+}
+
+/// Validates `--table` (nothing unvalidated ever reaches SQL).
+fn parse_table(value: &str) -> Result<TableName, String> {
+    TableName::parse(value).map_err(|e| e.to_string())
+}
+
+/// The store configuration for a table and priority toggle.
+fn store_config(table: &TableName, priority: bool) -> StoreConfig {
+    StoreConfig {
+        table: table.clone(),
+        ordering: OrderingPolicy {
+            priority,
+            ..OrderingPolicy::default()
+        },
+    }
+}
+
+fn migrate(args: &MigrateArgs) -> Result<(), CliError> {
+    let backend = backends::for_url(&args.target.database_url)?;
+    let known = (backend.migration_names)();
+    if let Some(to) = &args.to {
+        if !known.contains(&to.as_str()) {
+            return Err(CliError::UnknownMigration {
+                name: to.clone(),
+                backend: backend.name,
+                known: known.join(", "),
+            });
+        }
+    }
+    let config = store_config(&args.target.table, false);
+    let applied = progress::while_running(
+        format!("migrating {} ({})", args.target.table, backend.name),
+        || (backend.migrate)(&args.target.database_url, config, args.to.as_deref()),
+    )?;
+    if applied.is_empty() {
+        say!(
+            "{} is up to date: no migration to apply ({} known: {})",
+            args.target.table,
+            backend.name,
+            known.join(", ")
+        );
+    }
+    for version in applied {
+        say!("applied {version}");
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Migrate(args) => migrate(args),
+        Command::Queue(args) => queue::run(args),
+        Command::Explain(args) => explain::run(args),
+        Command::Demo => demo::run(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`docket explain --all | head`): not an error.
+        Err(CliError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

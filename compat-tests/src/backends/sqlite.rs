@@ -1,0 +1,66 @@
+//! SQLite: one database file per test in its own temporary directory, removed with the space.
+//! No server is needed (SQLite is compiled in), so this backend always runs.
+
+use crate::harness::{Harness, Space};
+use docket_core::{Store, StoreConfig};
+use docket_sqlite::SqliteOptions;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tempfile::TempDir;
+
+/// The SQLite harness.
+#[derive(Debug, Clone, Copy)]
+pub struct Sqlite;
+
+impl Harness for Sqlite {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn space(&self) -> Box<dyn Space> {
+        let dir = tempfile::Builder::new()
+            .prefix("docket-sqlite-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("creating a temporary directory failed: {e}"));
+        let file = dir.path().join("docket.db");
+        Box::new(SqliteSpace { _dir: dir, file })
+    }
+}
+
+struct SqliteSpace {
+    /// Deleted (with the database, its WAL and shared-memory files) when the space drops.
+    _dir: TempDir,
+    file: PathBuf,
+}
+
+impl SqliteSpace {
+    fn connect(&self, config: StoreConfig) -> docket_sqlite::SqliteStore {
+        let options = SqliteOptions {
+            // The concurrency cases run 8 claimer threads on one store.
+            max_connections: 12,
+            connection_timeout: Duration::from_secs(20),
+            busy_timeout: Duration::from_secs(20),
+        };
+        let url = self.url();
+        docket_sqlite::connect_with(&url, config, &options)
+            .unwrap_or_else(|e| panic!("opening {url} failed: {e}"))
+    }
+}
+
+impl Space for SqliteSpace {
+    /// `session_time_zone` has no meaning here: SQLite has no session time zone, and docket
+    /// stores instants as integer microseconds since the epoch, which no zone can shift.
+    fn store(&self, config: StoreConfig, _session_time_zone: Option<&str>) -> Arc<dyn Store> {
+        Arc::new(self.connect(config))
+    }
+
+    fn migrate(&self, config: &StoreConfig, up_to: Option<&str>) {
+        let store = self.connect(config.clone());
+        docket_sqlite::migrate(&store, up_to).expect("migrations apply");
+    }
+
+    fn url(&self) -> String {
+        format!("sqlite://{}", self.file.display())
+    }
+}
