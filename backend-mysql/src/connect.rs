@@ -126,9 +126,11 @@ pub fn connect_with(
         .max_size(options.max_connections.max(1))
         .min_idle(Some(1))
         .connection_timeout(options.connection_timeout)
-        // No `SELECT 1` before every use: it doubled the round trips of each claim. A broken
-        // connection fails its statement, diesel marks it broken, and r2d2 replaces it.
-        .test_on_check_out(false)
+        // Keep r2d2's check on check-out: diesel cannot tell that a MySQL connection died
+        // (its `is_broken` only looks at the transaction state), so without the check a pool
+        // stays dead after a server restart. (PostgreSQL's connections report it; that backend
+        // skips the check.)
+        .test_on_check_out(true)
         .connection_customizer(Box::new(SessionSetup {
             time_zone: options.session_time_zone.clone(),
         }))

@@ -40,6 +40,7 @@ macro_rules! compat_cases {
             crud_round_trip,
             schedule_if_not_exists_and_replace,
             batch_is_all_or_nothing,
+            hostile_names_are_data,
             due_order_reference,
             due_order_null_priority_last,
             due_batches_span_levels_in_order,

@@ -17,7 +17,7 @@ pub const WORKERS: usize = 4;
 /// Worker threads per process.
 pub const THREADS: usize = 10;
 /// Upper bound on any cluster run.
-const PATIENCE: Duration = Duration::from_secs(600);
+const PATIENCE: Duration = Duration::from_secs(300);
 
 /// Schedules `n` executions: even ones with priorities 1..=10, odd ones by a priority-off
 /// writer (NULL priority), in all-or-nothing batches.
@@ -40,13 +40,12 @@ fn schedule(space: &dyn Space, n: usize) {
     }
 }
 
+/// Executions left; while the database is unreachable, "unknown" (`i64::MAX`).
 fn remaining(store: &dyn Store) -> i64 {
     store
         .execution_summary()
-        .expect("summary")
-        .iter()
-        .map(|s| s.total)
-        .sum()
+        .map(|rows| rows.iter().map(|s| s.total).sum())
+        .unwrap_or(i64::MAX)
 }
 
 /// How many executions `worker` has picked right now.
@@ -68,11 +67,12 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// Starts [`WORKERS`] processes; worker `i` polls with `polling[i % polling.len()]`.
     fn start(
         backend: &str,
         space: &dyn Space,
         exe: &str,
-        polling: &str,
+        polling: &[&str],
         heartbeat_ms: u64,
         work_ms: u64,
     ) -> Self {
@@ -82,7 +82,8 @@ impl Cluster {
                 let name = format!("worker-{i}");
                 let log = logs.path().join(format!("{name}.log"));
                 let child = Command::new(exe)
-                    .args([backend, &space.url(), polling, &THREADS.to_string(), &name])
+                    .args([backend, &space.url(), polling[i % polling.len()]])
+                    .args([&THREADS.to_string(), &name])
                     .arg(&log)
                     .args([heartbeat_ms.to_string(), work_ms.to_string()])
                     .stdin(Stdio::piped())
@@ -164,7 +165,7 @@ pub fn cluster(h: &dyn Harness, exe: &str, polling: &str) {
     schedule(&*space, N);
     let store = space.store(StoreConfig::with_priority(true), None);
     let started = Instant::now();
-    let mut cluster = Cluster::start(h.name(), &*space, exe, polling, 1_000, 0);
+    let mut cluster = Cluster::start(h.name(), &*space, exe, &[polling], 1_000, 0);
     cluster.wait("all executions to complete", || remaining(&*store) == 0);
     let elapsed = started.elapsed();
     let runs = cluster.finish();
@@ -189,7 +190,7 @@ pub fn crash_revives_work(h: &dyn Harness, exe: &str, polling: &str) {
     schedule(&*space, N);
     let store = space.store(StoreConfig::with_priority(true), None);
     let started = Instant::now();
-    let mut cluster = Cluster::start(h.name(), &*space, exe, polling, 250, 50);
+    let mut cluster = Cluster::start(h.name(), &*space, exe, &[polling], 250, 50);
     // Kill worker-0 once a quarter is done and it holds executions (it may start late).
     cluster.wait("a quarter done and worker-0 holding executions", || {
         remaining(&*store) <= (N as i64) * 3 / 4 && held_by(&*store, "worker-0") > 0
@@ -230,6 +231,50 @@ pub fn crash_revives_work(h: &dyn Harness, exe: &str, polling: &str) {
     );
 }
 
+/// The database server goes away for 10 s mid-run and comes back (a mixed fleet: two
+/// processes fetch, two lock-and-fetch). Schedulers log, back off, reconnect and finish: nothing
+/// is lost and nothing runs twice. The dead window (4 x 8 s) is longer than the outage, so no
+/// execution is declared dead for the time the database itself was gone; outcomes that could
+/// not be written are kept and retried.
+pub fn outage_is_survived(
+    h: &dyn Harness,
+    exe: &str,
+    outage: fn(Duration) -> Result<(), crate::servers::NotRun>,
+) {
+    const N: usize = 10_000;
+    const DOWN_FOR: Duration = Duration::from_secs(10);
+    let space = h.space();
+    space.migrate(&StoreConfig::with_priority(true), None);
+    schedule(&*space, N);
+    let store = space.store(StoreConfig::with_priority(true), None);
+    let started = Instant::now();
+    let polling = ["fetch", "lock-and-fetch"];
+    let mut cluster = Cluster::start(h.name(), &*space, exe, &polling, 8_000, 1);
+    cluster.wait("a quarter of the executions", || {
+        remaining(&*store) <= (N as i64) * 3 / 4
+    });
+    outage(DOWN_FOR).unwrap_or_else(|e| crate::harness::not_run(h.name(), e));
+    cluster.wait("the cluster to finish after the outage", || {
+        remaining(&*store) == 0
+    });
+    let elapsed = started.elapsed();
+    let runs = cluster.finish();
+    assert_eq!(runs.len(), N, "nothing was lost");
+    let twice: Vec<_> = runs.iter().filter(|(_, w)| w.len() > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "ran more than once: {:?}",
+        &twice[..twice.len().min(5)]
+    );
+    report(
+        h.name(),
+        "outage mixed fetch/lock-and-fetch",
+        N,
+        elapsed,
+        &format!(", server down {} s mid-run", DOWN_FOR.as_secs()),
+    );
+}
+
 /// Instantiates the reliability suite for one harness; `$exe` is the worker binary
 /// (`env!("CARGO_BIN_EXE_reliab_worker")`).
 #[macro_export]
@@ -250,6 +295,19 @@ macro_rules! reliability_suite {
         #[test]
         fn crash_revives_work_lock_and_fetch() {
             $crate::reliability::crash_revives_work(&$harness, $exe, "lock-and-fetch");
+        }
+    };
+}
+
+/// Instantiates the outage case for one harness; `$outage` is the server module's `outage`
+/// function. It stops the test process's server, so keep it out of test binaries whose other
+/// tests use that server (`tests/outage.rs`).
+#[macro_export]
+macro_rules! outage_suite {
+    ($harness:expr, $exe:expr, $outage:expr) => {
+        #[test]
+        fn outage_is_survived() {
+            $crate::reliability::outage_is_survived(&$harness, $exe, $outage);
         }
     };
 }

@@ -196,3 +196,41 @@ pub fn batch_is_all_or_nothing(h: &dyn Harness, t: Toggle) {
     names.sort();
     assert_eq!(names, strings(&["a", "b", "c"]));
 }
+
+/// Task names and instance ids are data, always bound: quotes, semicolons and comment markers
+/// round-trip verbatim and reach no SQL text (control characters are rejected, typed).
+pub fn hostile_names_are_data(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let client = ctx.client();
+    let hostile = "x'); DROP TABLE scheduled_tasks; -- /* \" ` \\";
+    let task: docket_core::TaskDescriptor =
+        docket_core::TaskDescriptor::new("t'; DELETE FROM scheduled_tasks; --");
+    assert_eq!(
+        client.schedule(task.instance(hostile)).unwrap(),
+        ScheduleOutcome::Scheduled
+    );
+    let key = ExecutionKey::new(task.name(), hostile);
+    let e = client.get(&key).unwrap().expect("stored verbatim");
+    assert_eq!(
+        (e.task_name.as_str(), e.task_instance.as_str()),
+        (task.name(), hostile)
+    );
+    assert_eq!(
+        client.list_scheduled(&ListFilter::default()).unwrap().len(),
+        1,
+        "table intact"
+    );
+    let control = client.schedule(WORK.instance("bell\u{7}"));
+    assert!(matches!(
+        control,
+        Err(DocketError::InvalidName {
+            what: "instance id",
+            ..
+        })
+    ));
+    assert_eq!(
+        client.list_scheduled(&ListFilter::default()).unwrap().len(),
+        1,
+        "nothing written"
+    );
+}

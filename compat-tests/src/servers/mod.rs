@@ -10,6 +10,7 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 pub mod mysql;
 pub mod postgres;
@@ -41,10 +42,29 @@ pub fn free_port() -> std::io::Result<u16> {
 /// How many fresh ports a throwaway server tries when the chosen one was taken in the meantime.
 pub(crate) const PORT_ATTEMPTS: usize = 3;
 
-/// A resolved server: its URL and where it came from.
+/// Takes a throwaway server down for a while and brings it back on the same port.
+pub(crate) type Outage = Box<dyn Fn(Duration) -> Result<(), String> + Send + Sync>;
+
+/// A resolved server: its URL, where it came from, and (for throwaway servers, which the
+/// suite owns) how to take it down.
 pub(crate) struct Resolved {
     pub url: String,
     pub source: String,
+    pub outage: Option<Outage>,
+}
+
+impl Resolved {
+    /// Runs an outage of `down_for` on this server; a server given by URL is not ours to stop.
+    pub(crate) fn outage(&self, backend: &str, down_for: Duration) -> Result<(), NotRun> {
+        let outage = self.outage.as_ref().ok_or_else(|| {
+            NotRun(format!(
+                "{backend}: the outage test stops and restarts its server, and {} is not a \
+                 throwaway server it owns",
+                self.source
+            ))
+        })?;
+        outage(down_for).map_err(|e| NotRun(format!("{backend}: outage failed: {e}")))
+    }
 }
 
 /// The URL in `env_var` when set and non-empty, else `start_throwaway()`, whose error completes
@@ -58,6 +78,7 @@ pub(crate) fn resolve(
             Ok(url) => Ok(Resolved {
                 url,
                 source: env_var.to_string(),
+                outage: None,
             }),
             Err(_) => Err(NotRun(format!("{env_var} is set but is not valid UTF-8"))),
         };

@@ -17,7 +17,7 @@ use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,16 @@ pub fn admin_url() -> Result<&'static str, NotRun> {
     }
 }
 
+/// Stops this process's throwaway server for `down_for`, then starts it again on the same
+/// port (for the outage test). A server given by `DOCKET_MYSQL_URL` is not stopped: the
+/// result is a [`NotRun`].
+pub fn outage(down_for: Duration) -> Result<(), NotRun> {
+    match resolved() {
+        Ok(r) => r.outage("mysql", down_for),
+        Err(e) => Err(e.clone()),
+    }
+}
+
 /// Where the URL came from, for the log line: "DOCKET_MYSQL_URL" or
 /// "throwaway server at DIR port PORT".
 ///
@@ -77,6 +87,7 @@ fn start_throwaway() -> Result<Resolved, String> {
         dir,
         tools,
         as_root: running_as_root(),
+        child: Mutex::new(None),
     };
     let fail = |what: String| {
         format!(
@@ -103,6 +114,11 @@ fn start_throwaway() -> Result<Resolved, String> {
     Ok(Resolved {
         url: format!("mysql://root@127.0.0.1:{port}"),
         source,
+        outage: Some(Box::new(move |down_for| {
+            server.stop()?;
+            thread::sleep(down_for);
+            server.start_on(port)
+        })),
     })
 }
 
@@ -170,6 +186,8 @@ struct Throwaway {
     socket: PathBuf,
     pid_file: PathBuf,
     as_root: bool,
+    /// The running server process (so an outage can stop and reap it).
+    child: Mutex<Option<Child>>,
 }
 
 impl Throwaway {
@@ -224,53 +242,80 @@ impl Throwaway {
         let mut last_error = String::new();
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port().map_err(|e| format!("finding a free port failed: {e}"))?;
-            let log_before = fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0);
-            let mut cmd = Command::new(&self.tools.server);
-            cmd.arg("--no-defaults")
-                .arg(format!("--datadir={}", self.data.display()))
-                .arg(format!("--socket={}", self.socket.display()))
-                .arg(format!("--port={port}"))
-                .arg(format!("--log-error={}", self.log.display()))
-                .arg(format!(
-                    "--pid-file={}",
-                    self.dir.join("mysqld.pid").display()
-                ))
-                .arg(format!("--tmpdir={}", self.dir.display()))
-                .args(self.user_args())
-                .args([
-                    "--bind-address=127.0.0.1",
-                    "--skip-log-bin",
-                    "--skip-name-resolve",
-                    "--innodb-flush-log-at-trx-commit=2",
-                    "--innodb-buffer-pool-size=128M",
-                    "--max-connections=500",
-                ])
-                .current_dir(&self.dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                // Its own process group: Ctrl-C on the test run leaves it to the watchdog.
-                .process_group(0);
-            let mut child = cmd
-                .spawn()
-                .map_err(|e| format!("could not run {cmd:?}: {e}"))?;
-            fs::write(&self.pid_file, child.id().to_string())
-                .map_err(|e| format!("writing {} failed: {e}", self.pid_file.display()))?;
-            match self.wait_ready(&mut child) {
+            match self.start_on(port) {
                 Ok(()) => return Ok(port),
                 Err(e) => {
-                    let log = self.log_since(log_before);
-                    last_error = format!("{e}; server log: {log}");
-                    let _ = child.kill();
-                    let _ = child.wait();
                     // Someone else took the port between free_port() and the bind: try another.
-                    if !log.contains("already in use") {
+                    let retry = e.contains("already in use");
+                    last_error = e;
+                    if !retry {
                         break;
                     }
                 }
             }
         }
         Err(last_error)
+    }
+
+    /// Starts the server on `port` (keeping its process handle) and waits until it accepts
+    /// connections.
+    fn start_on(&self, port: u16) -> Result<(), String> {
+        let log_before = fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0);
+        let mut cmd = Command::new(&self.tools.server);
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", self.data.display()))
+            .arg(format!("--socket={}", self.socket.display()))
+            .arg(format!("--port={port}"))
+            .arg(format!("--log-error={}", self.log.display()))
+            .arg(format!(
+                "--pid-file={}",
+                self.dir.join("mysqld.pid").display()
+            ))
+            .arg(format!("--tmpdir={}", self.dir.display()))
+            .args(self.user_args())
+            .args([
+                "--bind-address=127.0.0.1",
+                "--skip-log-bin",
+                "--skip-name-resolve",
+                "--innodb-flush-log-at-trx-commit=2",
+                "--innodb-buffer-pool-size=128M",
+                "--max-connections=500",
+            ])
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own process group: Ctrl-C on the test run leaves it to the watchdog.
+            .process_group(0);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("could not run {cmd:?}: {e}"))?;
+        fs::write(&self.pid_file, child.id().to_string())
+            .map_err(|e| format!("writing {} failed: {e}", self.pid_file.display()))?;
+        match self.wait_ready(&mut child) {
+            Ok(()) => {
+                *self.child.lock().unwrap_or_else(PoisonError::into_inner) = Some(child);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(format!("{e}; server log: {}", self.log_since(log_before)))
+            }
+        }
+    }
+
+    /// Stops the server (SIGTERM: a normal shutdown that cuts every session) and reaps it.
+    fn stop(&self) -> Result<(), String> {
+        let mut guard = self.child.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut child = guard.take().ok_or("the server is not running")?;
+        let mut term = Command::new("kill");
+        term.args(["-TERM", &child.id().to_string()]);
+        run(term)?;
+        child
+            .wait()
+            .map(drop)
+            .map_err(|e| format!("waiting for the server to stop: {e}"))
     }
 
     /// A client command talking to the server over its socket as root.

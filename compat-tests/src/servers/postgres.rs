@@ -51,6 +51,16 @@ pub fn admin_url() -> Result<&'static str, NotRun> {
     }
 }
 
+/// Stops this process's throwaway server for `down_for`, then starts it again on the same
+/// port (for the outage test). A server given by `DOCKET_POSTGRES_URL` is not stopped: the
+/// result is a [`NotRun`].
+pub fn outage(down_for: Duration) -> Result<(), NotRun> {
+    match resolved() {
+        Ok(r) => r.outage("postgres", down_for),
+        Err(e) => Err(e.clone()),
+    }
+}
+
 /// Where the URL came from, for the log line: "DOCKET_POSTGRES_URL" or
 /// "throwaway server at DIR port PORT".
 ///
@@ -93,6 +103,11 @@ fn start_throwaway() -> Result<Resolved, String> {
     Ok(Resolved {
         url: format!("postgres://{PG_SUPERUSER}@127.0.0.1:{port}/postgres"),
         source,
+        outage: Some(Box::new(move |down_for| {
+            server.stop()?;
+            thread::sleep(down_for);
+            server.start_on(port)
+        })),
     })
 }
 
@@ -201,40 +216,54 @@ impl Throwaway {
 
     /// Starts the server on a free port and waits until it accepts connections.
     fn start(&self) -> Result<u16, String> {
-        let socket_dir = shell_quote(&self.dir)?;
         let mut last_error = String::new();
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port().map_err(|e| format!("finding a free port failed: {e}"))?;
-            let log_before = fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0);
-            let mut pg_ctl = self.tool("pg_ctl");
-            pg_ctl
-                .arg("start")
-                .args(["-w", "-t", "30", "-D"])
-                .arg(&self.data)
-                .arg("-l")
-                .arg(&self.log)
-                .arg("-o")
-                .arg(format!(
-                    "-p {port} -k {socket_dir} -c listen_addresses=127.0.0.1 -c fsync=off \
-                     -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 \
-                     -c shared_buffers=128MB"
-                ));
-            match run(pg_ctl) {
-                Ok(_) => {
-                    self.wait_ready(port)?;
-                    return Ok(port);
-                }
+            match self.start_on(port) {
+                Ok(()) => return Ok(port),
                 Err(e) => {
-                    let log = self.log_since(log_before);
-                    last_error = format!("{e}; server log: {log}");
                     // Someone else took the port between free_port() and the bind: try another.
-                    if !log.contains("already in use") {
+                    let retry = e.contains("already in use");
+                    last_error = e;
+                    if !retry {
                         break;
                     }
                 }
             }
         }
         Err(last_error)
+    }
+
+    /// Starts the server on `port` and waits until it accepts connections.
+    fn start_on(&self, port: u16) -> Result<(), String> {
+        let socket_dir = shell_quote(&self.dir)?;
+        let log_before = fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0);
+        let mut pg_ctl = self.tool("pg_ctl");
+        pg_ctl
+            .arg("start")
+            .args(["-w", "-t", "30", "-D"])
+            .arg(&self.data)
+            .arg("-l")
+            .arg(&self.log)
+            .arg("-o")
+            .arg(format!(
+                "-p {port} -k {socket_dir} -c listen_addresses=127.0.0.1 -c fsync=off \
+                 -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 \
+                 -c shared_buffers=128MB"
+            ));
+        match run(pg_ctl) {
+            Ok(_) => self.wait_ready(port),
+            Err(e) => Err(format!("{e}; server log: {}", self.log_since(log_before))),
+        }
+    }
+
+    /// Stops the server (fast shutdown: sessions are cut, as in a real outage).
+    fn stop(&self) -> Result<(), String> {
+        let mut pg_ctl = self.tool("pg_ctl");
+        pg_ctl
+            .args(["stop", "-m", "fast", "-w", "-t", "30", "-D"])
+            .arg(&self.data);
+        run(pg_ctl).map(drop)
     }
 
     /// Polls `pg_isready` until the server accepts connections, for at most [`READY_TIMEOUT`].

@@ -12,8 +12,9 @@ use crate::task::{DeadExecutionPolicy, ExecutionContext, Task, RECURRING_INSTANC
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
 
 /// Work handed from the poller to a worker thread.
@@ -32,8 +33,11 @@ pub(crate) struct Engine {
     pub tasks: HashMap<String, Task>,
     pub task_names: Vec<String>,
     pub listeners: Vec<Arc<dyn SchedulerListener>>,
-    /// Executions running here, with the version we hold (for heartbeats).
+    /// Executions running here (or whose outcome is still being recorded), with the version we
+    /// hold, for heartbeats.
     running: Mutex<HashMap<ExecutionKey, i64>>,
+    /// Set by `Scheduler::stop`: outcome writes stop retrying.
+    stopping: AtomicBool,
 }
 
 fn chrono(d: std::time::Duration) -> chrono::Duration {
@@ -58,7 +62,13 @@ impl Engine {
             task_names,
             listeners,
             running: Mutex::new(HashMap::new()),
+            stopping: AtomicBool::new(false),
         }
+    }
+
+    /// Stops retrying outcome writes (shutdown).
+    pub fn begin_shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
     }
 
     fn emit(&self, event: SchedulerEvent) {
@@ -211,7 +221,6 @@ impl Engine {
         let started = Instant::now();
         let outcome = catch_unwind(AssertUnwindSafe(|| (task.handler)(&execution, &ctx)));
         let duration = started.elapsed();
-        self.running().remove(&key);
         metrics::histogram!("docket_execution_seconds", "task" => task.name.clone())
             .record(duration.as_secs_f64());
         let result = match outcome {
@@ -223,6 +232,8 @@ impl Engine {
             error!(task = %execution.task_name, instance = %execution.task_instance, %err,
                 "could not record the outcome; the execution stays picked until dead detection revives it");
         }
+        // Only now: heartbeats went on while the outcome was being recorded.
+        self.running().remove(&key);
     }
 
     fn record(&self, execution: &Execution, changed: bool) {
@@ -306,17 +317,33 @@ impl Engine {
         changes: Changes,
     ) -> Result<bool, StoreError> {
         let guard = Guard::Version(e.version);
-        match next {
-            Some(at) => self.store.execution_update(
-                &e.key(),
-                guard,
-                &Changes {
-                    pick: Some(PickChange::Release),
-                    execution_time: Some(at),
-                    ..changes
-                },
-            ),
-            None => self.store.execution_remove(&e.key(), guard),
+        let changes = Changes {
+            pick: Some(PickChange::Release),
+            execution_time: next,
+            ..changes
+        };
+        // The database may be gone for a while (restart, failover): keep the outcome and retry
+        // with backoff for up to half the dead window, so the execution is neither lost nor
+        // revived and run again once the database is back. Heartbeats go on meanwhile.
+        let give_up_at = Instant::now() + self.config.dead_after() / 2;
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let written = match next {
+                Some(_) => self.store.execution_update(&e.key(), guard, &changes),
+                None => self.store.execution_remove(&e.key(), guard),
+            };
+            match written {
+                Err(err)
+                    if Instant::now() + backoff < give_up_at
+                        && !self.stopping.load(Ordering::SeqCst) =>
+                {
+                    warn!(task = %e.task_name, instance = %e.task_instance, %err, ?backoff,
+                        "could not record the outcome; retrying");
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                other => return other,
+            }
         }
     }
 

@@ -257,6 +257,7 @@ impl Scheduler {
     /// claimed-but-unstarted executions back. Returns `true` if every thread ended in time.
     pub fn stop(&self) -> bool {
         self.shared.shut_down();
+        self.engine.begin_shutdown();
         drop(
             self.sender
                 .lock()
