@@ -7,18 +7,8 @@ use docket_core::migrate::{plan, MigrationFile};
 use docket_core::{Store, StoreError};
 
 /// The migrations this backend ships, in order.
-pub const MIGRATIONS: &[MigrationFile] = &[
-    MigrationFile {
-        name: "0001_base",
-        up: include_str!("../migrations/0001_base/up.sql"),
-        down: include_str!("../migrations/0001_base/down.sql"),
-    },
-    MigrationFile {
-        name: "0002_priority",
-        up: include_str!("../migrations/0002_priority/up.sql"),
-        down: include_str!("../migrations/0002_priority/down.sql"),
-    },
-];
+pub const MIGRATIONS: &[MigrationFile] =
+    docket_core::migration_files!("0001_base", "0002_priority");
 
 /// Applies pending migrations to the store's table, up to and including `up_to`
 /// (a name such as `0001_base`; `None` = all). Returns the versions applied now.

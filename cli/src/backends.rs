@@ -1,6 +1,6 @@
 //! The backends the CLI can drive, as one table. A backend is chosen by the scheme of
 //! `--database-url` (or by name for `explain --backend`); adding one (e.g. MySQL) is one
-//! [`entry!`] line in [`BACKENDS`], because every backend crate exposes the same functions:
+//! `entry!` line in [`BACKENDS`], because every backend crate exposes the same functions:
 //! `connect`, `migrate`, `MIGRATIONS` and `explain_plan`.
 
 use crate::error::CliError;

@@ -1,6 +1,6 @@
 //! The reliability suite: several scheduler processes (the `reliab_worker` binary) against
 //! one table, doing the bad things for real (a `kill -9` mid-run), and counting every
-//! run. Written once, instantiated per server backend by [`reliability_suite!`].
+//! run. Written once, instantiated per server backend by [`crate::reliability_suite!`].
 
 use crate::harness::{Harness, Space};
 use docket_core::store::ListFilter;

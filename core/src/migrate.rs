@@ -18,6 +18,20 @@ pub struct MigrationFile {
     pub down: &'static str,
 }
 
+/// The [`MigrationFile`]s of a backend crate, from `migrations/<name>/{up,down}.sql` next to
+/// its `Cargo.toml`, embedded at compile time:
+/// `pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!("0001_base", "0002_priority");`
+#[macro_export]
+macro_rules! migration_files {
+    ($($name:literal),+ $(,)?) => {
+        &[$($crate::migrate::MigrationFile {
+            name: $name,
+            up: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/", $name, "/up.sql")),
+            down: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/", $name, "/down.sql")),
+        }),+]
+    };
+}
+
 /// A migration for one table, ready to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableMigration {
