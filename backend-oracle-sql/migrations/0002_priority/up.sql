@@ -3,5 +3,5 @@
 -- Oracle sorts NULL first under DESC; the statements say `priority DESC NULLS LAST`, and the
 -- per-level probes (`priority = :n AND execution_time <= :m ORDER BY execution_time`) are
 -- index ranges on (priority, execution_time).
-ALTER TABLE {table} ADD (priority NUMBER(5));
+ALTER TABLE {table} ADD priority NUMBER(5);
 CREATE INDEX "{name}_priority_execution_time_idx" ON {table} (priority, execution_time);
