@@ -269,3 +269,29 @@ impl SqlConnector for MssqlConnector {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_jdbc_properties_after_the_scheme() {
+        let config = parse_url("mssql://db.example:1444;database=app;user=sa;password=x")
+            .expect("valid URL");
+        assert_eq!(config.get_addr(), "db.example:1444");
+        assert!(parse_url("SQLSERVER://localhost;user=sa;password=x").is_ok());
+        for bad in ["postgres://h/db", "mssql:/h", ""] {
+            assert!(matches!(parse_url(bad), Err(MssqlError::Url(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_closed_port_is_a_connection_error_not_a_panic() {
+        let err = connect(
+            "mssql://127.0.0.1:1;user=sa;password=x",
+            StoreConfig::default(),
+        )
+        .expect_err("nothing listens on port 1");
+        assert!(matches!(err, StoreError::Connection(_)), "{err}");
+    }
+}

@@ -101,3 +101,26 @@ impl SqlConnector for OracleConnector {
             .map_err(StoreError::from)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without the Oracle client library (as on the build machines) connecting fails with a
+    /// typed connection error naming the missing library; it never panics. With a client
+    /// library present, port 1 refuses the connection: also a connection error.
+    #[test]
+    fn connecting_without_a_server_is_a_connection_error() {
+        let options = OracleOptions {
+            max_connections: 1,
+            connection_timeout: Duration::from_secs(2),
+        };
+        let err = connect_with(
+            "oracle://u:p@127.0.0.1:1/x",
+            StoreConfig::default(),
+            &options,
+        )
+        .expect_err("no server on port 1");
+        assert!(matches!(err, StoreError::Connection(_)), "{err}");
+    }
+}
