@@ -49,18 +49,39 @@ impl From<TxError> for StoreError {
     }
 }
 
-/// diesel's view of one planned [`TableMigration`].
-struct Step(TableMigration);
+/// diesel's view of one planned [`TableMigration`]; `by_statement` runs its SQL one statement
+/// per call (for connections that execute a single statement at a time, such as Oracle's).
+struct Step {
+    migration: TableMigration,
+    by_statement: bool,
+}
+
+impl Step {
+    fn apply<DB: Backend>(
+        &self,
+        conn: &mut dyn BoxableConnection<DB>,
+        sql: &str,
+    ) -> diesel::migration::Result<()> {
+        if self.by_statement {
+            for stmt in docket_core::migrate::split_statements(sql) {
+                conn.batch_execute(&stmt)?;
+            }
+            Ok(())
+        } else {
+            Ok(conn.batch_execute(sql)?)
+        }
+    }
+}
 
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.version)
+        f.write_str(&self.migration.version)
     }
 }
 
 impl MigrationName for Step {
     fn version(&self) -> MigrationVersion<'_> {
-        MigrationVersion::from(self.0.version.as_str())
+        MigrationVersion::from(self.migration.version.as_str())
     }
 }
 
@@ -68,11 +89,11 @@ impl MigrationMetadata for Step {}
 
 impl<DB: Backend> Migration<DB> for Step {
     fn run(&self, conn: &mut dyn BoxableConnection<DB>) -> diesel::migration::Result<()> {
-        Ok(conn.batch_execute(&self.0.up)?)
+        self.apply(conn, &self.migration.up)
     }
 
     fn revert(&self, conn: &mut dyn BoxableConnection<DB>) -> diesel::migration::Result<()> {
-        Ok(conn.batch_execute(&self.0.down)?)
+        self.apply(conn, &self.migration.down)
     }
 
     fn metadata(&self) -> &dyn MigrationMetadata {
@@ -84,14 +105,22 @@ impl<DB: Backend> Migration<DB> for Step {
     }
 }
 
-struct Steps(Vec<TableMigration>);
+struct Steps {
+    plan: Vec<TableMigration>,
+    by_statement: bool,
+}
 
 impl<DB: Backend> MigrationSource<DB> for Steps {
     fn migrations(&self) -> diesel::migration::Result<Vec<Box<dyn Migration<DB>>>> {
         Ok(self
-            .0
+            .plan
             .iter()
-            .map(|m| Box::new(Step(m.clone())) as Box<dyn Migration<DB>>)
+            .map(|m| {
+                Box::new(Step {
+                    migration: m.clone(),
+                    by_statement: self.by_statement,
+                }) as Box<dyn Migration<DB>>
+            })
             .collect())
     }
 }
@@ -102,8 +131,25 @@ pub fn run_migrations<DB: Backend>(
     conn: &mut impl MigrationHarness<DB>,
     plan: Vec<TableMigration>,
 ) -> Result<Vec<String>, StoreError> {
+    run(conn, plan, false)
+}
+
+/// [`run_migrations`] for connections that run one statement per call (Oracle): each
+/// migration's SQL is split with [`docket_core::migrate::split_statements`].
+pub fn run_migrations_by_statement<DB: Backend>(
+    conn: &mut impl MigrationHarness<DB>,
+    plan: Vec<TableMigration>,
+) -> Result<Vec<String>, StoreError> {
+    run(conn, plan, true)
+}
+
+fn run<DB: Backend>(
+    conn: &mut impl MigrationHarness<DB>,
+    plan: Vec<TableMigration>,
+    by_statement: bool,
+) -> Result<Vec<String>, StoreError> {
     let applied = conn
-        .run_pending_migrations(Steps(plan))
+        .run_pending_migrations(Steps { plan, by_statement })
         .map_err(|e| StoreError::Database(format!("migration failed: {e}")))?;
     Ok(applied.iter().map(ToString::to_string).collect())
 }

@@ -77,6 +77,20 @@ pub static BACKENDS: &[Backend] = &[
         docket_sqlite::SqliteDialect,
         "EXPLAIN QUERY PLAN"
     ),
+    entry!(
+        "mssql",
+        ["mssql", "sqlserver"],
+        docket_mssql,
+        docket_mssql::MssqlDialect,
+        "SET SHOWPLAN_TEXT ON"
+    ),
+    entry!(
+        "oracle",
+        ["oracle"],
+        docket_oracle,
+        docket_oracle::OracleDialect,
+        "EXPLAIN PLAN FOR"
+    ),
 ];
 
 fn known_schemes() -> String {
@@ -124,7 +138,9 @@ mod tests {
         assert_eq!(for_url("postgresql://u@h/db").unwrap().name, "postgres");
         assert_eq!(for_url("sqlite:///tmp/x.db").unwrap().name, "sqlite");
         assert_eq!(for_url("SQLITE:x.db").unwrap().name, "sqlite");
-        for bad in ["oracle://x", "x.db", ""] {
+        assert_eq!(for_url("mssql://h:1433;user=sa").unwrap().name, "mssql");
+        assert_eq!(for_url("oracle://u:p@h/svc").unwrap().name, "oracle");
+        for bad in ["db2://x", "x.db", ""] {
             assert!(matches!(for_url(bad), Err(CliError::UnknownScheme { .. })));
         }
         assert_eq!(by_name("sqlite").unwrap().name, "sqlite");

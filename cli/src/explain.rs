@@ -11,7 +11,7 @@ use docket_core::{OrderingPolicy, TableName};
 /// Arguments of `docket explain`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Backend whose dialect to print: postgres or sqlite.
+    /// Backend whose dialect to print: postgres, mysql, sqlite, mssql or oracle.
     #[arg(long, value_name = "BACKEND")]
     backend: String,
     /// Render with the priority toggle on.
@@ -21,8 +21,8 @@ pub struct Args {
     #[arg(long)]
     all: bool,
     /// Also print the database's plan for the due-queries (PostgreSQL: EXPLAIN (ANALYZE,
-    /// BUFFERS), in a rolled-back transaction; SQLite: EXPLAIN QUERY PLAN). The table must be
-    /// migrated.
+    /// BUFFERS), in a rolled-back transaction; SQLite: EXPLAIN QUERY PLAN; SQL Server:
+    /// SHOWPLAN_TEXT; Oracle: EXPLAIN PLAN). The table must be migrated.
     #[arg(long, value_name = "URL")]
     database_url: Option<String>,
     /// The executions table, optionally schema-qualified.
@@ -46,7 +46,7 @@ fn due_query_names(backend: &Backend, priority: bool) -> Vec<&'static str> {
     };
     names.push(due);
     match backend.dialect.capabilities().lock_and_fetch {
-        Some(LockAndFetch::UpdateReturning) => names.push(lock),
+        Some(LockAndFetch::UpdateReturning | LockAndFetch::CteUpdateOutput) => names.push(lock),
         Some(LockAndFetch::SelectThenUpdate) => names.extend([for_update, "claim_keys"]),
         None => {}
     }

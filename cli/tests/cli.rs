@@ -223,10 +223,10 @@ fn queue_on_an_unmigrated_table_names_0001() {
 fn unknown_scheme_is_a_clear_error() {
     for command in ["migrate", "queue"] {
         docket()
-            .args([command, "--database-url", "oracle://scott@db/orcl"])
+            .args([command, "--database-url", "db2://scott@db/sample"])
             .assert()
             .failure()
-            .stderr(contains("unsupported database URL scheme \"oracle\""))
+            .stderr(contains("unsupported database URL scheme \"db2\""))
             .stderr(contains("sqlite://"));
     }
     docket()
@@ -460,4 +460,36 @@ fn postgres_errors_name_what_is_wrong() {
         .assert()
         .failure()
         .stderr(contains("connection failed"));
+}
+
+#[test]
+fn explain_all_prints_sql_server_and_oracle_dialects() {
+    for (backend, marker) in [
+        ("mssql", "WITH (UPDLOCK, READPAST, ROWLOCK)"),
+        ("oracle", "FOR UPDATE SKIP LOCKED"),
+    ] {
+        for priority in [false, true] {
+            let mut args = vec!["explain", "--backend", backend, "--all"];
+            if priority {
+                args.push("--priority");
+            }
+            let all = stdout_of(docket().args(&args));
+            let statements = all.split("\n;\n").filter(|s| !s.trim().is_empty()).count();
+            assert_eq!(statements, if priority { 24 } else { 17 }, "{all}");
+            assert!(all.contains(marker), "{all}");
+        }
+    }
+    let mssql = stdout_of(docket().args(["explain", "--backend", "mssql", "--priority"]));
+    assert!(mssql.contains("-- lock_and_fetch_at_level"), "{mssql}");
+    assert!(mssql.contains("OUTPUT inserted.task_name"), "{mssql}");
+    let oracle = stdout_of(docket().args(["explain", "--backend", "oracle", "--priority"]));
+    assert!(oracle.contains("-- due_for_update_at_level"), "{oracle}");
+    assert!(
+        oracle.contains("WHERE ROWID IN (SELECT ROWID FROM"),
+        "{oracle}"
+    );
+    assert!(
+        oracle.contains("priority DESC NULLS LAST") || !oracle.contains("DESC,"),
+        "{oracle}"
+    );
 }

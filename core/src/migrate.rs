@@ -93,6 +93,42 @@ pub fn plan(
         .collect()
 }
 
+/// Splits migration SQL into single statements, for drivers that run one statement per call
+/// (Oracle's OCI) or that report errors per statement. A statement ends with `;` at the end of
+/// a line; whole-line `--` comments are dropped; empty statements are skipped. The migrations
+/// docket ships contain no `;` inside literals or procedural blocks, which is what makes this
+/// simple rule exact for them.
+pub fn split_statements(sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in sql.lines() {
+        let trimmed = line.trim_end();
+        if trimmed.trim_start().starts_with("--") {
+            continue;
+        }
+        let (text, ends) = match trimmed.strip_suffix(';') {
+            Some(text) => (text, true),
+            None => (trimmed, false),
+        };
+        if !current.is_empty() {
+            current.push('\n');
+        }
+        current.push_str(text);
+        if ends {
+            let stmt = current.trim();
+            if !stmt.is_empty() {
+                out.push(stmt.to_owned());
+            }
+            current.clear();
+        }
+    }
+    let rest = current.trim();
+    if !rest.is_empty() {
+        out.push(rest.to_owned());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +173,20 @@ mod tests {
         );
         let first = plan(FILES, &Ansi, &table, Some("0001_base")).unwrap();
         assert_eq!(first.len(), 1);
+    }
+
+    #[test]
+    fn splits_statements_and_drops_comment_lines() {
+        let sql = "-- head\nCREATE TABLE t (\n    x INT\n);\n\nCREATE INDEX i ON t (x);\nDROP x";
+        assert_eq!(
+            split_statements(sql),
+            [
+                "CREATE TABLE t (\n    x INT\n)",
+                "CREATE INDEX i ON t (x)",
+                "DROP x"
+            ]
+        );
+        assert!(split_statements("-- only a comment\n\n").is_empty());
     }
 
     #[test]

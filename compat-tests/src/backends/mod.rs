@@ -1,10 +1,14 @@
 //! One harness per backend: how to get an isolated space on its server.
 
+pub mod mssql;
 pub mod mysql;
+pub mod oracle;
 pub mod postgres;
 pub mod sqlite;
 
+pub use mssql::Mssql;
 pub use mysql::Mysql;
+pub use oracle::Oracle;
 pub use postgres::Postgres;
 pub use sqlite::Sqlite;
 
@@ -23,6 +27,8 @@ pub fn connect(
         "postgres" => Arc::new(docket_postgres::connect(url, config)?),
         "mysql" => Arc::new(docket_mysql::connect(url, config)?),
         "sqlite" => Arc::new(docket_sqlite::connect(url, config)?),
+        "mssql" => Arc::new(docket_mssql::connect(url, config)?),
+        "oracle" => Arc::new(docket_oracle::connect(url, config)?),
         other => {
             return Err(StoreError::Connection(format!(
                 "no backend called {other:?} in the compat tests"

@@ -19,6 +19,11 @@ pub enum LockAndFetch {
     /// `SELECT ... <skip-locked>` then `UPDATE` of the selected keys, in one transaction
     /// (databases without `UPDATE ... RETURNING` or without `LIMIT` in `IN` subqueries).
     SelectThenUpdate,
+    /// One statement that updates through an ordered, row-limited common table expression and
+    /// returns the changed rows: `WITH due AS (SELECT <top> ... FROM t <lock_hint> WHERE ...
+    /// ORDER BY ...) UPDATE due SET ... OUTPUT inserted...` (SQL Server, whose claim hint sits
+    /// on the table and which has neither `RETURNING` nor a row-valued `IN`).
+    CteUpdateOutput,
 }
 
 /// What a backend can do, stated once as data. Code asks these, never a backend's name.
@@ -48,9 +53,32 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         format!("\"{ident}\"")
     }
 
-    /// Appends a row limit for a query (after `ORDER BY`). Default: `LIMIT ?`.
+    /// Appends a row limit for a query (after `ORDER BY`). Default: `LIMIT ?`. A dialect
+    /// that limits with [`Dialect::top`] instead writes nothing here.
     fn limit(&self, w: &mut SqlWriter<'_>, n: i64) {
         w.push(" LIMIT ").bind(n);
+    }
+
+    /// Writes a row limit that belongs right after `SELECT ` (T-SQL `TOP (n) `, with its
+    /// trailing space), for dialects whose limit cannot follow `ORDER BY` in every place docket
+    /// needs one (a claiming CTE). Called for every limited query, before the select list, and
+    /// always together with [`Dialect::limit`]. Default: nothing.
+    fn top(&self, _w: &mut SqlWriter<'_>, _n: i64) {}
+
+    /// A table hint written right after the table name in a claiming select, for dialects that
+    /// lock per table reference instead of per statement (T-SQL `WITH (UPDLOCK, READPAST,
+    /// ROWLOCK)`). Default: `""` (the lock is [`Dialect::skip_locked_clause`]).
+    fn lock_hint(&self) -> &'static str {
+        ""
+    }
+
+    /// A pseudo-column addressing a row (Oracle `ROWID`), for dialects that cannot combine a
+    /// row limit with `FOR UPDATE` in one query block. When set, the claiming select limits a
+    /// subquery on this locator and locks in the outer block:
+    /// `SELECT ... WHERE <locator> IN (SELECT <locator> ... ORDER BY ... <limit>) AND picked = ?
+    /// ORDER BY ... FOR UPDATE SKIP LOCKED`. Default: `None` (limit and lock in one block).
+    fn row_locator(&self) -> Option<&'static str> {
+        None
     }
 
     /// `column DESC` with NULLs after every value. Default: plain `DESC`, right where NULL

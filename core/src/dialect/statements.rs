@@ -3,7 +3,7 @@
 //! The priority toggle is applied here and nowhere else: with priority off no statement names
 //! the `priority` column, so a table without migration `0002_priority` keeps working.
 
-use super::{Dialect, Rendered, SqlWriter, Value};
+use super::{Dialect, LockAndFetch, Rendered, SqlWriter, Value};
 use crate::ident::TableName;
 use crate::ordering::{OrderingPolicy, PrimaryOrder};
 use crate::store::{Changes, ExecutionKey, Guard, ListFilter, NewExecution, PickChange};
@@ -124,10 +124,15 @@ impl<'d> Statements<'d> {
         SqlWriter::new(self.dialect)
     }
 
-    fn select_from(&self) -> SqlWriter<'d> {
+    /// `SELECT [<top>]<columns> FROM <table>`; `limit` is the row limit the query will end
+    /// with, for dialects that write it up front ([`Dialect::top`]).
+    fn select_from(&self, limit: Option<i64>) -> SqlWriter<'d> {
         let mut w = self.writer();
-        w.push("SELECT ")
-            .push(&self.select_list())
+        w.push("SELECT ");
+        if let Some(n) = limit {
+            self.dialect.top(&mut w, n);
+        }
+        w.push(&self.select_list())
             .push(" FROM ")
             .table(&self.table);
         w
@@ -197,7 +202,7 @@ impl<'d> Statements<'d> {
 
     /// One execution by key.
     pub fn get(&self, key: &ExecutionKey) -> Rendered {
-        let mut w = self.select_from();
+        let mut w = self.select_from(None);
         Self::where_key(&mut w, key);
         w.finish()
     }
@@ -211,6 +216,13 @@ impl<'d> Statements<'d> {
         task_names: &[String],
         limit: i64,
     ) {
+        Self::due_where(w, level, now, task_names);
+        w.push(&self.order_within(level));
+        self.dialect.limit(w, limit);
+    }
+
+    /// `WHERE` of the due-queries.
+    fn due_where(w: &mut SqlWriter<'_>, level: Level, now: DateTime<Utc>, task_names: &[String]) {
         w.push(" WHERE picked = ")
             .bind(false)
             .push(" AND execution_time <= ")
@@ -226,8 +238,6 @@ impl<'d> Statements<'d> {
                 w.push(" AND priority IS NULL");
             }
         }
-        w.push(&self.order_within(level));
-        self.dialect.limit(w, limit);
     }
 
     /// Due, unclaimed executions of the given tasks at `level`, in hand-out order
@@ -239,7 +249,7 @@ impl<'d> Statements<'d> {
         task_names: &[String],
         limit: i64,
     ) -> Rendered {
-        let mut w = self.select_from();
+        let mut w = self.select_from(Some(limit));
         self.due_rows(&mut w, level, now, task_names, limit);
         w.finish()
     }
@@ -254,6 +264,11 @@ impl<'d> Statements<'d> {
     /// The due-query with the dialect's skip-locked clause, for
     /// [`LockAndFetch::SelectThenUpdate`](super::LockAndFetch::SelectThenUpdate); run it in the
     /// transaction that then runs [`Statements::claim_keys`].
+    ///
+    /// Where the dialect has a [`Dialect::row_locator`] (it cannot limit and lock in one query
+    /// block), the limit goes into a subquery of locators and the outer block locks, repeating
+    /// `picked = false` so a row claimed and committed by someone else in between is not
+    /// returned as due.
     pub fn due_for_update(
         &self,
         level: Level,
@@ -261,8 +276,28 @@ impl<'d> Statements<'d> {
         task_names: &[String],
         limit: i64,
     ) -> Rendered {
-        let mut w = self.select_from();
-        self.due_rows(&mut w, level, now, task_names, limit);
+        let mut w = match self.dialect.row_locator() {
+            None => {
+                let mut w = self.select_from(Some(limit));
+                w.push(self.dialect.lock_hint());
+                self.due_rows(&mut w, level, now, task_names, limit);
+                w
+            }
+            Some(locator) => {
+                let mut w = self.select_from(None);
+                w.push(self.dialect.lock_hint())
+                    .push(" WHERE ")
+                    .push(locator)
+                    .push(" IN (SELECT ");
+                self.dialect.top(&mut w, limit);
+                w.push(locator).push(" FROM ").table(&self.table);
+                self.due_rows(&mut w, level, now, task_names, limit);
+                w.push(") AND picked = ")
+                    .bind(false)
+                    .push(&self.order_within(level));
+                w
+            }
+        };
         w.push(self.dialect.skip_locked_clause());
         w.finish()
     }
@@ -305,8 +340,10 @@ impl<'d> Statements<'d> {
     }
 
     /// Claims up to `limit` due executions in one statement, skipping rows other claimers
-    /// hold: `UPDATE ... WHERE (key) IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING ...`.
-    /// The returned rows come back unordered; callers sort them with the policy.
+    /// hold: `UPDATE ... WHERE (key) IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING ...`, or
+    /// for [`LockAndFetch::CteUpdateOutput`] `WITH due AS (SELECT ... <lock hint> ...) UPDATE
+    /// due SET ... OUTPUT inserted...`. The returned rows come back unordered; callers sort
+    /// them with the policy.
     pub fn lock_and_fetch(
         &self,
         level: Level,
@@ -315,14 +352,54 @@ impl<'d> Statements<'d> {
         limit: i64,
         picked_by: &str,
     ) -> Rendered {
+        if self.dialect.capabilities().lock_and_fetch == Some(LockAndFetch::CteUpdateOutput) {
+            return self.lock_and_fetch_cte(level, now, task_names, limit, picked_by);
+        }
         let mut w = self.writer();
         self.push_claim_set(&mut w, picked_by, now);
-        w.push(" WHERE (task_name, task_instance) IN (SELECT task_name, task_instance FROM ")
-            .table(&self.table);
+        w.push(" WHERE (task_name, task_instance) IN (SELECT ");
+        self.dialect.top(&mut w, limit);
+        w.push("task_name, task_instance FROM ")
+            .table(&self.table)
+            .push(self.dialect.lock_hint());
         self.due_rows(&mut w, level, now, task_names, limit);
         w.push(self.dialect.skip_locked_clause())
             .push(") RETURNING ")
             .push(&self.select_list());
+        w.finish()
+    }
+
+    /// [`Statements::lock_and_fetch`] as one update through an ordered, limited CTE.
+    fn lock_and_fetch_cte(
+        &self,
+        level: Level,
+        now: DateTime<Utc>,
+        task_names: &[String],
+        limit: i64,
+        picked_by: &str,
+    ) -> Rendered {
+        let mut w = self.writer();
+        w.push("WITH due AS (SELECT ");
+        self.dialect.top(&mut w, limit);
+        w.push(&self.select_list())
+            .push(" FROM ")
+            .table(&self.table)
+            .push(self.dialect.lock_hint());
+        self.due_rows(&mut w, level, now, task_names, limit);
+        w.push(self.dialect.skip_locked_clause())
+            .push(") UPDATE due SET picked = ")
+            .bind(true)
+            .push(", picked_by = ")
+            .bind(picked_by)
+            .push(", last_heartbeat = ")
+            .bind(now)
+            .push(", version = version + 1 OUTPUT ");
+        let inserted: Vec<_> = self
+            .columns()
+            .iter()
+            .map(|c| format!("inserted.{}", c.name()))
+            .collect();
+        w.push(&inserted.join(", "));
         w.finish()
     }
 
@@ -395,7 +472,7 @@ impl<'d> Statements<'d> {
 
     /// Picked executions whose last heartbeat is at or before `older_than`.
     pub fn dead(&self, older_than: DateTime<Utc>) -> Rendered {
-        let mut w = self.select_from();
+        let mut w = self.select_from(None);
         w.push(" WHERE picked = ")
             .bind(true)
             .push(" AND last_heartbeat <= ")
@@ -406,7 +483,7 @@ impl<'d> Statements<'d> {
 
     /// Executions matching `filter`, in hand-out order.
     pub fn list(&self, filter: &ListFilter) -> Rendered {
-        let mut w = self.select_from();
+        let mut w = self.select_from(filter.limit);
         w.push(" WHERE 1 = 1");
         if let Some(task) = &filter.task_name {
             w.push(" AND task_name = ").bind(task.as_str());

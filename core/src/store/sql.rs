@@ -238,13 +238,10 @@ impl<C: SqlConnector> Store for SqlStore<C> {
             return Ok(Vec::new());
         }
         let mut rows = self.by_level(p, |level, limit| match style {
-            LockAndFetch::UpdateReturning => self.executions(self.statements.lock_and_fetch(
-                level,
-                p.now,
-                p.task_names,
-                limit,
-                picked_by,
-            )),
+            LockAndFetch::UpdateReturning | LockAndFetch::CteUpdateOutput => self.executions(
+                self.statements
+                    .lock_and_fetch(level, p.now, p.task_names, limit, picked_by),
+            ),
             LockAndFetch::SelectThenUpdate => self.select_then_claim(level, p, limit, picked_by),
         })?;
         rows.sort_by(|a, b| self.config.ordering.compare(a, b));

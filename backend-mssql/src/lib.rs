@@ -1,0 +1,44 @@
+//! # docket-mssql
+//!
+//! The SQL Server (2019+) backend of docket: [`MssqlDialect`] (how statements are spelled), an
+//! [`MssqlConnector`] (tiberius clients, each on its own current-thread tokio runtime, in a
+//! small blocking pool) under the shared [`SqlStore`](docket_core::store::sql::SqlStore), and
+//! versioned migrations templated by [`docket_core::migrate::plan`], recorded in
+//! `docket_schema_migrations`.
+//!
+//! What is particular to this backend:
+//!
+//! - **Claims.** Lock-and-fetch is one statement: an ordered `TOP (n)` CTE read `WITH
+//!   (UPDLOCK, READPAST, ROWLOCK)`, updated through, `OUTPUT inserted...` returning the rows.
+//! - **Schedule-if-not-exists.** A plain `INSERT` whose duplicate-key error (2627, 2601)
+//!   counts as "0 rows inserted". With `XACT_ABORT OFF` (set on every connection) the error
+//!   ends only that statement, so a batch carries on past existing keys.
+//! - **Times** are `DATETIME2(6)` columns holding UTC, bound and read as UTC wall-clock values.
+//! - **Keys** are `NVARCHAR` in a binary collation (`Latin1_General_100_BIN2`).
+//!
+//! URLs: `mssql://host:port;database=app;user=sa;password=...;trustServerCertificate=true`
+//! (the JDBC connection-string syntax after the scheme; `sqlserver://` works too).
+//!
+//! ```no_run
+//! use docket_core::StoreConfig;
+//! let url = "mssql://127.0.0.1:1433;database=app;user=sa;password=Secret_1;trustServerCertificate=true";
+//! let store = docket_mssql::connect(url, StoreConfig::default())?;
+//! docket_mssql::migrate(&store, None)?;
+//! # Ok::<(), docket_core::StoreError>(())
+//! ```
+
+mod connect;
+mod dialect;
+mod error;
+mod explain;
+mod migrate;
+mod store;
+
+pub use connect::{connect, connect_with, parse_url, MssqlConnector, MssqlOptions};
+pub use dialect::MssqlDialect;
+pub use error::MssqlError;
+pub use explain::explain_plan;
+pub use migrate::{migrate, MIGRATIONS, VERSION_TABLE};
+
+/// The SQL Server store.
+pub type MssqlStore = docket_core::store::sql::SqlStore<MssqlConnector>;

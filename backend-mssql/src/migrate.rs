@@ -1,0 +1,84 @@
+//! Versioned migrations (T-SQL, templated by table through [`docket_core::migrate::plan`]),
+//! recorded per table in [`VERSION_TABLE`]. Each migration runs in one transaction together
+//! with its version row (SQL Server DDL is transactional), so a failed migration leaves
+//! nothing behind and is retried whole.
+
+use crate::MssqlStore;
+use docket_core::dialect::{Rendered, Value};
+use docket_core::migrate::{plan, split_statements, MigrationFile};
+use docket_core::store::sql::{SqlConnector, SqlSession};
+use docket_core::{Store, StoreError};
+
+/// The migrations this backend ships, in order.
+pub const MIGRATIONS: &[MigrationFile] = &[
+    MigrationFile {
+        name: "0001_base",
+        up: include_str!("../migrations/0001_base/up.sql"),
+        down: include_str!("../migrations/0001_base/down.sql"),
+    },
+    MigrationFile {
+        name: "0002_priority",
+        up: include_str!("../migrations/0002_priority/up.sql"),
+        down: include_str!("../migrations/0002_priority/down.sql"),
+    },
+];
+
+/// Where applied versions (`0001_base@scheduled_tasks`) are recorded, in the login's default
+/// schema.
+pub const VERSION_TABLE: &str = "docket_schema_migrations";
+
+fn create_version_table() -> String {
+    format!(
+        "IF OBJECT_ID(N'{VERSION_TABLE}', N'U') IS NULL CREATE TABLE [{VERSION_TABLE}] \
+         (version NVARCHAR(50) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, \
+         run_on DATETIME2(6) NOT NULL DEFAULT SYSUTCDATETIME())"
+    )
+}
+
+/// Applies pending migrations to the store's table, up to and including `up_to`
+/// (a name such as `0001_base`; `None` = all). Returns the versions applied now.
+pub fn migrate(store: &MssqlStore, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
+    let connector = store.connector();
+    let steps = plan(
+        MIGRATIONS,
+        connector.dialect(),
+        &store.config().table,
+        up_to,
+    )?;
+    connector.batch_execute(&create_version_table())?;
+    let mut applied = Vec::new();
+    for step in steps {
+        let done = connector.in_transaction(&mut |s: &mut dyn SqlSession| {
+            // Serializes concurrent migrators of the same table: the second waits, then sees
+            // the version row.
+            let existing = s.query_strings(&Rendered {
+                sql: format!(
+                    "SELECT version AS name FROM [{VERSION_TABLE}] WITH (UPDLOCK, HOLDLOCK) \
+                     WHERE version = @P1"
+                ),
+                binds: vec![Value::from(step.version.as_str())],
+            })?;
+            if !existing.is_empty() {
+                return Ok(false);
+            }
+            for stmt in split_statements(&step.up) {
+                s.execute(&Rendered {
+                    sql: stmt,
+                    binds: Vec::new(),
+                })
+                .map_err(|e| {
+                    StoreError::Database(format!("migration {} failed: {e}", step.version))
+                })?;
+            }
+            s.execute(&Rendered {
+                sql: format!("INSERT INTO [{VERSION_TABLE}] (version) VALUES (@P1)"),
+                binds: vec![Value::from(step.version.as_str())],
+            })?;
+            Ok(true)
+        })?;
+        if done {
+            applied.push(step.version);
+        }
+    }
+    Ok(applied)
+}

@@ -1,0 +1,2 @@
+DROP INDEX "{name}_priority_execution_time_idx";
+ALTER TABLE {table} DROP COLUMN priority;

@@ -1,0 +1,40 @@
+//! # docket-oracle
+//!
+//! The Oracle (19c+, 23ai) backend of docket: [`OracleDialect`] (how statements are spelled),
+//! an [`OracleConnector`] (diesel-oci `OciConnection` + r2d2 pool) under the shared
+//! [`SqlStore`](docket_core::store::sql::SqlStore), and migrations templated by
+//! [`docket_core::migrate::plan`].
+//!
+//! What is particular to this backend:
+//!
+//! - **Claims.** Lock-and-fetch selects `FOR UPDATE SKIP LOCKED` on a `ROWID` subquery that
+//!   carries the order and the row limit, then updates the keys, in one transaction (Oracle
+//!   cannot limit rows in the query block that locks them; see [`OracleDialect`]).
+//! - **Schedule-if-not-exists.** A plain `INSERT` whose ORA-00001 counts as "0 rows inserted".
+//!   Oracle rolls back only the failed statement, so a batch carries on past existing keys.
+//! - **Times** are `TIMESTAMP(6)` columns holding UTC, bound and read as UTC wall-clock values.
+//! - **Booleans** are `NUMBER(1)`; diesel-oci binds `true`/`false` as 1/0.
+//! - **Run time.** The `oracle` crate under diesel-oci loads the Oracle client library (OCI,
+//!   e.g. Instant Client) when the first connection opens; building needs no Oracle software.
+//!
+//! ```no_run
+//! use docket_core::StoreConfig;
+//! let store = docket_oracle::connect("oracle://docket:secret@127.0.0.1:1521/FREEPDB1", StoreConfig::default())?;
+//! docket_oracle::migrate(&store, None)?;
+//! # Ok::<(), docket_core::StoreError>(())
+//! ```
+
+mod connect;
+mod dialect;
+mod error;
+mod explain;
+mod migrate;
+mod store;
+
+pub use connect::{connect, connect_with, OracleConnector, OracleOptions};
+pub use dialect::OracleDialect;
+pub use explain::explain_plan;
+pub use migrate::{migrate, MIGRATIONS};
+
+/// The Oracle store.
+pub type OracleStore = docket_core::store::sql::SqlStore<OracleConnector>;

@@ -1,0 +1,123 @@
+//! SQL Server: one database per test on the server at `DOCKET_MSSQL_URL` (there is no
+//! throwaway SQL Server from local binaries; without the URL the live suite is not compiled,
+//! see `tests/compat.rs`).
+
+use super::unique_name;
+use crate::harness::{not_run, Harness, Space};
+use docket_core::{Store, StoreConfig};
+use docket_mssql::MssqlOptions;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The SQL Server harness.
+#[derive(Debug, Clone, Copy)]
+pub struct Mssql;
+
+const NAME: &str = "mssql";
+
+/// The environment variable naming the server.
+pub const URL_VAR: &str = "DOCKET_MSSQL_URL";
+
+/// `url` (JDBC-style properties after the scheme) with its database property replaced.
+pub fn with_database(url: &str, database: &str) -> String {
+    let mut parts: Vec<&str> = url
+        .split(';')
+        .filter(|p| {
+            let key = p
+                .split('=')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            key != "database" && key != "databasename"
+        })
+        .collect();
+    let db = format!("database={database}");
+    parts.push(&db);
+    parts.join(";")
+}
+
+fn admin_url() -> String {
+    std::env::var(URL_VAR).unwrap_or_else(|_| not_run(NAME, format!("{URL_VAR} is not set")))
+}
+
+fn admin() -> docket_mssql::MssqlStore {
+    docket_mssql::connect(&admin_url(), StoreConfig::default())
+        .unwrap_or_else(|e| not_run(NAME, format!("cannot connect to {URL_VAR}: {e}")))
+}
+
+impl Harness for Mssql {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn space(&self) -> Box<dyn Space> {
+        let database = unique_name();
+        admin()
+            .connector()
+            .batch_execute(&format!("CREATE DATABASE [{database}]"))
+            .unwrap_or_else(|e| panic!("create database {database}: {e}"));
+        Box::new(MssqlSpace {
+            url: with_database(&admin_url(), &database),
+            database,
+        })
+    }
+}
+
+struct MssqlSpace {
+    url: String,
+    database: String,
+}
+
+impl MssqlSpace {
+    fn connect(&self, config: StoreConfig) -> docket_mssql::MssqlStore {
+        let options = MssqlOptions {
+            max_connections: 12,
+            connection_timeout: Duration::from_secs(20),
+        };
+        docket_mssql::connect_with(&self.url, config, &options)
+            .unwrap_or_else(|e| not_run(NAME, format!("cannot open a pool: {e}")))
+    }
+}
+
+impl Space for MssqlSpace {
+    /// SQL Server has no session time zone: `DATETIME2` values are bound as UTC whatever the
+    /// client's zone, so `_session_time_zone` changes nothing here.
+    fn store(&self, config: StoreConfig, _session_time_zone: Option<&str>) -> Arc<dyn Store> {
+        Arc::new(self.connect(config))
+    }
+
+    fn migrate(&self, config: &StoreConfig, up_to: Option<&str>) {
+        let store = self.connect(config.clone());
+        docket_mssql::migrate(&store, up_to).expect("migrations apply");
+    }
+
+    fn url(&self) -> String {
+        self.url.clone()
+    }
+}
+
+impl Drop for MssqlSpace {
+    fn drop(&mut self) {
+        if let Ok(store) = docket_mssql::connect(&admin_url(), StoreConfig::default()) {
+            let _ = store.connector().batch_execute(&format!(
+                "ALTER DATABASE [{0}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE [{0}]",
+                self.database
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn database_property_is_replaced() {
+        assert_eq!(
+            with_database("mssql://h:1433;databaseName=app;user=sa", "d"),
+            "mssql://h:1433;user=sa;database=d"
+        );
+        assert_eq!(with_database("mssql://h", "d"), "mssql://h;database=d");
+    }
+}
