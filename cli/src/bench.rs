@@ -77,6 +77,9 @@ pub struct PriorityArgs {
     /// Keep the table at the end.
     #[arg(long)]
     keep: bool,
+    /// Also print each statement of the first (cold) priority-on poll with its cost.
+    #[arg(long)]
+    verbose: bool,
 }
 
 /// Runs `docket bench`.
@@ -86,11 +89,14 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     }
 }
 
+/// Loads (or reloads the due rows of) a scenario, reporting rows written.
+type LoadFn<C> = fn(&SqlStore<C>, &Scenario, &mut dyn FnMut(u64)) -> Result<(), StoreError>;
+
 /// What the benchmark needs from one backend crate.
 struct Ops<C: SqlConnector> {
     connect: fn(&str, StoreConfig) -> Result<SqlStore<C>, StoreError>,
-    load: fn(&SqlStore<C>, &Scenario, &mut dyn FnMut(u64)) -> Result<(), StoreError>,
-    reload: fn(&SqlStore<C>, &Scenario, &mut dyn FnMut(u64)) -> Result<(), StoreError>,
+    load: LoadFn<C>,
+    reload: LoadFn<C>,
     drop: fn(&SqlStore<C>) -> Result<(), StoreError>,
     measure: fn(&SqlStore<C>, &[Recorded]) -> Result<Cost, StoreError>,
     /// What `Cost::reads` counts.
@@ -271,6 +277,23 @@ fn due_figures<C: SqlConnector + Clone>(
         },
         stmt: on_store.statements().due(Level::Any, s.now, &names, batch),
     }];
+    if args.verbose {
+        for _ in 0..3 {
+            let c = (ops.measure)(plain, &cold)?;
+            eprintln!("cold poll as a whole: {} reads {} us", c.reads, c.micros);
+        }
+        for r in &cold {
+            let c = (ops.measure)(plain, std::slice::from_ref(r))?;
+            let binds: Vec<String> = r.stmt.binds.iter().map(|b| format!("{b:?}")).collect();
+            eprintln!(
+                "{:>6} reads {:>8} us  {}  -- {}",
+                c.reads,
+                c.micros,
+                r.stmt.sql,
+                binds.join(", ")
+            );
+        }
+    }
     Ok(DueFigures {
         off: measure_best(ops, plain, &off)?,
         on: measure_best(ops, plain, &warm)?,

@@ -461,3 +461,49 @@ fn postgres_errors_name_what_is_wrong() {
         .failure()
         .stderr(contains("connection failed"));
 }
+
+/// `docket bench priority` at a tiny scale: its code paths run and its last line keeps the
+/// summary's shape (figures are for benchmarks, never asserted here).
+fn bench_summary(backend: &str, url: &str) {
+    let out = stdout_of(docket().args([
+        "bench",
+        "priority",
+        "--backend",
+        backend,
+        "--database-url",
+        url,
+        "--due",
+        "200",
+        "--future",
+        "2000",
+        "--threads",
+        "2",
+        "--schedulers",
+        "1",
+        "--seconds",
+        "1",
+    ]));
+    let last = out.lines().last().unwrap_or_default();
+    let shape = format!(
+        "^summary backend={backend} due=200 future=2000 buffers_off=\\d+ buffers_on=\\d+ \
+         buffers_naive=\\d+ buffers_ratio=\\d+\\.\\d\\d throughput_off=\\d+ \
+         throughput_on=\\d+ throughput_ratio=\\d+\\.\\d\\d$"
+    );
+    assert!(
+        predicate::str::is_match(shape).unwrap().eval(last),
+        "last line: {last}\n{out}"
+    );
+    assert!(out.contains("priority on (cache fresh"), "{out}");
+}
+
+#[test]
+fn sqlite_bench_priority_prints_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    bench_summary("sqlite", &sqlite_url(&dir));
+}
+
+#[test]
+fn postgres_bench_priority_prints_the_summary() {
+    let space = PgSchema::new();
+    bench_summary("postgres", &space.url());
+}
