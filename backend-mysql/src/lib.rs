@@ -28,6 +28,7 @@
 //! # Ok::<(), docket_core::StoreError>(())
 //! ```
 
+pub mod bench;
 mod connect;
 mod dialect;
 mod error;

@@ -11,6 +11,7 @@
 //! # Ok::<(), docket_core::StoreError>(())
 //! ```
 
+pub mod bench;
 mod connect;
 mod dialect;
 mod explain;

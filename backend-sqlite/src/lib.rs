@@ -17,6 +17,7 @@
 //! # Ok::<(), docket_core::StoreError>(())
 //! ```
 
+pub mod bench;
 mod connect;
 mod dialect;
 mod error;

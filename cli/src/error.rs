@@ -51,6 +51,9 @@ pub enum CliError {
     /// JSON output failed.
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// A benchmark could not run as asked.
+    #[error("bench: {0}")]
+    Bench(String),
     /// The demo did not finish as it should.
     #[error("demo: {0}")]
     Demo(String),

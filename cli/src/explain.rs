@@ -59,6 +59,7 @@ fn describe(name: &str) -> &'static str {
         "priority_levels" => "priority on: the distinct levels, highest first (a skip scan)",
         "due_at_level" => "priority on: due candidates of one level, probed highest level first",
         "lock_and_fetch_at_level" => "priority on: lock-and-fetch of one level",
+        "next_at_level" => "priority on: when a level found empty next has a due row (cached)",
         "due_for_update_at_level" => "priority on: lock-and-fetch step 1, one level",
         "lock_and_fetch" => "lock-and-fetch: claims a batch in one statement",
         "due_for_update" => "lock-and-fetch, step 1: lock due rows",

@@ -11,6 +11,7 @@ macro_rules! say {
 }
 
 mod backends;
+mod bench;
 mod demo;
 mod error;
 mod explain;
@@ -40,6 +41,8 @@ enum Command {
     Explain(explain::Args),
     /// Run a real scheduler on an embedded SQLite file and narrate the order of execution.
     Demo,
+    /// Benchmarks (`docket bench priority`: what the priority toggle costs).
+    Bench(bench::Args),
 }
 
 /// Where the docket table lives; shared by the commands that open a database.
@@ -116,6 +119,7 @@ fn main() -> ExitCode {
         Command::Queue(args) => queue::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Demo => demo::run(),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -314,8 +314,9 @@ fn explain_all_ends_every_statement_with_a_semicolon_line() {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
-        // 17 statements, plus the levels query and 6 per-level forms with priority on.
-        assert_eq!(statements.len(), 24, "{all}");
+        // 17 statements, plus the levels query, 6 per-level forms and the next-due probe of a
+        // drained level with priority on.
+        assert_eq!(statements.len(), 25, "{all}");
         assert!(all.ends_with("\n;\n"));
         for s in statements {
             let sql = s.lines().last().unwrap();
@@ -475,7 +476,7 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
             }
             let all = stdout_of(docket().args(&args));
             let statements = all.split("\n;\n").filter(|s| !s.trim().is_empty()).count();
-            assert_eq!(statements, if priority { 24 } else { 17 }, "{all}");
+            assert_eq!(statements, if priority { 25 } else { 17 }, "{all}");
             assert!(all.contains(marker), "{all}");
         }
     }
@@ -492,4 +493,50 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
         oracle.contains("priority DESC NULLS LAST") || !oracle.contains("DESC,"),
         "{oracle}"
     );
+}
+
+/// `docket bench priority` at a tiny scale: its code paths run and its last line keeps the
+/// summary's shape (figures are for benchmarks, never asserted here).
+fn bench_summary(backend: &str, url: &str) {
+    let out = stdout_of(docket().args([
+        "bench",
+        "priority",
+        "--backend",
+        backend,
+        "--database-url",
+        url,
+        "--due",
+        "200",
+        "--future",
+        "2000",
+        "--threads",
+        "2",
+        "--schedulers",
+        "1",
+        "--seconds",
+        "1",
+    ]));
+    let last = out.lines().last().unwrap_or_default();
+    let shape = format!(
+        "^summary backend={backend} due=200 future=2000 buffers_off=\\d+ buffers_on=\\d+ \
+         buffers_naive=\\d+ buffers_ratio=\\d+\\.\\d\\d throughput_off=\\d+ \
+         throughput_on=\\d+ throughput_ratio=\\d+\\.\\d\\d$"
+    );
+    assert!(
+        predicate::str::is_match(shape).unwrap().eval(last),
+        "last line: {last}\n{out}"
+    );
+    assert!(out.contains("priority on (cache fresh"), "{out}");
+}
+
+#[test]
+fn sqlite_bench_priority_prints_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    bench_summary("sqlite", &sqlite_url(&dir));
+}
+
+#[test]
+fn postgres_bench_priority_prints_the_summary() {
+    let space = PgSchema::new();
+    bench_summary("postgres", &space.url());
 }

@@ -110,6 +110,7 @@ golden!(
     insert,
     get,
     priority_levels,
+    next_at_level,
     due,
     due_for_update,
     lock_and_fetch,

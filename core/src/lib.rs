@@ -5,6 +5,7 @@
 //! engine and the client API. This crate names no database; a backend crate (for example
 //! `docket-postgres`) supplies a [`Dialect`](dialect::Dialect) and a [`Store`].
 
+pub mod bench;
 pub mod clock;
 pub mod dialect;
 pub mod error;

@@ -223,3 +223,69 @@ pub fn many_priority_levels_keep_order(h: &dyn Harness, t: Toggle) {
         .unwrap();
     assert_eq!(ids(&got), expected);
 }
+
+/// With priority on, a store caches its priority levels for
+/// `docket_core::store::sql::LEVEL_CACHE_TTL_MS` (by the clock it is given): its own writes show
+/// at once, a level found empty is probed again when its next row falls due, and writes through
+/// another store (another process) are seen in order at the latest when the cache expires.
+pub fn level_cache_staleness_is_bounded(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let now = Ctx::t0();
+    let ttl = Duration::milliseconds(docket_core::store::sql::LEVEL_CACHE_TTL_MS);
+    let client = ctx.client();
+    let other_store = ctx.space.store(ctx.config(), None);
+    let other = SchedulerClient::with_clock(other_store, Arc::new(ctx.clock.clone())).unwrap();
+    let at = |ms: i64| now + Duration::milliseconds(ms);
+    let schedule = |c: &SchedulerClient, id: &str, priority: i16, ms: i64| {
+        c.schedule(WORK.instance(id).priority(priority).scheduled_to(at(ms)))
+            .unwrap();
+    };
+    let pick = |off: &[&str], on: &[&str]| [strings(off), strings(on)][usize::from(t.on())].clone();
+    schedule(&client, "p5", 5, -10_000);
+    schedule(&client, "p8-soon", 8, ttl.num_milliseconds() / 2);
+    assert_eq!(ids(&due(&*ctx.store, now, &["work"])), strings(&["p5"]));
+
+    // A local write into a new level: seen by the next poll, same instant.
+    schedule(&client, "p7", 7, -1_000);
+    assert_eq!(
+        ids(&due(&*ctx.store, now, &["work"])),
+        pick(&["p5", "p7"], &["p7", "p5"]),
+        "own writes are never stale"
+    );
+
+    // Level 8 was empty at `now`; its row falls due within the cache's life and leads at once.
+    let soon = at(ttl.num_milliseconds() / 2);
+    ctx.clock.set(soon);
+    assert_eq!(
+        ids(&due(&*ctx.store, soon, &["work"])),
+        pick(&["p5", "p7", "p8-soon"], &["p8-soon", "p7", "p5"]),
+        "a level seen empty is probed again when its next row is due"
+    );
+
+    // Another store writes into a new level and into a level this store saw empty.
+    schedule(&other, "p9", 9, -500);
+    schedule(&other, "p8-now", 8, -400);
+    let stale = ids(&due(&*ctx.store, soon, &["work"]));
+    let exact = pick(
+        &["p5", "p7", "p9", "p8-now", "p8-soon"],
+        &["p9", "p8-now", "p8-soon", "p7", "p5"],
+    );
+    let known: Vec<String> = exact
+        .iter()
+        .filter(|id| stale.contains(id))
+        .cloned()
+        .collect();
+    let missing: Vec<&String> = exact.iter().filter(|id| !stale.contains(id)).collect();
+    assert!(
+        stale == known
+            && missing
+                .iter()
+                .all(|id| ["p9", "p8-now"].contains(&id.as_str())),
+        "before the cache expires: in order, missing at most the other store's rows, got {stale:?}"
+    );
+
+    // Once the cache has expired, the order is exact again.
+    let expired = now + ttl;
+    ctx.clock.set(expired);
+    assert_eq!(ids(&due(&*ctx.store, expired, &["work"])), exact);
+}

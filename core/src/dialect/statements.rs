@@ -254,6 +254,27 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
+    /// The first execution of `level` due strictly after `now`, any task, picked or not: one
+    /// index probe on `(priority, execution_time)`. A store that found `level` empty at `now`
+    /// skips it until that time (see `SqlStore`'s level cache). Ignoring the task and `picked`
+    /// filters can only make the answer earlier, so the skip stays conservative.
+    pub fn next_at_level(&self, level: Level, now: DateTime<Utc>) -> Rendered {
+        let mut w = self.select_from(Some(1));
+        w.push(" WHERE execution_time > ").bind(now);
+        match level {
+            Level::Any => {}
+            Level::Exactly(p) => {
+                w.push(" AND priority = ").bind(Value::SmallInt(Some(p)));
+            }
+            Level::Null => {
+                w.push(" AND priority IS NULL");
+            }
+        }
+        w.push(&self.order_within(level));
+        self.dialect.limit(&mut w, 1);
+        w.finish()
+    }
+
     /// The distinct non-NULL priorities in the table, highest first (see [`Level`]).
     pub fn priority_levels(&self) -> Rendered {
         let mut w = self.writer();
@@ -262,7 +283,7 @@ impl<'d> Statements<'d> {
     }
 
     /// The due-query with the dialect's skip-locked clause, for
-    /// [`LockAndFetch::SelectThenUpdate`](super::LockAndFetch::SelectThenUpdate); run it in the
+    /// [`super::LockAndFetch::SelectThenUpdate`]; run it in the
     /// transaction that then runs [`Statements::claim_keys`].
     ///
     /// Where the dialect has a [`Dialect::row_locator`] (it cannot limit and lock in one query
@@ -652,6 +673,9 @@ impl<'d> Statements<'d> {
             ("delete_unresolved", self.delete_unresolved(&tasks, now)),
             ("column_exists", self.column_exists(Column::Priority.name())),
         ]);
+        if self.policy.priority {
+            all.push(("next_at_level", self.next_at_level(Level::Exactly(50), now)));
+        }
         all
     }
 }

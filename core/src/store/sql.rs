@@ -3,9 +3,77 @@
 
 use super::*;
 use crate::dialect::{Dialect, Level, LockAndFetch, Rendered, Statements};
+use std::sync::{Mutex, MutexGuard};
 
 /// Most distinct priority levels probed one at a time (see `SqlStore::by_level`).
 pub const MAX_PROBED_LEVELS: usize = 64;
+
+/// How long (by the clock passed in [`DueParams::now`]) a store trusts its priority-level cache:
+/// the list of levels, and for each level found empty, the time its next execution is due.
+/// Writes made through the same store update the cache at once; writes by other processes or
+/// other store instances (a new level, an earlier row in a level seen empty, a released row)
+/// are seen at the latest this long after the cache was filled. That is the only staleness the
+/// priority order accepts (docs/DESIGN.md, "Priority due-query").
+pub const LEVEL_CACHE_TTL_MS: i64 = 1_000;
+
+/// When a cached level needs probing again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Probe it on every poll (it had due rows, or nothing is known).
+    Probe,
+    /// Found empty; its next execution is due at this time.
+    At(DateTime<Utc>),
+    /// Found empty with nothing after it: skip until the cache expires.
+    Never,
+}
+
+impl Next {
+    /// Skip the level at `now`?
+    fn skips(self, now: DateTime<Utc>) -> bool {
+        match self {
+            Next::Probe => false,
+            Next::At(t) => now < t,
+            Next::Never => true,
+        }
+    }
+
+    /// Something may be due at `at` (`None`: at any time): never skip past it.
+    fn lower(self, at: Option<DateTime<Utc>>) -> Next {
+        match (self, at) {
+            (Next::Probe, _) | (_, None) => Next::Probe,
+            (Next::Never, Some(t)) => Next::At(t),
+            (Next::At(x), Some(t)) => Next::At(x.min(t)),
+        }
+    }
+}
+
+/// The priority levels one store saw, filled by a poll and trusted for [`LEVEL_CACHE_TTL_MS`].
+#[derive(Debug, Clone)]
+struct LevelCache {
+    /// The task names of the poll that filled it (emptiness is per task set).
+    task_names: Vec<String>,
+    /// The poll's `now`.
+    filled_at: DateTime<Utc>,
+    /// Levels highest first, then NULL; `None` past [`MAX_PROBED_LEVELS`] (single statement).
+    levels: Option<Vec<(Level, Next)>>,
+}
+
+impl LevelCache {
+    fn fresh_for(&self, p: &DueParams<'_>) -> bool {
+        let ttl = chrono::Duration::milliseconds(LEVEL_CACHE_TTL_MS);
+        self.task_names.as_slice() == p.task_names
+            && self.filled_at <= p.now
+            && p.now < self.filled_at + ttl
+    }
+}
+
+/// The cache and a counter of local writes, so a poll never stores what it learned about a
+/// level after a write it did not see (the write wins; the next poll probes again).
+#[derive(Debug, Default)]
+struct LevelState {
+    cache: Option<LevelCache>,
+    writes: u64,
+}
 
 /// One database session (a pooled connection, possibly inside a transaction).
 pub trait SqlSession {
@@ -48,6 +116,7 @@ pub struct SqlStore<C: SqlConnector> {
     connector: C,
     config: StoreConfig,
     statements: Statements<'static>,
+    levels: Mutex<LevelState>,
 }
 
 impl<C: SqlConnector> SqlStore<C> {
@@ -63,6 +132,7 @@ impl<C: SqlConnector> SqlStore<C> {
             connector,
             config,
             statements,
+            levels: Mutex::new(LevelState::default()),
         }
     }
 
@@ -95,6 +165,10 @@ impl<C: SqlConnector> SqlStore<C> {
     /// NULL, until the batch is full: each probe is one index range, so drained levels with
     /// millions of future rows cost a few page reads instead of a walk through those rows.
     /// Beyond [`MAX_PROBED_LEVELS`] distinct levels, the single ordered statement is cheaper.
+    ///
+    /// The level list and, per level found empty, the time of its next execution are cached for
+    /// [`LEVEL_CACHE_TTL_MS`] (see [`LevelCache`]): a poll under load sends only the probes of
+    /// levels that can have due rows, usually one statement, as with priority off.
     fn by_level(
         &self,
         p: &DueParams<'_>,
@@ -103,22 +177,111 @@ impl<C: SqlConnector> SqlStore<C> {
         if !self.priority() {
             return slice(Level::Any, p.limit);
         }
-        let stmt = self.statements.priority_levels();
-        let levels = self
-            .connector
-            .with_session(&mut |s| s.query_levels(&stmt))?;
-        if levels.len() > MAX_PROBED_LEVELS {
+        let (plan, writes) = self.level_plan(p)?;
+        let Some(plan) = plan else {
             return slice(Level::Any, p.limit);
-        }
+        };
         let mut rows = Vec::new();
-        for level in levels.into_iter().map(Level::Exactly).chain([Level::Null]) {
+        let mut learned = Vec::new();
+        for (level, next) in plan {
             let room = p.limit - rows.len() as i64;
             if room <= 0 {
                 break;
             }
-            rows.extend(slice(level, room)?);
+            if next.skips(p.now) {
+                continue;
+            }
+            let got = slice(level, room)?;
+            if got.is_empty() {
+                learned.push((level, self.next_at(level, p.now)?));
+            }
+            rows.extend(got);
+        }
+        let mut state = self.level_state();
+        if state.writes == writes {
+            if let Some(levels) = state.cache.as_mut().and_then(|c| c.levels.as_mut()) {
+                for (level, next) in levels.iter_mut() {
+                    if let Some((_, n)) = learned.iter().find(|(l, _)| l == level) {
+                        *next = *n;
+                    }
+                }
+            }
         }
         Ok(rows)
+    }
+
+    fn level_state(&self) -> MutexGuard<'_, LevelState> {
+        // The state is a cache: a panic elsewhere cannot leave it wrong, only stale.
+        self.levels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The levels to probe (cached or read now) and the write count they are valid for.
+    #[allow(clippy::type_complexity)]
+    fn level_plan(
+        &self,
+        p: &DueParams<'_>,
+    ) -> Result<(Option<Vec<(Level, Next)>>, u64), StoreError> {
+        let writes = {
+            let state = self.level_state();
+            if let Some(cache) = state.cache.as_ref().filter(|c| c.fresh_for(p)) {
+                return Ok((cache.levels.clone(), state.writes));
+            }
+            state.writes
+        };
+        let stmt = self.statements.priority_levels();
+        let found = self
+            .connector
+            .with_session(&mut |s| s.query_levels(&stmt))?;
+        let levels = (found.len() <= MAX_PROBED_LEVELS).then(|| {
+            found
+                .into_iter()
+                .map(Level::Exactly)
+                .chain([Level::Null])
+                .map(|l| (l, Next::Probe))
+                .collect::<Vec<_>>()
+        });
+        let mut state = self.level_state();
+        if state.writes == writes {
+            state.cache = Some(LevelCache {
+                task_names: p.task_names.to_vec(),
+                filled_at: p.now,
+                levels: levels.clone(),
+            });
+        }
+        Ok((levels, writes))
+    }
+
+    /// When `level`, found without due rows at `now`, next has an execution due.
+    fn next_at(&self, level: Level, now: DateTime<Utc>) -> Result<Next, StoreError> {
+        let rows = self.executions(self.statements.next_at_level(level, now))?;
+        Ok(rows
+            .first()
+            .map_or(Next::Never, |e| Next::At(e.execution_time)))
+    }
+
+    /// A local write may have made rows of `level` (`None`: of any level) due at `at` (`None`:
+    /// at any time). A level the cache does not know drops the cache.
+    fn wrote(&self, level: Option<Option<i16>>, at: Option<DateTime<Utc>>) {
+        if !self.priority() {
+            return;
+        }
+        let mut state = self.level_state();
+        state.writes += 1;
+        let Some(cache) = state.cache.as_mut() else {
+            return;
+        };
+        let Some(levels) = cache.levels.as_mut() else {
+            return;
+        };
+        match level.map(|p| p.map_or(Level::Null, Level::Exactly)) {
+            None => levels.iter_mut().for_each(|(_, n)| *n = n.lower(at)),
+            Some(level) => match levels.iter_mut().find(|(l, _)| *l == level) {
+                Some((_, n)) => *n = n.lower(at),
+                None => state.cache = None,
+            },
+        }
     }
 
     /// Locks due rows (skipping rows others hold) and claims them, in one transaction.
@@ -194,13 +357,22 @@ impl<C: SqlConnector> Store for SqlStore<C> {
     }
 
     fn execution_insert(&self, row: &NewExecution) -> Result<bool, StoreError> {
-        Ok(self.execute(self.statements.insert(row))? == 1)
+        let inserted = self.execute(self.statements.insert(row))? == 1;
+        if inserted {
+            self.wrote(Some(row.priority), Some(row.execution_time));
+        }
+        Ok(inserted)
     }
 
     fn execution_insert_batch(&self, rows: &[NewExecution]) -> Result<u64, StoreError> {
         let stmts: Vec<_> = rows.iter().map(|r| self.statements.insert(r)).collect();
-        self.connector
-            .in_transaction(&mut |s| stmts.iter().try_fold(0, |n, stmt| Ok(n + s.execute(stmt)?)))
+        let inserted = self.connector.in_transaction(&mut |s| {
+            stmts.iter().try_fold(0, |n, stmt| Ok(n + s.execute(stmt)?))
+        })?;
+        for row in rows {
+            self.wrote(Some(row.priority), Some(row.execution_time));
+        }
+        Ok(inserted)
     }
 
     fn execution_get(&self, key: &ExecutionKey) -> Result<Option<Execution>, StoreError> {
@@ -254,7 +426,13 @@ impl<C: SqlConnector> Store for SqlStore<C> {
         guard: Guard,
         changes: &Changes,
     ) -> Result<bool, StoreError> {
-        Ok(self.execute(self.statements.update(key, guard, changes))? == 1)
+        let updated = self.execute(self.statements.update(key, guard, changes))? == 1;
+        // A new time, a release or a new priority can make a row due in a level seen empty.
+        let releases = matches!(changes.pick, Some(PickChange::Release));
+        if updated && (changes.execution_time.is_some() || releases || changes.priority.is_some()) {
+            self.wrote(changes.priority, changes.execution_time);
+        }
+        Ok(updated)
     }
 
     fn execution_heartbeat(

@@ -1,0 +1,479 @@
+//! `docket bench priority`: what the priority toggle costs a poll and a cluster, side by side.
+//!
+//! One run loads a scenario into its own table (the SQL is each backend crate's `bench`
+//! module), then measures, at the scheduler's batch sizes (`threads x upper fraction`):
+//! - the due-query of one poll, with priority off, with priority on (every statement the store
+//!   sends: recorded through [`Recording`], then replayed under the backend's counter), and the
+//!   plain single `ORDER BY priority DESC, execution_time` statement;
+//! - end-to-end throughput of no-op tasks, N schedulers x threads, lock-and-fetch and fetch,
+//!   priority off and on, each run from the same freshly loaded due rows.
+//!
+//! The last line is the summary (see [`summary`]).
+
+use crate::error::CliError;
+use crate::{parse_table, progress, store_config};
+use chrono::{SubsecRound, Utc};
+use docket_core::bench::{Call, Cost, Recorded, Recording, Scenario};
+use docket_core::dialect::Level;
+use docket_core::store::sql::{SqlConnector, SqlStore};
+use docket_core::store::DueParams;
+use docket_core::{
+    PollingStrategy, Scheduler, SchedulerConfig, Store, StoreConfig, StoreError, TableName, Task,
+    TaskDescriptor,
+};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The no-op task every benchmark row belongs to.
+const NOOP: TaskDescriptor = TaskDescriptor::new("bench-noop");
+
+/// Arguments of `docket bench`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    which: Which,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Which {
+    /// Due-query cost and throughput with the priority toggle off and on.
+    Priority(PriorityArgs),
+}
+
+/// Arguments of `docket bench priority`.
+#[derive(Debug, clap::Args)]
+pub struct PriorityArgs {
+    /// postgres, mysql or sqlite.
+    #[arg(long, value_name = "BACKEND")]
+    backend: String,
+    /// Database URL; default: DOCKET_POSTGRES_URL / DOCKET_MYSQL_URL, or a temporary SQLite file.
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
+    /// Due rows generated (spread over the last hour), before draining.
+    #[arg(long, default_value_t = 100_000)]
+    due: u64,
+    /// Future rows (spread over the next day).
+    #[arg(long, default_value_t = 1_000_000)]
+    future: u64,
+    /// Priorities 1..=levels, uniformly.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i16).range(1..))]
+    levels: i16,
+    /// The due rows of the top `drain` levels are removed.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(i16).range(0..))]
+    drain: i16,
+    /// Worker threads per scheduler (batch sizes follow: threads x 1.0 and x 3.0).
+    #[arg(long, default_value_t = 10)]
+    threads: usize,
+    /// Schedulers in the throughput runs (each with its own pool, like separate processes).
+    #[arg(long, default_value_t = 2)]
+    schedulers: usize,
+    /// Seconds per throughput run.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// The benchmark's table (created, filled, and dropped at the end unless --keep).
+    #[arg(long, value_name = "TABLE", default_value = "docket_bench", value_parser = parse_table)]
+    table: TableName,
+    /// Keep the table at the end.
+    #[arg(long)]
+    keep: bool,
+    /// Also print each statement of the first (cold) priority-on poll with its cost.
+    #[arg(long)]
+    verbose: bool,
+}
+
+/// Runs `docket bench`.
+pub fn run(args: &Args) -> Result<(), CliError> {
+    match &args.which {
+        Which::Priority(a) => priority(a),
+    }
+}
+
+/// Loads (or reloads the due rows of) a scenario, reporting rows written.
+type LoadFn<C> = fn(&SqlStore<C>, &Scenario, &mut dyn FnMut(u64)) -> Result<(), StoreError>;
+
+/// What the benchmark needs from one backend crate.
+struct Ops<C: SqlConnector> {
+    connect: fn(&str, StoreConfig) -> Result<SqlStore<C>, StoreError>,
+    load: LoadFn<C>,
+    reload: LoadFn<C>,
+    drop: fn(&SqlStore<C>) -> Result<(), StoreError>,
+    measure: fn(&SqlStore<C>, &[Recorded]) -> Result<Cost, StoreError>,
+    /// What `Cost::reads` counts.
+    unit: &'static str,
+}
+
+macro_rules! ops {
+    ($krate:ident, $unit:literal) => {
+        Ops {
+            connect: $krate::connect,
+            load: $krate::bench::load_scenario,
+            reload: $krate::bench::reload_due,
+            drop: $krate::bench::drop_scenario,
+            measure: $krate::bench::measure,
+            unit: $unit,
+        }
+    };
+}
+
+fn env_url(var: &str, backend: &str) -> Result<String, CliError> {
+    std::env::var(var)
+        .ok()
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| CliError::Bench(format!("{backend}: pass --database-url or set {var}")))
+}
+
+fn priority(args: &PriorityArgs) -> Result<(), CliError> {
+    if args.drain >= args.levels {
+        return Err(CliError::Bench(format!(
+            "--drain {} must leave a level of --levels {} with due rows",
+            args.drain, args.levels
+        )));
+    }
+    let backend = crate::backends::by_name(&args.backend)?;
+    let mut _tmp = None;
+    let url = match (&args.database_url, backend.name) {
+        (Some(url), _) => url.clone(),
+        (None, "postgres") => env_url("DOCKET_POSTGRES_URL", "postgres")?,
+        (None, "mysql") => env_url("DOCKET_MYSQL_URL", "mysql")?,
+        (None, _) => {
+            let dir = tempfile::tempdir()?;
+            let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+            _tmp = Some(dir);
+            url
+        }
+    };
+    let of_url = crate::backends::for_url(&url)?;
+    if !std::ptr::eq(of_url, backend) {
+        return Err(CliError::BackendMismatch {
+            backend: backend.name,
+            url: of_url.name,
+        });
+    }
+    match backend.name {
+        "postgres" => run_priority(
+            args,
+            &url,
+            backend.name,
+            ops!(
+                docket_postgres,
+                "shared buffers hit+read, EXPLAIN (ANALYZE, BUFFERS)"
+            ),
+        ),
+        "mysql" => run_priority(
+            args,
+            &url,
+            backend.name,
+            ops!(
+                docket_mysql,
+                "Handler_read_* delta of the session (rows the engine handed over)"
+            ),
+        ),
+        _ => run_priority(
+            args,
+            &url,
+            backend.name,
+            ops!(
+                docket_sqlite,
+                "none available; the figures are execution microseconds"
+            ),
+        ),
+    }
+}
+
+/// One poll's cost.
+struct PollCost {
+    cost: Cost,
+}
+
+/// The figure compared: reads where the backend counts them, else microseconds.
+fn figure(c: &Cost, counted: bool) -> u64 {
+    if counted {
+        c.reads
+    } else {
+        c.micros
+    }
+}
+
+fn ratio(on: f64, off: f64) -> f64 {
+    if off > 0.0 {
+        on / off
+    } else {
+        0.0
+    }
+}
+
+/// Measures `stmts` a few times: reads from the last run, the best time.
+fn measure_best<C: SqlConnector>(
+    ops: &Ops<C>,
+    store: &SqlStore<C>,
+    stmts: &[Recorded],
+) -> Result<PollCost, CliError> {
+    let mut best: Option<Cost> = None;
+    for _ in 0..3 {
+        let c = (ops.measure)(store, stmts)?;
+        best = Some(match best {
+            Some(b) if b.micros <= c.micros => Cost {
+                reads: c.reads,
+                ..b
+            },
+            _ => c,
+        });
+    }
+    Ok(PollCost {
+        cost: best.unwrap_or_default(),
+    })
+}
+
+/// One poll through a recording store; the statements it sent.
+fn record_poll<C: SqlConnector>(
+    store: &SqlStore<Recording<C>>,
+    p: &DueParams<'_>,
+) -> Result<Vec<Recorded>, CliError> {
+    store.connector().take();
+    store.execution_fetch_due(p)?;
+    Ok(store.connector().take())
+}
+
+/// The due-query figures at one batch size: (off, on warm, on cold, naive).
+struct DueFigures {
+    off: PollCost,
+    on: PollCost,
+    cold: PollCost,
+    naive: PollCost,
+}
+
+fn due_figures<C: SqlConnector + Clone>(
+    ops: &Ops<C>,
+    plain: &SqlStore<C>,
+    args: &PriorityArgs,
+    s: &Scenario,
+    batch: i64,
+) -> Result<DueFigures, CliError> {
+    let names = vec![s.task_name.clone()];
+    let p = DueParams {
+        now: s.now,
+        task_names: &names,
+        limit: batch,
+    };
+    let recording = |priority| {
+        SqlStore::new(
+            Recording::new(plain.connector().clone()),
+            store_config(&args.table, priority),
+        )
+    };
+    let off_store = recording(false);
+    let off = record_poll(&off_store, &p)?;
+    let on_store = recording(true);
+    let cold = record_poll(&on_store, &p)?;
+    // A few more polls at the same instant: what every poll sends while the cache is fresh.
+    let mut warm = Vec::new();
+    for _ in 0..3 {
+        warm = record_poll(&on_store, &p)?;
+    }
+    let naive = vec![Recorded {
+        call: Call::Executions {
+            with_priority: true,
+        },
+        stmt: on_store.statements().due(Level::Any, s.now, &names, batch),
+    }];
+    if args.verbose {
+        for _ in 0..3 {
+            let c = (ops.measure)(plain, &cold)?;
+            eprintln!("cold poll as a whole: {} reads {} us", c.reads, c.micros);
+        }
+        for r in &cold {
+            let c = (ops.measure)(plain, std::slice::from_ref(r))?;
+            let binds: Vec<String> = r.stmt.binds.iter().map(|b| format!("{b:?}")).collect();
+            eprintln!(
+                "{:>6} reads {:>8} us  {}  -- {}",
+                c.reads,
+                c.micros,
+                r.stmt.sql,
+                binds.join(", ")
+            );
+        }
+    }
+    Ok(DueFigures {
+        off: measure_best(ops, plain, &off)?,
+        on: measure_best(ops, plain, &warm)?,
+        cold: measure_best(ops, plain, &cold)?,
+        naive: measure_best(ops, plain, &naive)?,
+    })
+}
+
+/// Executions per second of no-op tasks: `schedulers` x `threads`, for `seconds`.
+fn throughput<C: SqlConnector>(
+    ops: &Ops<C>,
+    url: &str,
+    args: &PriorityArgs,
+    priority: bool,
+    polling: PollingStrategy,
+) -> Result<f64, CliError> {
+    let done = Arc::new(AtomicU64::new(0));
+    let mut schedulers = Vec::new();
+    for i in 0..args.schedulers {
+        let store = (ops.connect)(url, store_config(&args.table, priority))?;
+        let count = Arc::clone(&done);
+        let task = Task::one_time(NOOP, move |_, _| {
+            count.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        });
+        let scheduler = Scheduler::builder(Arc::new(store) as Arc<dyn Store>)
+            .task(task)
+            .config(SchedulerConfig {
+                threads: args.threads,
+                polling,
+                polling_interval: Duration::from_millis(500),
+                shutdown_max_wait: Duration::from_secs(30),
+                scheduler_name: format!("bench-{i}"),
+                ..SchedulerConfig::default()
+            })
+            .build()?;
+        schedulers.push(scheduler);
+    }
+    let started = Instant::now();
+    for s in &schedulers {
+        s.start()?;
+    }
+    std::thread::sleep(Duration::from_secs(args.seconds));
+    let n = done.load(Ordering::Relaxed);
+    let elapsed = started.elapsed().as_secs_f64();
+    for s in &schedulers {
+        s.stop();
+    }
+    Ok(n as f64 / elapsed)
+}
+
+fn run_priority<C: SqlConnector + Clone>(
+    args: &PriorityArgs,
+    url: &str,
+    name: &str,
+    ops: Ops<C>,
+) -> Result<(), CliError> {
+    let plain = (ops.connect)(url, store_config(&args.table, false))?;
+    let mut s = Scenario {
+        task_name: NOOP.name().to_owned(),
+        now: Utc::now().trunc_subsecs(6),
+        due: args.due,
+        future: args.future,
+        levels: args.levels,
+        drain: args.drain,
+    };
+    let bar = progress::bar(
+        args.due + args.future,
+        format!("loading {} on {name}", args.table),
+    );
+    (ops.load)(&plain, &s, &mut |n| bar.inc(n))?;
+    bar.finish_and_clear();
+    let counted = name != "sqlite";
+    say!(
+        "docket bench priority: backend={name} table={} due={} future={} levels={} drain={} \
+         (due rows of levels {}..{} removed) threads={} schedulers={}",
+        args.table,
+        args.due,
+        args.future,
+        args.levels,
+        args.drain,
+        s.top_kept_level() + 1,
+        args.levels,
+        args.threads,
+        args.schedulers
+    );
+    say!("cost unit: {}", ops.unit);
+    let lock_batch = PollingStrategy::lock_and_fetch().limits(args.threads).1 as i64;
+    let fetch_batch = PollingStrategy::fetch().limits(args.threads).1 as i64;
+    let mut headline = None;
+    for (label, batch) in [
+        ("threads x 1.0 (lock-and-fetch)", lock_batch),
+        ("threads x 3.0 (fetch)", fetch_batch),
+    ] {
+        let f = progress::while_running(format!("measuring batch {batch}"), || {
+            due_figures(&ops, &plain, args, &s, batch)
+        })?;
+        say!("due-query, one poll, batch {batch} = {label}:");
+        for (what, c) in [
+            ("priority off", &f.off),
+            (
+                "priority on (cache fresh: what a poll under load sends)",
+                &f.on,
+            ),
+            (
+                "priority on, first poll (cache empty: levels + probes)",
+                &f.cold,
+            ),
+            ("single ORDER BY priority DESC, execution_time", &f.naive),
+        ] {
+            say!(
+                "  {what:<58} {:>8} reads {:>9.3} ms {:>3} statement(s)",
+                c.cost.reads,
+                c.cost.micros as f64 / 1000.0,
+                c.cost.statements
+            );
+        }
+        headline.get_or_insert((
+            figure(&f.off.cost, counted),
+            figure(&f.on.cost, counted),
+            figure(&f.naive.cost, counted),
+        ));
+    }
+    let mut lock_tp = (0.0, 0.0);
+    for (label, polling) in [
+        ("lock-and-fetch", PollingStrategy::lock_and_fetch()),
+        ("fetch", PollingStrategy::fetch()),
+    ] {
+        let mut pair = [0.0; 2];
+        for (i, on) in [false, true].into_iter().enumerate() {
+            s.now = Utc::now().trunc_subsecs(6);
+            let bar = progress::bar(s.due, format!("reloading due rows on {name}"));
+            (ops.reload)(&plain, &s, &mut |n| bar.inc(n))?;
+            bar.finish_and_clear();
+            pair[i] = progress::while_running(
+                format!(
+                    "{label}, priority {}: {} s",
+                    if on { "on" } else { "off" },
+                    args.seconds
+                ),
+                || throughput(&ops, url, args, on, polling),
+            )?;
+        }
+        say!(
+            "throughput {label:<15} {}x{} threads: priority off {:.0}/s, on {:.0}/s, ratio {:.2}",
+            args.schedulers,
+            args.threads,
+            pair[0],
+            pair[1],
+            ratio(pair[1], pair[0])
+        );
+        if label == "lock-and-fetch" {
+            lock_tp = (pair[0], pair[1]);
+        }
+    }
+    if !args.keep {
+        (ops.drop)(&plain)?;
+    }
+    let (off, on, naive) = headline.unwrap_or_default();
+    say!("{}", summary(name, args, (off, on, naive), lock_tp));
+    Ok(())
+}
+
+/// The last line: buffers at batch `threads x 1.0` (a fresh-cache poll for `on`), throughput of
+/// lock-and-fetch.
+fn summary(
+    backend: &str,
+    args: &PriorityArgs,
+    (off, on, naive): (u64, u64, u64),
+    (tp_off, tp_on): (f64, f64),
+) -> String {
+    format!(
+        "summary backend={backend} due={} future={} buffers_off={off} buffers_on={on} \
+         buffers_naive={naive} buffers_ratio={:.2} throughput_off={:.0} throughput_on={:.0} \
+         throughput_ratio={:.2}",
+        args.due,
+        args.future,
+        ratio(on as f64, off as f64),
+        tp_off,
+        tp_on,
+        ratio(tp_on, tp_off)
+    )
+}

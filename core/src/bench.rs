@@ -1,0 +1,209 @@
+//! Shapes shared by the backends' benchmark helpers (`docket bench priority`): what scenario to
+//! load and what one statement cost. The SQL that loads test data lives in each backend crate's
+//! `bench` module; nothing here runs in a scheduler.
+
+use crate::dialect::{Dialect, Rendered};
+use crate::store::sql::{SqlConnector, SqlSession};
+use crate::store::{Execution, TaskSummary};
+use crate::StoreError;
+use chrono::{DateTime, Utc};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The priority benchmark's data: due rows spread over the hour before `now`, future rows over
+/// the day after it, priorities uniform in `1..=levels`, and the due rows of the top `drain`
+/// levels removed (as if workers had drained them). Instances are `d<n>` (due) and `f<n>`
+/// (future), all of task `task_name`.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The one task name of every row.
+    pub task_name: String,
+    /// The reference time.
+    pub now: DateTime<Utc>,
+    /// Due rows generated (before draining).
+    pub due: u64,
+    /// Future rows.
+    pub future: u64,
+    /// Distinct priorities, `1..=levels`.
+    pub levels: i16,
+    /// Top levels whose due rows are removed.
+    pub drain: i16,
+}
+
+impl Scenario {
+    /// Rows per generating statement, so loaders can report progress.
+    pub const CHUNK: u64 = 50_000;
+
+    /// The highest priority that keeps its due rows.
+    pub fn top_kept_level(&self) -> i16 {
+        self.levels - self.drain
+    }
+}
+
+/// What running statements cost on a backend, summed over the statements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cost {
+    /// Page or row reads in the backend's own unit (PostgreSQL: shared buffers hit + read;
+    /// MySQL/MariaDB: `Handler_read_*`; SQLite: none, 0).
+    pub reads: u64,
+    /// Server-side execution time where the backend reports it, else wall time, microseconds.
+    pub micros: u64,
+    /// Statements run.
+    pub statements: u64,
+}
+
+impl std::ops::Add for Cost {
+    type Output = Cost;
+    fn add(self, o: Cost) -> Cost {
+        Cost {
+            reads: self.reads + o.reads,
+            micros: self.micros + o.micros,
+            statements: self.statements + o.statements,
+        }
+    }
+}
+
+/// Which [`SqlSession`] method ran a recorded statement, so it can be replayed the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// [`SqlSession::execute`].
+    Execute,
+    /// [`SqlSession::query_executions`].
+    Executions {
+        /// Whether the select list has `priority`.
+        with_priority: bool,
+    },
+    /// [`SqlSession::query_levels`].
+    Levels,
+    /// [`SqlSession::query_summaries`].
+    Summaries,
+    /// [`SqlSession::query_strings`].
+    Strings,
+}
+
+/// One statement a store sent.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// How it ran.
+    pub call: Call,
+    /// What ran.
+    pub stmt: Rendered,
+}
+
+impl Recorded {
+    /// Replays the statement on `session` the way it first ran; returns the rows or rows
+    /// affected.
+    pub fn replay(&self, session: &mut dyn SqlSession) -> Result<u64, StoreError> {
+        let n = match self.call {
+            Call::Execute => return session.execute(&self.stmt),
+            Call::Executions { with_priority } => {
+                session.query_executions(&self.stmt, with_priority)?.len()
+            }
+            Call::Levels => session.query_levels(&self.stmt)?.len(),
+            Call::Summaries => session.query_summaries(&self.stmt)?.len(),
+            Call::Strings => session.query_strings(&self.stmt)?.len(),
+        };
+        Ok(n as u64)
+    }
+}
+
+/// A [`SqlConnector`] that passes everything to `inner` and records every statement, so a
+/// benchmark can measure exactly what a store sends for one operation.
+#[derive(Debug)]
+pub struct Recording<C> {
+    inner: C,
+    log: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl<C: SqlConnector> Recording<C> {
+    /// Records what goes through `inner`.
+    pub fn new(inner: C) -> Self {
+        Self {
+            inner,
+            log: Arc::default(),
+        }
+    }
+
+    /// The wrapped connector.
+    pub fn inner(&self) -> &C {
+        &self.inner
+    }
+
+    /// The statements recorded since the last call, oldest first.
+    pub fn take(&self) -> Vec<Recorded> {
+        std::mem::take(&mut *self.log.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+struct RecordingSession<'a> {
+    inner: &'a mut dyn SqlSession,
+    log: &'a Mutex<Vec<Recorded>>,
+}
+
+impl RecordingSession<'_> {
+    fn note(&self, call: Call, stmt: &Rendered) {
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Recorded {
+                call,
+                stmt: stmt.clone(),
+            });
+    }
+}
+
+impl SqlSession for RecordingSession<'_> {
+    fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError> {
+        self.note(Call::Execute, stmt);
+        self.inner.execute(stmt)
+    }
+    fn query_executions(
+        &mut self,
+        stmt: &Rendered,
+        with_priority: bool,
+    ) -> Result<Vec<Execution>, StoreError> {
+        self.note(Call::Executions { with_priority }, stmt);
+        self.inner.query_executions(stmt, with_priority)
+    }
+    fn query_levels(&mut self, stmt: &Rendered) -> Result<Vec<i16>, StoreError> {
+        self.note(Call::Levels, stmt);
+        self.inner.query_levels(stmt)
+    }
+    fn query_summaries(&mut self, stmt: &Rendered) -> Result<Vec<TaskSummary>, StoreError> {
+        self.note(Call::Summaries, stmt);
+        self.inner.query_summaries(stmt)
+    }
+    fn query_strings(&mut self, stmt: &Rendered) -> Result<Vec<String>, StoreError> {
+        self.note(Call::Strings, stmt);
+        self.inner.query_strings(stmt)
+    }
+}
+
+impl<C: SqlConnector> SqlConnector for Recording<C> {
+    fn dialect(&self) -> &'static dyn Dialect {
+        self.inner.dialect()
+    }
+
+    fn with_session<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.inner.with_session(&mut |s| {
+            f(&mut RecordingSession {
+                inner: s,
+                log: &self.log,
+            })
+        })
+    }
+
+    fn in_transaction<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.inner.in_transaction(&mut |s| {
+            f(&mut RecordingSession {
+                inner: s,
+                log: &self.log,
+            })
+        })
+    }
+}
