@@ -4,7 +4,7 @@ use super::{strings, WORK};
 use crate::harness::{Ctx, Harness, Toggle};
 use chrono::Duration;
 use docket_core::store::ListFilter;
-use docket_core::{PollingStrategy, Schedule, Scheduler, SystemClock, Task};
+use docket_core::{PollingStrategy, Schedule, Scheduler, SchedulerEvent, SystemClock, Task};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
@@ -101,6 +101,8 @@ pub fn client_wakes_scheduler(h: &dyn Harness, t: Toggle) {
         tx.lock().unwrap().send(e.task_instance.clone()).ok();
         Ok(())
     });
+    let (polled_tx, polled_rx) = mpsc::channel();
+    let polled_tx = std::sync::Mutex::new(polled_tx);
     let scheduler: Scheduler = ctx
         .scheduler("waker", PollingStrategy::lock_and_fetch())
         .clock(Arc::new(SystemClock))
@@ -112,11 +114,18 @@ pub fn client_wakes_scheduler(h: &dyn Harness, t: Toggle) {
             ..Default::default()
         })
         .task(job)
+        .listener(Arc::new(move |e: &SchedulerEvent| {
+            if let SchedulerEvent::PollCompleted { .. } = e {
+                polled_tx.lock().unwrap().send(()).ok();
+            }
+        }))
         .build()
         .unwrap();
     scheduler.start().unwrap();
-    // Let the first (empty) poll pass, so only a wake-up can find the new execution.
-    std::thread::sleep(StdDuration::from_millis(200));
+    // Wait for the first (empty) poll, so only a wake-up can find the new execution.
+    polled_rx
+        .recv_timeout(PATIENCE)
+        .expect("the first poll ran");
     scheduler.client().schedule(WORK.instance("now")).unwrap();
     assert_eq!(collect(&rx, 1), strings(&["now"]));
     assert!(scheduler.stop());
