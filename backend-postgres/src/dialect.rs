@@ -1,6 +1,7 @@
 //! How PostgreSQL spells docket's statements.
 
 use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
 /// The PostgreSQL dialect: `$n` placeholders, double-quoted identifiers, `NULLS LAST`,
@@ -27,6 +28,25 @@ impl Dialect for PgDialect {
     // PostgreSQL sorts NULL first under DESC; docket ranks NULL priority last everywhere.
     fn desc_nulls_last(&self, column: &str) -> String {
         format!("{column} DESC NULLS LAST")
+    }
+
+    // The key is bound; text compares in the "C" collation (code point order, as elsewhere).
+    fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
+        let name = key.attribute.as_str();
+        match key.kind {
+            KeyType::Text | KeyType::Timestamp => {
+                w.push("((custom_attributes::jsonb ->> ")
+                    .bind(name)
+                    .push(") COLLATE \"C\")");
+            }
+            KeyType::Number => {
+                w.push("(CASE WHEN jsonb_typeof(custom_attributes::jsonb -> ")
+                    .bind(name)
+                    .push(") = 'number' THEN (custom_attributes::jsonb ->> ")
+                    .bind(name)
+                    .push(")::numeric END)");
+            }
+        }
     }
 
     // No loose index scan before PostgreSQL 18 (`SELECT DISTINCT` reads the whole index): walk

@@ -8,9 +8,11 @@
 use crate::error::CliError;
 use crate::progress;
 use chrono::{DateTime, Duration, Utc};
+use docket_core::queue::{Assignment, Finish, Item, NewItem};
 use docket_core::store::{
     Changes, DueParams, Execution, ExecutionKey, Guard, ListFilter, NewExecution, TaskSummary,
 };
+use docket_core::PrimaryOrder;
 use docket_core::{
     FailurePolicy, PollingStrategy, Priority, Schedule, Scheduler, SchedulerConfig, SchedulerEvent,
     Store, StoreConfig, StoreError, Task, TaskDescriptor, TaskError,
@@ -133,6 +135,57 @@ impl Store for Recording {
         before: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
         self.inner.execution_delete_unresolved(known, before)
+    }
+    fn check_queue_schema(&self) -> Result<(), StoreError> {
+        self.inner.check_queue_schema()
+    }
+    fn item_insert_batch(&self, rows: &[NewItem]) -> Result<u64, StoreError> {
+        self.inner.item_insert_batch(rows)
+    }
+    fn item_get(&self, key: &ExecutionKey) -> Result<Option<Item>, StoreError> {
+        self.inner.item_get(key)
+    }
+    fn item_next_for(
+        &self,
+        worker: &str,
+        task_type: &str,
+        order: &PrimaryOrder,
+        now: DateTime<Utc>,
+        deadline: DateTime<Utc>,
+    ) -> Result<Option<Item>, StoreError> {
+        self.inner
+            .item_next_for(worker, task_type, order, now, deadline)
+    }
+    fn item_list_for(
+        &self,
+        worker: &str,
+        task_type: &str,
+        order: &PrimaryOrder,
+        now: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<Item>, StoreError> {
+        self.inner
+            .item_list_for(worker, task_type, order, now, limit)
+    }
+    fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError> {
+        self.inner.item_extend(key, n)
+    }
+    fn assignment_finish(
+        &self,
+        key: &ExecutionKey,
+        worker: &str,
+        how: Finish,
+        now: DateTime<Utc>,
+        hidden_until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        self.inner
+            .assignment_finish(key, worker, how, now, hidden_until)
+    }
+    fn assignment_expired(&self, now: DateTime<Utc>) -> Result<Vec<Assignment>, StoreError> {
+        self.inner.assignment_expired(now)
+    }
+    fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError> {
+        self.inner.assignment_list(key)
     }
 }
 

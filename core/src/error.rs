@@ -54,6 +54,42 @@ pub enum DocketError {
         /// Why it was rejected.
         reason: &'static str,
     },
+    /// A custom-attribute name failed validation.
+    #[error("invalid attribute name {name:?}: {reason}")]
+    InvalidAttribute {
+        /// The rejected input.
+        name: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+    /// A work-queue record was rejected at intake; nothing of its batch was written.
+    #[error("invalid item {item:?}: {reason}")]
+    InvalidItem {
+        /// Item id.
+        item: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// A CSV file was rejected at intake; nothing of it was written.
+    #[error("CSV line {line}, column {column:?}: {reason}")]
+    Csv {
+        /// 1-based line in the file (the header is line 1).
+        line: u64,
+        /// Column name (or number when there is no header for it).
+        column: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// A work-queue operation found the item or assignment in another state.
+    #[error("{task}/{item}: {reason}")]
+    Queue {
+        /// Task type.
+        task: String,
+        /// Item id.
+        item: String,
+        /// What was wrong, e.g. "worker w1 holds no accepted assignment".
+        reason: String,
+    },
     /// A task name the scheduler does not know.
     #[error("unknown task {0:?}: register it with the scheduler before use")]
     UnknownTask(String),

@@ -8,8 +8,15 @@ use std::fmt;
 /// (PostgreSQL truncates at 63 bytes; Oracle 12.2+ allows 128, MySQL 64).
 pub const MAX_IDENT_LEN: usize = 63;
 
+/// Suffix of the work-queue assignments table derived from a docket table's name.
+pub const ASSIGNMENTS_SUFFIX: &str = "_assignments";
+
+/// Longest table part accepted: room is left for [`ASSIGNMENTS_SUFFIX`].
+pub const MAX_TABLE_LEN: usize = MAX_IDENT_LEN - ASSIGNMENTS_SUFFIX.len();
+
 /// A table name, optionally schema-qualified (`schema.table`), each part matching
-/// `[A-Za-z_][A-Za-z0-9_]*` and at most [`MAX_IDENT_LEN`] characters long.
+/// `[A-Za-z_][A-Za-z0-9_]*`; the schema at most [`MAX_IDENT_LEN`] characters long, the table
+/// at most [`MAX_TABLE_LEN`] (so the derived assignments table name fits every database).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TableName {
     schema: Option<String>,
@@ -33,9 +40,14 @@ impl TableName {
         if parts.next().is_some() {
             return Err(invalid("at most one '.' (schema.table) is allowed"));
         }
-        for part in std::iter::once(first).chain(second) {
-            validate_part(part).map_err(invalid)?;
+        let (schema, table) = match second {
+            Some(table) => (Some(first), table),
+            None => (None, first),
+        };
+        if let Some(schema) = schema {
+            validate_part(schema, MAX_IDENT_LEN).map_err(invalid)?;
         }
+        validate_part(table, MAX_TABLE_LEN).map_err(invalid)?;
         Ok(match second {
             Some(table) => Self {
                 schema: Some(first.to_owned()),
@@ -56,6 +68,14 @@ impl TableName {
     /// The unqualified table part.
     pub fn table(&self) -> &str {
         &self.table
+    }
+
+    /// The work-queue assignments table of this table: `<table>_assignments`, same schema.
+    pub fn assignments(&self) -> TableName {
+        Self {
+            schema: self.schema.clone(),
+            table: format!("{}{ASSIGNMENTS_SUFFIX}", self.table),
+        }
     }
 }
 
@@ -84,7 +104,7 @@ impl std::str::FromStr for TableName {
     }
 }
 
-fn validate_part(part: &str) -> Result<(), &'static str> {
+fn validate_part(part: &str, max: usize) -> Result<(), &'static str> {
     let mut chars = part.chars();
     match chars.next() {
         None => return Err("empty identifier"),
@@ -96,8 +116,12 @@ fn validate_part(part: &str) -> Result<(), &'static str> {
     if !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err("only ASCII letters, digits and '_' are allowed");
     }
-    if part.len() > MAX_IDENT_LEN {
-        return Err("longer than 63 characters");
+    if part.len() > max {
+        return Err(if max == MAX_IDENT_LEN {
+            "longer than 63 characters"
+        } else {
+            "table names are limited to 51 characters (room for the `_assignments` table)"
+        });
     }
     Ok(())
 }
@@ -134,6 +158,7 @@ mod tests {
             "t x",
             "tä",
             &"x".repeat(64),
+            &"x".repeat(52),
         ] {
             assert!(
                 matches!(

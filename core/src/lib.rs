@@ -13,6 +13,7 @@ pub mod ident;
 pub mod listener;
 pub mod migrate;
 pub mod ordering;
+pub mod queue;
 pub mod schedule;
 pub mod scheduler;
 pub mod store;
@@ -22,7 +23,8 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{DocketError, StoreError};
 pub use ident::TableName;
 pub use listener::{SchedulerEvent, SchedulerListener};
-pub use ordering::{OrderingPolicy, PrimaryOrder};
+pub use ordering::{CustomKey, Direction, KeyType, OrderingPolicy, PrimaryOrder};
+pub use queue::{QueueConfig, WorkQueue};
 pub use schedule::Schedule;
 pub use scheduler::{
     client::{ScheduleOutcome, SchedulerClient},

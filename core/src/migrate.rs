@@ -7,7 +7,8 @@ use crate::error::StoreError;
 use crate::ident::TableName;
 
 /// One migration as shipped: `{table}` in the SQL stands for the quoted table name, `{name}`
-/// for its unqualified name (for index names).
+/// for its unqualified name (for index names), `{assignments}` for the quoted work-queue
+/// assignments table (`<table>_assignments`, same schema).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MigrationFile {
     /// `0001_base`, `0002_priority`, ...
@@ -66,12 +67,16 @@ pub fn plan(
             })? + 1
         }
     };
-    let mut w = SqlWriter::new(dialect);
-    w.table(table);
-    let quoted = w.finish().sql;
+    let quote = |t: &TableName| {
+        let mut w = SqlWriter::new(dialect);
+        w.table(t);
+        w.finish().sql
+    };
+    let (quoted, assignments) = (quote(table), quote(&table.assignments()));
     let fill = |sql: &str| {
         sql.replace("{table}", &quoted)
             .replace("{name}", table.table())
+            .replace("{assignments}", &assignments)
     };
     files[..count]
         .iter()

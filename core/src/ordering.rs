@@ -4,6 +4,7 @@
 //! [`OrderingPolicy::compare`] to keep the same order for rows a backend returns unordered
 //! (for example `UPDATE ... RETURNING`).
 
+use crate::error::DocketError;
 use crate::store::Execution;
 use std::cmp::Ordering;
 
@@ -14,6 +15,116 @@ pub enum PrimaryOrder {
     /// `execution_time` ascending: the scheduler default.
     #[default]
     ExecutionTime,
+    /// Record date ascending, then record order ascending: the work-queue default (a missing
+    /// record date was resolved to the start of the item's batch when it was enqueued).
+    Fifo,
+    /// Attributes of `custom_attributes`, in the given order; a missing attribute sorts last.
+    /// Turning it on for a task type turns FIFO off for it.
+    Custom(Vec<CustomKey>),
+}
+
+impl PrimaryOrder {
+    /// The keys of a custom order (none for the others).
+    pub fn custom_keys(&self) -> &[CustomKey] {
+        match self {
+            PrimaryOrder::Custom(keys) => keys,
+            _ => &[],
+        }
+    }
+}
+
+/// How a custom attribute compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyType {
+    /// By Unicode code point (binary collation on every backend).
+    Text,
+    /// Numerically (the attribute must be a JSON number; a string is normalized at intake).
+    Number,
+    /// As an instant (normalized at intake to UTC `YYYY-MM-DDThh:mm:ss.ffffffZ`, so text order
+    /// is time order).
+    Timestamp,
+}
+
+/// Sort direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Direction {
+    /// Smallest first.
+    #[default]
+    Asc,
+    /// Largest first.
+    Desc,
+}
+
+/// One key of a [`PrimaryOrder::Custom`] ordering.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomKey {
+    /// The attribute's name in `custom_attributes`.
+    pub attribute: AttributeName,
+    /// How it compares.
+    pub kind: KeyType,
+    /// Direction; missing attributes sort last either way.
+    pub direction: Direction,
+}
+
+impl CustomKey {
+    /// A key; the name is validated (see [`AttributeName::parse`]).
+    pub fn new(attribute: &str, kind: KeyType, direction: Direction) -> Result<Self, DocketError> {
+        Ok(Self {
+            attribute: AttributeName::parse(attribute)?,
+            kind,
+            direction,
+        })
+    }
+}
+
+/// Longest attribute name accepted.
+pub const MAX_ATTRIBUTE_LEN: usize = 64;
+
+/// A validated custom-attribute name: `[A-Za-z_][A-Za-z0-9_]*`, at most
+/// [`MAX_ATTRIBUTE_LEN`] characters. The JSON path built from it (`$."name"`) is always bound
+/// as a parameter; validation keeps quotes, semicolons and comment markers out of paths anyway.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AttributeName(String);
+
+impl AttributeName {
+    /// Validates `name`.
+    pub fn parse(name: &str) -> Result<Self, DocketError> {
+        let invalid = |reason| DocketError::InvalidAttribute {
+            name: name.to_owned(),
+            reason,
+        };
+        let mut chars = name.chars();
+        match chars.next() {
+            None => return Err(invalid("it is empty")),
+            Some(c) if !(c.is_ascii_alphabetic() || c == '_') => {
+                return Err(invalid("it must start with a letter or '_'"))
+            }
+            Some(_) => {}
+        }
+        if !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(invalid("only letters, digits and '_' are allowed"));
+        }
+        if name.len() > MAX_ATTRIBUTE_LEN {
+            return Err(invalid("it is longer than 64 characters"));
+        }
+        Ok(Self(name.to_owned()))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The SQL/JSON path of the attribute, `$."name"` (bound, never spliced).
+    pub fn json_path(&self) -> String {
+        format!("$.\"{}\"", self.0)
+    }
+}
+
+impl std::fmt::Display for AttributeName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// Priority toggle in front of a primary order.
@@ -40,7 +151,9 @@ impl OrderingPolicy {
         }
     }
 
-    /// Compares two executions in hand-out order (`Less` = handed out first).
+    /// Compares two executions in hand-out order (`Less` = handed out first). Executions carry
+    /// no record or custom attributes: only [`PrimaryOrder::ExecutionTime`] applies to them
+    /// (the scheduler rejects other primary orders; the work queue sorts in SQL).
     pub fn compare(&self, a: &Execution, b: &Execution) -> Ordering {
         let by_priority = if self.priority {
             // Some(_) > None, so NULL sorts last when reversed.
@@ -48,9 +161,7 @@ impl OrderingPolicy {
         } else {
             Ordering::Equal
         };
-        by_priority.then_with(|| match self.primary {
-            PrimaryOrder::ExecutionTime => a.execution_time.cmp(&b.execution_time),
-        })
+        by_priority.then_with(|| a.execution_time.cmp(&b.execution_time))
     }
 }
 
@@ -90,5 +201,17 @@ mod tests {
         );
         rows.sort_by(|a, b| OrderingPolicy::execution_time().compare(a, b));
         assert_eq!(rows[0].priority, None);
+    }
+
+    #[test]
+    fn attribute_names_reject_sql_and_path_syntax() {
+        for bad in [
+            "", "1a", "a'b", "a\"b", "a;b", "a--b", "a/*b", "a.b", "a b", "a$", "é",
+        ] {
+            assert!(AttributeName::parse(bad).is_err(), "{bad:?} accepted");
+        }
+        let ok = AttributeName::parse("score_2").unwrap();
+        assert_eq!(ok.json_path(), "$.\"score_2\"");
+        assert!(AttributeName::parse(&"a".repeat(65)).is_err());
     }
 }

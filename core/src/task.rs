@@ -165,7 +165,17 @@ impl<T> TaskInstance<T> {
     }
 }
 
-fn validate_name(what: &'static str, value: &str, max: usize) -> Result<(), DocketError> {
+/// Validates a task name and instance id (or item id) as the table stores them.
+pub(crate) fn validate_key(task_name: &str, id: &str) -> Result<(), DocketError> {
+    validate_name("task name", task_name, MAX_TASK_NAME_LEN)?;
+    validate_name("instance id", id, MAX_INSTANCE_ID_LEN)
+}
+
+pub(crate) fn validate_name(
+    what: &'static str,
+    value: &str,
+    max: usize,
+) -> Result<(), DocketError> {
     let reason = if value.is_empty() {
         "must not be empty"
     } else if value.chars().count() > max {

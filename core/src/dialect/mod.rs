@@ -2,6 +2,7 @@
 //! quoting, limits, NULL ordering, the skip-locked idiom, insert-if-absent); the statements
 //! themselves are rendered once, in [`statements`], from those facts.
 
+pub mod queue;
 pub mod statements;
 pub mod writer;
 
@@ -9,6 +10,7 @@ pub use statements::{Column, Level, Statements};
 pub use writer::{Rendered, SqlWriter, Value};
 
 use crate::ident::TableName;
+use crate::ordering::{CustomKey, KeyType};
 
 /// How a backend claims a batch of due rows in one round trip (lock-and-fetch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +114,26 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         w.push("SELECT DISTINCT priority AS level FROM ")
             .table(table)
             .push(" WHERE priority IS NOT NULL ORDER BY level DESC");
+    }
+
+    /// Writes an expression reading `key` from the JSON text column `custom_attributes`, NULL
+    /// when the attribute is missing: text (and timestamp, normalized to sortable UTC text at
+    /// intake) in binary collation (code point order), numbers as numbers. The path or name is
+    /// bound, never spliced. Default: SQL/JSON `JSON_VALUE(custom_attributes, ?)`.
+    fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
+        let path = key.attribute.json_path();
+        match key.kind {
+            KeyType::Text | KeyType::Timestamp => {
+                w.push("JSON_VALUE(custom_attributes, ")
+                    .bind(path)
+                    .push(")");
+            }
+            KeyType::Number => {
+                w.push("CAST(JSON_VALUE(custom_attributes, ")
+                    .bind(path)
+                    .push(") AS DECIMAL(38, 10))");
+            }
+        }
     }
 
     /// Writes a query returning one row (one text column named `name`) if `column` exists on

@@ -5,7 +5,7 @@
 
 use super::{Dialect, LockAndFetch, Rendered, SqlWriter, Value};
 use crate::ident::TableName;
-use crate::ordering::{OrderingPolicy, PrimaryOrder};
+use crate::ordering::{Direction, OrderingPolicy, PrimaryOrder};
 use crate::store::{Changes, ExecutionKey, Guard, ListFilter, NewExecution, PickChange};
 use chrono::{DateTime, Utc};
 
@@ -96,6 +96,11 @@ impl<'d> Statements<'d> {
         }
     }
 
+    /// The dialect.
+    pub fn dialect(&self) -> &'d dyn Dialect {
+        self.dialect
+    }
+
     /// The ordering policy in force.
     pub fn policy(&self) -> &OrderingPolicy {
         &self.policy
@@ -138,21 +143,36 @@ impl<'d> Statements<'d> {
         w
     }
 
-    /// `ORDER BY` for hand-out order: priority (NULL last) when on, then the primary order.
-    pub fn order_by(&self) -> String {
-        self.order_within(Level::Any)
-    }
-
-    /// `ORDER BY` for one level: within a single level, only the primary order matters.
-    fn order_within(&self, level: Level) -> String {
-        let mut keys = Vec::new();
+    /// Writes ` ORDER BY` for hand-out order at `level` under `primary`: priority (NULL last)
+    /// when on and reading every level, then the primary order. Within one level only the
+    /// primary order matters.
+    pub(crate) fn push_order(&self, w: &mut SqlWriter<'_>, level: Level, primary: &PrimaryOrder) {
+        w.push(" ORDER BY ");
         if self.policy.priority && level == Level::Any {
-            keys.push(self.dialect.desc_nulls_last(Column::Priority.name()));
+            w.push(&self.dialect.desc_nulls_last(Column::Priority.name()))
+                .push(", ");
         }
-        match self.policy.primary {
-            PrimaryOrder::ExecutionTime => keys.push("execution_time ASC".to_owned()),
+        let keys = primary.custom_keys();
+        if *primary == PrimaryOrder::ExecutionTime {
+            w.push("execution_time ASC");
+        } else if keys.is_empty() {
+            // FIFO; a custom order without keys has nothing else to order by.
+            w.push("record_date ASC, record_order ASC");
         }
-        format!(" ORDER BY {}", keys.join(", "))
+        for (i, key) in keys.iter().enumerate() {
+            if i > 0 {
+                w.push(", ");
+            }
+            // Missing last in either direction, the same on every backend.
+            w.push("CASE WHEN ");
+            self.dialect.json_attribute(w, key);
+            w.push(" IS NULL THEN 1 ELSE 0 END, ");
+            self.dialect.json_attribute(w, key);
+            w.push(match key.direction {
+                Direction::Asc => " ASC",
+                Direction::Desc => " DESC",
+            });
+        }
     }
 
     fn where_key(w: &mut SqlWriter<'_>, key: &ExecutionKey) {
@@ -217,7 +237,7 @@ impl<'d> Statements<'d> {
         limit: i64,
     ) {
         Self::due_where(w, level, now, task_names);
-        w.push(&self.order_within(level));
+        self.push_order(w, level, &self.policy.primary);
         self.dialect.limit(w, limit);
     }
 
@@ -270,7 +290,7 @@ impl<'d> Statements<'d> {
                 w.push(" AND priority IS NULL");
             }
         }
-        w.push(&self.order_within(level));
+        self.push_order(&mut w, level, &PrimaryOrder::ExecutionTime);
         self.dialect.limit(&mut w, 1);
         w.finish()
     }
@@ -313,9 +333,8 @@ impl<'d> Statements<'d> {
                 self.dialect.top(&mut w, limit);
                 w.push(locator).push(" FROM ").table(&self.table);
                 self.due_rows(&mut w, level, now, task_names, limit);
-                w.push(") AND picked = ")
-                    .bind(false)
-                    .push(&self.order_within(level));
+                w.push(") AND picked = ").bind(false);
+                self.push_order(&mut w, level, &self.policy.primary);
                 w
             }
         };
@@ -515,7 +534,7 @@ impl<'d> Statements<'d> {
         if filter.failing_only {
             w.push(" AND consecutive_failures > ").bind(0i32);
         }
-        w.push(&self.order_by());
+        self.push_order(&mut w, Level::Any, &self.policy.primary);
         if let Some(limit) = filter.limit {
             self.dialect.limit(&mut w, limit);
         }

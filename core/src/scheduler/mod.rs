@@ -65,6 +65,13 @@ impl SchedulerBuilder {
     /// here, by name). Starts nothing.
     pub fn build(self) -> Result<Scheduler> {
         self.config.validate()?;
+        if self.store.config().ordering.primary != crate::PrimaryOrder::ExecutionTime {
+            return Err(DocketError::InvalidConfig(
+                "the scheduler orders executions by execution time (FIFO and custom orders \
+                 are for the work queue)"
+                    .to_owned(),
+            ));
+        }
         self.store.check_schema()?;
         let mut tasks = HashMap::new();
         for task in self.tasks {

@@ -7,7 +7,8 @@ pub mod sql;
 use crate::dialect::Capabilities;
 use crate::error::{DocketError, StoreError};
 use crate::ident::TableName;
-use crate::ordering::OrderingPolicy;
+use crate::ordering::{OrderingPolicy, PrimaryOrder};
+use crate::queue::{Assignment, Finish, Item, NewItem};
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 
@@ -285,4 +286,47 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         known: &[String],
         before: DateTime<Utc>,
     ) -> Result<u64, StoreError>;
+
+    /// Fails with [`StoreError::MissingMigration`] naming `0003_ordering` or `0004_work_queue`
+    /// when the table lacks the work-queue schema (and `0002_priority` when priority is on).
+    fn check_queue_schema(&self) -> Result<(), StoreError>;
+    /// Inserts items in one transaction, all or none (an existing id is an error).
+    fn item_insert_batch(&self, rows: &[NewItem]) -> Result<u64, StoreError>;
+    /// One item.
+    fn item_get(&self, key: &ExecutionKey) -> Result<Option<Item>, StoreError>;
+    /// Claims the first item `worker` may take (see [`crate::WorkQueue::next_for`]) and records
+    /// an ACCEPTED assignment with `deadline`, in one transaction.
+    fn item_next_for(
+        &self,
+        worker: &str,
+        task_type: &str,
+        order: &PrimaryOrder,
+        now: DateTime<Utc>,
+        deadline: DateTime<Utc>,
+    ) -> Result<Option<Item>, StoreError>;
+    /// The items `worker` may take, in order, without claiming.
+    fn item_list_for(
+        &self,
+        worker: &str,
+        task_type: &str,
+        order: &PrimaryOrder,
+        now: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<Item>, StoreError>;
+    /// Raises `max_assignments` by `n`; `false` when there is no such item.
+    fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError>;
+    /// Ends `worker`'s ACCEPTED assignment on `key` as `how` says and releases the item, in one
+    /// transaction; `false` (nothing changed) when there is no such accepted assignment.
+    fn assignment_finish(
+        &self,
+        key: &ExecutionKey,
+        worker: &str,
+        how: Finish,
+        now: DateTime<Utc>,
+        hidden_until: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+    /// ACCEPTED assignments past their deadline at `now`.
+    fn assignment_expired(&self, now: DateTime<Utc>) -> Result<Vec<Assignment>, StoreError>;
+    /// The assignments of one item.
+    fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError>;
 }

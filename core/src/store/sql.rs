@@ -2,7 +2,9 @@
 //! [`Statements`], run through the backend's [`SqlConnector`].
 
 use super::*;
+use crate::dialect::queue::ForWorker;
 use crate::dialect::{Dialect, Level, LockAndFetch, Rendered, Statements};
+use crate::queue::{MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 use std::sync::{Mutex, MutexGuard};
 
 /// Most distinct priority levels probed one at a time (see `SqlStore::by_level`).
@@ -92,6 +94,23 @@ pub trait SqlSession {
     fn query_summaries(&mut self, stmt: &Rendered) -> Result<Vec<TaskSummary>, StoreError>;
     /// Runs a query returning one text column named `name`.
     fn query_strings(&mut self, stmt: &Rendered) -> Result<Vec<String>, StoreError>;
+    /// Runs a query returning the [`ITEM_COLUMNS`](crate::dialect::queue::ITEM_COLUMNS) of work-queue items. The default reports
+    /// the work queue as unsupported (backends that do not implement it yet).
+    fn query_items(&mut self, _stmt: &Rendered) -> Result<Vec<Item>, StoreError> {
+        Err(unsupported_queue())
+    }
+    /// Runs a query returning the [`ASSIGNMENT_COLUMNS`](crate::dialect::queue::ASSIGNMENT_COLUMNS) and `updated_at` of assignments;
+    /// backends decode the status with [`AssignmentStatus::decode`](crate::queue::AssignmentStatus::decode).
+    fn query_assignments(&mut self, _stmt: &Rendered) -> Result<Vec<Assignment>, StoreError> {
+        Err(unsupported_queue())
+    }
+}
+
+fn unsupported_queue() -> StoreError {
+    StoreError::Unsupported {
+        backend: "this backend",
+        capability: "the work queue",
+    }
 }
 
 /// What a SQL backend supplies: its dialect and sessions from its pool.
@@ -320,11 +339,33 @@ impl<C: SqlConnector> SqlStore<C> {
     }
 
     fn has_column(&self, column: &str) -> Result<bool, StoreError> {
-        let stmt = self.statements.column_exists(column);
+        self.exists(self.statements.column_exists(column))
+    }
+
+    fn exists(&self, stmt: Rendered) -> Result<bool, StoreError> {
         let found = self
             .connector
             .with_session(&mut |s| s.query_strings(&stmt))?;
         Ok(!found.is_empty())
+    }
+
+    fn items(&self, stmt: Rendered) -> Result<Vec<Item>, StoreError> {
+        self.connector.with_session(&mut |s| s.query_items(&stmt))
+    }
+
+    fn assignments(&self, stmt: Rendered) -> Result<Vec<Assignment>, StoreError> {
+        self.connector
+            .with_session(&mut |s| s.query_assignments(&stmt))
+    }
+
+    /// Runs `stmt` in a transaction that must change exactly one row, or fails naming `what`.
+    fn one_row(s: &mut dyn SqlSession, stmt: &Rendered, what: &str) -> Result<(), StoreError> {
+        match s.execute(stmt)? {
+            1 => Ok(()),
+            n => Err(StoreError::Database(format!(
+                "{what} changed {n} rows instead of 1; rolled back"
+            ))),
+        }
     }
 }
 
@@ -469,5 +510,121 @@ impl<C: SqlConnector> Store for SqlStore<C> {
         before: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
         self.execute(self.statements.delete_unresolved(known, before))
+    }
+
+    fn check_queue_schema(&self) -> Result<(), StoreError> {
+        self.check_schema()?;
+        let missing = |name, feature| StoreError::MissingMigration {
+            table: self.config.table.to_string(),
+            name,
+            feature,
+        };
+        if !self.has_column("record_order")? {
+            return Err(missing(MIGRATION_ORDERING, "the work queue"));
+        }
+        if !self.has_column("assignable")?
+            || !self.exists(self.statements.assignments_column_exists("worker"))?
+        {
+            return Err(missing(MIGRATION_WORK_QUEUE, "the work queue"));
+        }
+        Ok(())
+    }
+
+    fn item_insert_batch(&self, rows: &[NewItem]) -> Result<u64, StoreError> {
+        let stmts: Vec<_> = rows
+            .iter()
+            .map(|r| self.statements.item_insert(r))
+            .collect();
+        self.connector
+            .in_transaction(&mut |s| stmts.iter().try_fold(0, |n, stmt| Ok(n + s.execute(stmt)?)))
+    }
+
+    fn item_get(&self, key: &ExecutionKey) -> Result<Option<Item>, StoreError> {
+        Ok(self
+            .items(self.statements.item_get(key))?
+            .into_iter()
+            .next())
+    }
+
+    fn item_next_for(
+        &self,
+        worker: &str,
+        task_type: &str,
+        order: &PrimaryOrder,
+        now: DateTime<Utc>,
+        deadline: DateTime<Utc>,
+    ) -> Result<Option<Item>, StoreError> {
+        let q = ForWorker {
+            worker,
+            task_type,
+            order,
+            now,
+        };
+        let select = self.statements.item_eligible(&q, Some(1), true);
+        self.connector.in_transaction(&mut |s| {
+            let Some(mut item) = s.query_items(&select)?.into_iter().next() else {
+                return Ok(None);
+            };
+            let st = &self.statements;
+            Self::one_row(s, &st.item_claim(&item.key, worker), "claiming the item")?;
+            s.execute(&st.assignment_delete(&item.key, worker))?;
+            let insert = st.assignment_insert(&item.key, worker, now, deadline);
+            Self::one_row(s, &insert, "recording the assignment")?;
+            item.assignments += 1;
+            item.held_by = Some(worker.to_owned());
+            Ok(Some(item))
+        })
+    }
+
+    fn item_list_for(
+        &self,
+        worker: &str,
+        task_type: &str,
+        order: &PrimaryOrder,
+        now: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<Item>, StoreError> {
+        let q = ForWorker {
+            worker,
+            task_type,
+            order,
+            now,
+        };
+        self.items(self.statements.item_eligible(&q, Some(limit), false))
+    }
+
+    fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError> {
+        Ok(self.execute(self.statements.item_extend(key, n))? == 1)
+    }
+
+    fn assignment_finish(
+        &self,
+        key: &ExecutionKey,
+        worker: &str,
+        how: Finish,
+        now: DateTime<Utc>,
+        hidden_until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let finish = self
+            .statements
+            .assignment_finish(key, worker, how, now, hidden_until);
+        let release = self
+            .statements
+            .item_release(key, worker, !how.status().counts());
+        self.connector.in_transaction(&mut |s| {
+            if s.execute(&finish)? == 0 {
+                return Ok(false);
+            }
+            Self::one_row(s, &release, "releasing the item")?;
+            Ok(true)
+        })
+    }
+
+    fn assignment_expired(&self, now: DateTime<Utc>) -> Result<Vec<Assignment>, StoreError> {
+        self.assignments(self.statements.assignment_expired(now))
+    }
+
+    fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError> {
+        self.assignments(self.statements.assignment_list(key))
     }
 }

@@ -1,0 +1,1 @@
+//! CSV intake (placeholder).

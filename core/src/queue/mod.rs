@@ -1,0 +1,539 @@
+//! The work queue: items of a task type worked by people, in a precise order (SPEC section 5).
+//!
+//! Items are rows of a docket table (migrations `0003_ordering` and `0004_work_queue`): the task
+//! name is the task type, the instance id the item id, `execution_time` the time the item
+//! arrives. Each (item, worker) pair has at most one assignment, in a second table
+//! `<table>_assignments`. [`WorkQueue::next_for`] claims the first eligible item in policy order
+//! in one transaction; submit, skip, return and abandon release it.
+
+pub mod csv;
+mod record;
+
+pub use record::{parse_record_date, RecordKey};
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{DocketError, Result};
+use crate::ordering::{KeyType, PrimaryOrder};
+use crate::store::{ExecutionKey, Store};
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use serde_json::{Map, Value as Json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest worker name (`VARCHAR(128)`).
+pub const MAX_WORKER_LEN: usize = 128;
+
+/// Name of the migration that adds record date, record order and custom attributes.
+pub const MIGRATION_ORDERING: &str = "0003_ordering";
+/// Name of the migration that adds the work-queue columns and the assignments table.
+pub const MIGRATION_WORK_QUEUE: &str = "0004_work_queue";
+
+/// The status of one (item, worker) assignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AssignmentStatus {
+    /// Taken by [`WorkQueue::next_for`]; the worker holds the item until the deadline.
+    Accepted,
+    /// Work handed in.
+    Submitted,
+    /// Submitted and approved by a reviewer.
+    Approved,
+    /// Submitted and rejected by a reviewer.
+    Rejected,
+    /// The worker declined the item; they never see it again.
+    Skipped,
+    /// Given back; hidden from this worker until the deadline.
+    Returned,
+    /// The deadline passed while accepted; hidden from this worker until the new deadline.
+    Abandoned,
+}
+
+impl AssignmentStatus {
+    /// Every status.
+    pub const ALL: [AssignmentStatus; 7] = [
+        Self::Accepted,
+        Self::Submitted,
+        Self::Approved,
+        Self::Rejected,
+        Self::Skipped,
+        Self::Returned,
+        Self::Abandoned,
+    ];
+
+    /// Statuses that hide an item from their worker for good (RETURNED and ABANDONED hide it
+    /// only until their deadline).
+    pub const HIDING: [AssignmentStatus; 5] = [
+        Self::Skipped,
+        Self::Accepted,
+        Self::Submitted,
+        Self::Approved,
+        Self::Rejected,
+    ];
+
+    /// The stored form, e.g. `ACCEPTED`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Accepted => "ACCEPTED",
+            Self::Submitted => "SUBMITTED",
+            Self::Approved => "APPROVED",
+            Self::Rejected => "REJECTED",
+            Self::Skipped => "SKIPPED",
+            Self::Returned => "RETURNED",
+            Self::Abandoned => "ABANDONED",
+        }
+    }
+
+    /// Parses the stored form.
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == value)
+    }
+
+    /// Parses the stored form read from column `status`, as a store error when unknown.
+    pub fn decode(value: &str) -> std::result::Result<Self, crate::StoreError> {
+        Self::parse(value).ok_or_else(|| crate::StoreError::Decode {
+            column: "status",
+            reason: format!("unknown assignment status {value:?}"),
+        })
+    }
+
+    /// Whether an assignment in this status counts against `max_assignments`.
+    pub const fn counts(self) -> bool {
+        matches!(
+            self,
+            Self::Accepted | Self::Submitted | Self::Approved | Self::Rejected
+        )
+    }
+}
+
+impl std::fmt::Display for AssignmentStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An item as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// Task type and item id.
+    pub key: ExecutionKey,
+    /// Payload.
+    pub data: Option<Vec<u8>>,
+    /// When the item arrives (becomes assignable).
+    pub available_at: DateTime<Utc>,
+    /// FIFO keys (record order and date).
+    pub record: RecordKey,
+    /// Custom attributes as stored JSON text (see [`Item::attributes`]).
+    pub custom_attributes: Option<String>,
+    /// Most counted assignments ([`AssignmentStatus::counts`]) the item may have.
+    pub max_assignments: i32,
+    /// Counted assignments it has.
+    pub assignments: i32,
+    /// The worker holding it now.
+    pub held_by: Option<String>,
+}
+
+impl Item {
+    /// The custom attributes as a JSON object (empty when none).
+    pub fn attributes(&self) -> Result<Map<String, Json>> {
+        match self.custom_attributes.as_deref() {
+            None => Ok(Map::new()),
+            Some(text) => serde_json::from_str(text).map_err(|e| DocketError::Data {
+                task: self.key.task_name.clone(),
+                instance: self.key.task_instance.clone(),
+                reason: format!("custom_attributes: {e}"),
+            }),
+        }
+    }
+}
+
+/// One (item, worker) assignment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assignment {
+    /// The item.
+    pub key: ExecutionKey,
+    /// The worker.
+    pub worker: String,
+    /// Its status.
+    pub status: AssignmentStatus,
+    /// ACCEPTED: when it is abandoned; RETURNED/ABANDONED: until when the item is hidden from
+    /// this worker.
+    pub deadline: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An item row to insert, fully resolved (what the store writes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewItem {
+    /// Task type and item id.
+    pub key: ExecutionKey,
+    /// Payload.
+    pub data: Option<Vec<u8>>,
+    /// When it arrives.
+    pub available_at: DateTime<Utc>,
+    /// FIFO keys.
+    pub record: RecordKey,
+    /// Normalized custom attributes (JSON object text), if any.
+    pub custom_attributes: Option<String>,
+    /// Most counted assignments.
+    pub max_assignments: i32,
+    /// Priority (written only when the priority toggle is on).
+    pub priority: Option<i16>,
+}
+
+/// One record of a [`Batch`], before resolution.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Record {
+    /// Item id (unique within the task type).
+    pub id: String,
+    /// Payload.
+    pub data: Option<Vec<u8>>,
+    /// Arrival delay after the batch start (default: none, it arrives with the batch).
+    pub arrives_after: Option<Duration>,
+    /// Record date; missing: the start time of the batch.
+    pub record_date: Option<DateTime<Utc>>,
+    /// Custom attributes.
+    pub attributes: Map<String, Json>,
+    /// Priority.
+    pub priority: Option<i16>,
+}
+
+impl Record {
+    /// A record with an id and nothing else.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Records arriving together: the record order is the position in `records` (1-based), a
+/// missing record date is the batch's start time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    /// Task type.
+    pub task_type: String,
+    /// Max assignments of every item (>= 1).
+    pub max_assignments: i32,
+    /// The records, in order.
+    pub records: Vec<Record>,
+}
+
+/// Work-queue settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueConfig {
+    /// How long a worker holds an accepted item before it may be abandoned.
+    pub lease: Duration,
+    /// How long a returned or abandoned item stays hidden from its worker.
+    pub hide_for: Duration,
+    /// Primary order per task type; [`PrimaryOrder::Fifo`] when absent.
+    pub orders: HashMap<String, PrimaryOrder>,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        Self {
+            lease: Duration::from_secs(30 * 60),
+            hide_for: Duration::from_secs(30 * 60),
+            orders: HashMap::new(),
+        }
+    }
+}
+
+impl QueueConfig {
+    /// The primary order of `task_type`.
+    pub fn order_of(&self, task_type: &str) -> PrimaryOrder {
+        self.orders
+            .get(task_type)
+            .cloned()
+            .unwrap_or(PrimaryOrder::Fifo)
+    }
+}
+
+/// How a finished assignment ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// ACCEPTED -> SUBMITTED.
+    Submit,
+    /// ACCEPTED -> SKIPPED (frees the slot; never shown to this worker again).
+    Skip,
+    /// ACCEPTED -> RETURNED (frees the slot; hidden from this worker for `hide_for`).
+    Return,
+    /// ACCEPTED past its deadline -> ABANDONED (as Return).
+    Abandon,
+}
+
+impl Finish {
+    /// The status it sets.
+    pub const fn status(self) -> AssignmentStatus {
+        match self {
+            Finish::Submit => AssignmentStatus::Submitted,
+            Finish::Skip => AssignmentStatus::Skipped,
+            Finish::Return => AssignmentStatus::Returned,
+            Finish::Abandon => AssignmentStatus::Abandoned,
+        }
+    }
+}
+
+/// The work-queue API over a [`Store`]. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct WorkQueue {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    config: Arc<QueueConfig>,
+}
+
+fn chrono(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+fn queue_error(key: &ExecutionKey, reason: String) -> DocketError {
+    DocketError::Queue {
+        task: key.task_name.clone(),
+        item: key.task_instance.clone(),
+        reason,
+    }
+}
+
+impl WorkQueue {
+    /// A queue on `store` with the system clock; fails with a missing-migration error naming
+    /// `0004_work_queue` when the table lacks the work-queue schema.
+    pub fn new(store: Arc<dyn Store>, config: QueueConfig) -> Result<Self> {
+        Self::with_clock(store, Arc::new(SystemClock), config)
+    }
+
+    /// As [`WorkQueue::new`], with an injected clock.
+    pub fn with_clock(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        config: QueueConfig,
+    ) -> Result<Self> {
+        store.check_queue_schema()?;
+        Ok(Self {
+            store,
+            clock,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    /// Resolves a batch at the clock's now (see [`WorkQueue::resolve_at`]).
+    pub fn resolve(&self, batch: &Batch) -> Result<Vec<NewItem>> {
+        self.resolve_at(batch, self.clock.now())
+    }
+
+    /// Turns a batch started at `started` into rows: record order = position (1-based), missing
+    /// record date = `started` (to milliseconds, the precision of the JSON form), attributes
+    /// normalized for the task type's custom keys. Any invalid record is an error naming it;
+    /// nothing is resolved then.
+    pub fn resolve_at(&self, batch: &Batch, started: DateTime<Utc>) -> Result<Vec<NewItem>> {
+        let invalid = |id: &str, reason: String| DocketError::InvalidItem {
+            item: id.to_owned(),
+            reason,
+        };
+        if batch.max_assignments < 1 {
+            return Err(DocketError::InvalidConfig(format!(
+                "max_assignments must be at least 1, got {}",
+                batch.max_assignments
+            )));
+        }
+        crate::task::validate_key(&batch.task_type, "0")?;
+        let started = to_millis(started);
+        let order = self.config.order_of(&batch.task_type);
+        batch
+            .records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                crate::task::validate_key(&batch.task_type, &r.id)?;
+                let mut attributes = r.attributes.clone();
+                normalize_attributes(&order, &mut attributes).map_err(|(name, reason)| {
+                    invalid(&r.id, format!("attribute {name}: {reason}"))
+                })?;
+                Ok(NewItem {
+                    key: ExecutionKey::new(&batch.task_type, &r.id),
+                    data: r.data.clone(),
+                    available_at: started + chrono(r.arrives_after.unwrap_or_default()),
+                    record: RecordKey {
+                        order: i as i64 + 1,
+                        date: r.record_date.map(to_millis).unwrap_or(started),
+                    },
+                    custom_attributes: (!attributes.is_empty())
+                        .then(|| Json::Object(attributes).to_string()),
+                    max_assignments: batch.max_assignments,
+                    priority: r.priority,
+                })
+            })
+            .collect()
+    }
+
+    /// Enqueues a batch in one transaction: all records or none. Returns how many were
+    /// inserted; an item id that exists fails the whole batch.
+    pub fn enqueue(&self, batch: &Batch) -> Result<u64> {
+        let rows = self.resolve(batch)?;
+        self.insert(&rows)
+    }
+
+    /// Inserts resolved rows in one transaction (all or none).
+    pub fn insert(&self, rows: &[NewItem]) -> Result<u64> {
+        Ok(self.store.item_insert_batch(rows)?)
+    }
+
+    /// Claims the first item of `task_type` that `worker` may work, in policy order, and
+    /// records an ACCEPTED assignment with deadline now + lease. Concurrent callers never get
+    /// the same item; no item exceeds its `max_assignments`.
+    pub fn next_for(&self, worker: &str, task_type: &str) -> Result<Option<Item>> {
+        crate::task::validate_key(task_type, "0")?;
+        crate::task::validate_name("worker", worker, MAX_WORKER_LEN)?;
+        let now = self.clock.now();
+        let order = self.config.order_of(task_type);
+        let deadline = now + chrono(self.config.lease);
+        Ok(self
+            .store
+            .item_next_for(worker, task_type, &order, now, deadline)?)
+    }
+
+    /// The items `worker` would get from [`WorkQueue::next_for`], in order, without claiming.
+    pub fn list_for(&self, worker: &str, task_type: &str, limit: i64) -> Result<Vec<Item>> {
+        let order = self.config.order_of(task_type);
+        Ok(self
+            .store
+            .item_list_for(worker, task_type, &order, self.clock.now(), limit)?)
+    }
+
+    /// `worker` hands in `item`.
+    pub fn submit(&self, worker: &str, item: &ExecutionKey) -> Result<()> {
+        self.finish(worker, item, Finish::Submit)
+    }
+
+    /// `worker` declines `item` for good.
+    pub fn skip(&self, worker: &str, item: &ExecutionKey) -> Result<()> {
+        self.finish(worker, item, Finish::Skip)
+    }
+
+    /// `worker` gives `item` back; it is hidden from them for `hide_for`.
+    pub fn give_back(&self, worker: &str, item: &ExecutionKey) -> Result<()> {
+        self.finish(worker, item, Finish::Return)
+    }
+
+    fn finish(&self, worker: &str, item: &ExecutionKey, how: Finish) -> Result<()> {
+        let now = self.clock.now();
+        let hidden_until = now + chrono(self.config.hide_for);
+        if self
+            .store
+            .assignment_finish(item, worker, how, now, hidden_until)?
+        {
+            Ok(())
+        } else {
+            Err(queue_error(
+                item,
+                format!("worker {worker:?} holds no accepted assignment on it"),
+            ))
+        }
+    }
+
+    /// Abandons every ACCEPTED assignment whose deadline has passed, releasing its item.
+    /// Returns how many were abandoned.
+    pub fn abandon_expired(&self) -> Result<u64> {
+        let now = self.clock.now();
+        let hidden_until = now + chrono(self.config.hide_for);
+        let mut abandoned = 0;
+        for a in self.store.assignment_expired(now)? {
+            if self.store.assignment_finish(
+                &a.key,
+                &a.worker,
+                Finish::Abandon,
+                now,
+                hidden_until,
+            )? {
+                abandoned += 1;
+            }
+        }
+        Ok(abandoned)
+    }
+
+    /// Raises `max_assignments` of `item` by `n` (adjudication "2+1").
+    pub fn extend(&self, item: &ExecutionKey, n: i32) -> Result<()> {
+        if n < 1 {
+            return Err(DocketError::InvalidConfig(format!(
+                "extend by at least 1, got {n}"
+            )));
+        }
+        if self.store.item_extend(item, n)? {
+            Ok(())
+        } else {
+            Err(queue_error(item, "no such work-queue item".to_owned()))
+        }
+    }
+
+    /// One item.
+    pub fn item(&self, item: &ExecutionKey) -> Result<Option<Item>> {
+        Ok(self.store.item_get(item)?)
+    }
+
+    /// The assignments of an item, by worker.
+    pub fn assignments(&self, item: &ExecutionKey) -> Result<Vec<Assignment>> {
+        Ok(self.store.assignment_list(item)?)
+    }
+}
+
+/// Truncates to whole milliseconds (record dates travel as ISO-8601 with milliseconds).
+pub fn to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.duration_trunc(TimeDelta::milliseconds(1)).unwrap_or(t)
+}
+
+/// Normalizes attributes for the custom keys of `order`, so every backend compares them the
+/// same way in SQL: text keys become JSON strings, number keys JSON numbers (numeric strings
+/// are converted), timestamp keys UTC strings `YYYY-MM-DDThh:mm:ss.ffffffZ` (text order = time
+/// order). JSON `null` is dropped (missing). On failure returns the attribute and the reason.
+pub fn normalize_attributes(
+    order: &PrimaryOrder,
+    attributes: &mut Map<String, Json>,
+) -> std::result::Result<(), (String, String)> {
+    attributes.retain(|_, v| !v.is_null());
+    let PrimaryOrder::Custom(keys) = order else {
+        return Ok(());
+    };
+    for key in keys {
+        let name = key.attribute.as_str();
+        let Some(value) = attributes.get_mut(name) else {
+            continue;
+        };
+        let fail = |reason: &str| (name.to_owned(), reason.to_owned());
+        *value = match (key.kind, &*value) {
+            (KeyType::Text, Json::String(_)) => continue,
+            (KeyType::Text, Json::Number(n)) => Json::String(n.to_string()),
+            (KeyType::Text, Json::Bool(b)) => Json::String(b.to_string()),
+            (KeyType::Number, Json::Number(_)) => continue,
+            (KeyType::Number, Json::String(s)) => s
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite())
+                .and_then(serde_json::Number::from_f64)
+                .map(|n| match s.trim().parse::<i64>() {
+                    Ok(i) => Json::from(i),
+                    Err(_) => Json::Number(n),
+                })
+                .ok_or_else(|| fail("not a number"))?,
+            (KeyType::Timestamp, Json::String(s)) => {
+                let t = parse_record_date(s).map_err(|e| fail(&e))?;
+                Json::String(t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+            }
+            (KeyType::Text, _) => return Err(fail("not a text value")),
+            (KeyType::Number, _) => return Err(fail("not a number")),
+            (KeyType::Timestamp, _) => return Err(fail("not a timestamp string")),
+        };
+    }
+    Ok(())
+}
