@@ -390,3 +390,24 @@ pub fn queue_needs_its_migrations(h: &dyn Harness, t: Toggle) {
     assert!(q.item(&key("new")).unwrap().is_none());
     assert!(q.enqueue(&batch(0, records(&["zero"]))).is_err());
 }
+
+/// Items share the table with executions, but their task types are not unknown tasks: a
+/// scheduler on the same table neither reports them nor deletes them, however old.
+pub fn queue_items_are_not_unknown_tasks(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    q.enqueue(&batch(1, records(&["old"]))).unwrap();
+    let scheduler = ctx.build(
+        "s1",
+        docket_core::PollingStrategy::fetch(),
+        vec![super::counting_task(super::WORK).0],
+    );
+    ctx.clock.advance(Duration::days(30));
+    assert!(scheduler.check_unresolved().unwrap().is_empty());
+    assert!(q.item(&key("old")).unwrap().is_some(), "item kept");
+    assert_eq!(
+        scheduler.run_due().unwrap(),
+        0,
+        "items are not executions to run"
+    );
+}
