@@ -64,6 +64,17 @@ macro_rules! compat_cases {
             end_to_end_fetch,
             end_to_end_lock_and_fetch,
             client_wakes_scheduler,
+            basic_flow,
+            gateway_flow,
+            adjudication_flow,
+            queue_priority_composes_in_front,
+            queue_fifo_by_record_date_then_order,
+            queue_concurrent_workers_never_share_items,
+            queue_returned_and_abandoned_hide_until_deadline,
+            queue_custom_order_two_keys,
+            queue_extend_allows_a_third_assignment,
+            queue_needs_its_migrations,
+            queue_items_are_not_unknown_tasks,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

@@ -6,6 +6,7 @@ mod crud;
 mod end_to_end;
 mod lifecycle;
 mod ordering;
+mod queue;
 mod schema;
 
 pub use claims::*;
@@ -13,6 +14,7 @@ pub use crud::*;
 pub use end_to_end::*;
 pub use lifecycle::*;
 pub use ordering::*;
+pub use queue::*;
 pub use schema::*;
 
 use docket_core::store::{DueParams, Execution};

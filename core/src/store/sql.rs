@@ -500,7 +500,9 @@ impl<C: SqlConnector> Store for SqlStore<C> {
     }
 
     fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError> {
-        let stmt = self.statements.unresolved_names(known);
+        let stmt = self
+            .statements
+            .unresolved_names(known, self.has_column("max_assignments")?);
         self.connector.with_session(&mut |s| s.query_strings(&stmt))
     }
 
@@ -509,7 +511,10 @@ impl<C: SqlConnector> Store for SqlStore<C> {
         known: &[String],
         before: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
-        self.execute(self.statements.delete_unresolved(known, before))
+        // Asked each time (this runs rarely): a table migrated to the work queue while a
+        // scheduler runs must never lose items to the unknown-task clean-up.
+        let items = self.has_column("max_assignments")?;
+        self.execute(self.statements.delete_unresolved(known, before, items))
     }
 
     fn check_queue_schema(&self) -> Result<(), StoreError> {

@@ -1,0 +1,413 @@
+//! The work queue (SPEC section 5): the three acceptance flows on a manual clock, concurrent
+//! workers, hiding rules, custom ordering, extend, and the migrations it needs.
+
+use crate::harness::{Ctx, Harness, Toggle};
+use chrono::Duration;
+use docket_core::queue::{AssignmentStatus, Batch, Item, QueueConfig, Record};
+use docket_core::store::StoreConfig;
+use docket_core::{
+    CustomKey, Direction, DocketError, ExecutionKey, KeyType, PrimaryOrder, StoreError, WorkQueue,
+};
+use serde_json::json;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration as StdDuration;
+
+const TASK: &str = "review";
+
+/// Lease and hide periods of the queues under test.
+const LEASE: StdDuration = StdDuration::from_secs(60);
+const HIDE: StdDuration = StdDuration::from_secs(120);
+
+fn config() -> QueueConfig {
+    QueueConfig {
+        lease: LEASE,
+        hide_for: HIDE,
+        ..QueueConfig::default()
+    }
+}
+
+fn queue(ctx: &Ctx, config: QueueConfig) -> WorkQueue {
+    WorkQueue::with_clock(Arc::clone(&ctx.store), Arc::new(ctx.clock.clone()), config)
+        .expect("work-queue schema is migrated")
+}
+
+fn batch(max_assignments: i32, records: Vec<Record>) -> Batch {
+    Batch {
+        task_type: TASK.to_owned(),
+        max_assignments,
+        records,
+    }
+}
+
+fn records(ids: &[&str]) -> Vec<Record> {
+    ids.iter().map(|id| Record::new(*id)).collect()
+}
+
+fn key(id: &str) -> ExecutionKey {
+    ExecutionKey::new(TASK, id)
+}
+
+fn ids(items: &[Item]) -> Vec<String> {
+    items.iter().map(|i| i.key.task_instance.clone()).collect()
+}
+
+fn sees(q: &WorkQueue, worker: &str) -> Vec<String> {
+    ids(&q.list_for(worker, TASK, 100).expect("list_for runs"))
+}
+
+fn take(q: &WorkQueue, worker: &str) -> String {
+    let item = q.next_for(worker, TASK).expect("next_for runs");
+    item.unwrap_or_else(|| panic!("{worker} gets an item"))
+        .key
+        .task_instance
+}
+
+fn advance(ctx: &Ctx, d: StdDuration) {
+    ctx.clock
+        .advance(Duration::from_std(d).expect("small duration"));
+}
+
+/// Basic: five records of one batch, same date: record1..record5.
+pub fn basic_flow(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    let names = ["record1", "record2", "record3", "record4", "record5"];
+    assert_eq!(q.enqueue(&batch(1, records(&names))).unwrap(), 5);
+    assert_eq!(sees(&q, "w1"), names);
+    let first = q.next_for("w1", TASK).unwrap().expect("an item");
+    assert_eq!(first.key, key("record1"));
+    assert_eq!((first.record.order, first.record.date), (1, Ctx::t0()));
+    assert_eq!((first.assignments, first.max_assignments), (1, 1));
+    assert_eq!(first.held_by.as_deref(), Some("w1"));
+    assert_eq!(sees(&q, "w2"), &names[1..]);
+}
+
+/// Gateway: records 1,3,5 arrive after 10, 20, 30 s; 2 and 4 after 30 and 60 s.
+pub fn gateway_flow(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    let arrivals = [10, 30, 20, 60, 30];
+    let recs = arrivals
+        .iter()
+        .enumerate()
+        .map(|(i, secs)| Record {
+            arrives_after: Some(StdDuration::from_secs(*secs)),
+            ..Record::new(format!("{}", i + 1))
+        })
+        .collect();
+    q.enqueue(&batch(1, recs)).unwrap();
+    assert!(sees(&q, "w").is_empty());
+    for (at, expected) in [
+        (20, vec!["1", "3"]),
+        (30, vec!["1", "2", "3", "5"]),
+        (60, vec!["1", "2", "3", "4", "5"]),
+    ] {
+        ctx.clock.set(Ctx::t0() + Duration::seconds(at));
+        assert_eq!(sees(&q, "w"), expected, "at {at} s");
+    }
+}
+
+/// Adjudication (max 2): the SPEC's sequence, then both workers drain the queue; every item
+/// ends with exactly two submissions by two workers.
+pub fn adjudication_flow(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    q.enqueue(&batch(2, records(&["1", "2", "3", "4", "5"])))
+        .unwrap();
+    assert_eq!(sees(&q, "w1"), ["1", "2", "3", "4", "5"]);
+    assert_eq!(take(&q, "w1"), "1");
+    assert_eq!(sees(&q, "w2"), ["2", "3", "4", "5"]);
+    assert_eq!(take(&q, "w2"), "2");
+    q.submit("w1", &key("1")).unwrap();
+    assert_eq!(sees(&q, "w1"), ["3", "4", "5"]);
+    assert_eq!(take(&q, "w1"), "3");
+    q.submit("w2", &key("2")).unwrap();
+    assert_eq!(sees(&q, "w1"), ["2", "4", "5"]);
+    assert_eq!(sees(&q, "w2"), ["1", "4", "5"]);
+    q.submit("w1", &key("3")).unwrap();
+    for worker in ["w1", "w2"].iter().cycle().take(20) {
+        if let Some(item) = q.next_for(worker, TASK).unwrap() {
+            q.submit(worker, &item.key).unwrap();
+        }
+    }
+    for id in ["1", "2", "3", "4", "5"] {
+        let a = q.assignments(&key(id)).unwrap();
+        let done: Vec<_> = a.iter().map(|a| (a.worker.as_str(), a.status)).collect();
+        assert_eq!(
+            done,
+            [
+                ("w1", AssignmentStatus::Submitted),
+                ("w2", AssignmentStatus::Submitted)
+            ],
+            "item {id}"
+        );
+        let item = q.item(&key(id)).unwrap().expect("item exists");
+        assert_eq!((item.assignments, item.held_by), (2, None));
+    }
+    assert!(q.next_for("w3", TASK).unwrap().is_none(), "all items full");
+}
+
+/// Priority composes in front of FIFO when on; off, FIFO alone decides.
+pub fn queue_priority_composes_in_front(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    let prio = [None, Some(1), Some(9), None, Some(5)];
+    let recs = prio
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Record {
+            priority: *p,
+            ..Record::new(format!("r{}", i + 1))
+        })
+        .collect();
+    q.enqueue(&batch(1, recs)).unwrap();
+    let expected = match t {
+        Toggle::On => ["r3", "r5", "r2", "r1", "r4"],
+        Toggle::Off => ["r1", "r2", "r3", "r4", "r5"],
+    };
+    assert_eq!(sees(&q, "w"), expected);
+    assert_eq!(take(&q, "w"), expected[0]);
+}
+
+/// FIFO is by record date first, then record order; a missing date is the batch start.
+pub fn queue_fifo_by_record_date_then_order(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    let date = |s: &str| Some(docket_core::queue::parse_record_date(s).unwrap());
+    let recs = vec![
+        Record {
+            record_date: date("2026-06-02T00:00:00"),
+            ..Record::new("late")
+        },
+        Record::new("undated-2"),
+        Record {
+            record_date: date("2020-03-11T10:15:55.935"),
+            ..Record::new("early")
+        },
+        Record::new("undated-4"),
+    ];
+    q.enqueue(&batch(1, recs)).unwrap();
+    // Batch start (t0 = 2026-06-01T12:00) lies between the two dates.
+    assert_eq!(sees(&q, "w"), ["early", "undated-2", "undated-4", "late"]);
+    let early = q.item(&key("early")).unwrap().unwrap();
+    assert_eq!(
+        serde_json::to_value(early.record).unwrap(),
+        json!({"hitOrder": 3, "hitOrderDate": "2020-03-11T10:15:55.935"})
+    );
+}
+
+/// Many workers call `next_for` at once: no item is ever held by two, none passes
+/// `max_assignments`, and every item ends with exactly `max` submissions by distinct workers.
+pub fn queue_concurrent_workers_never_share_items(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    let n = 30;
+    let ids: Vec<String> = (1..=n).map(|i| format!("i{i:02}")).collect();
+    let recs = ids.iter().map(Record::new).collect();
+    q.enqueue(&batch(2, recs)).unwrap();
+    let held = Mutex::new(HashSet::new());
+    let claims = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for w in 0..6 {
+            let (q, held, claims) = (&q, &held, &claims);
+            s.spawn(move || {
+                let worker = format!("w{w}");
+                while let Some(item) = q.next_for(&worker, TASK).expect("next_for runs") {
+                    let id = item.key.task_instance.clone();
+                    assert!(
+                        held.lock().unwrap().insert(id.clone()),
+                        "{id} handed to {worker} while held"
+                    );
+                    claims.lock().unwrap().push((id.clone(), worker.clone()));
+                    held.lock().unwrap().remove(&id);
+                    q.submit(&worker, &item.key).expect("submit");
+                }
+            });
+        }
+    });
+    let claims = claims.into_inner().unwrap();
+    assert_eq!(claims.len(), 2 * n, "every item taken exactly twice");
+    let mut per_item: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for (id, worker) in &claims {
+        assert!(
+            per_item.entry(id).or_default().insert(worker),
+            "{worker} took {id} twice"
+        );
+    }
+    for id in &ids {
+        let item = q.item(&key(id)).unwrap().unwrap();
+        assert_eq!((item.assignments, item.max_assignments), (2, 2), "{id}");
+        let submitted = q.assignments(&key(id)).unwrap();
+        assert_eq!(submitted.len(), 2, "{id}");
+        assert!(submitted
+            .iter()
+            .all(|a| a.status == AssignmentStatus::Submitted));
+    }
+}
+
+/// RETURNED and ABANDONED hide an item from that worker only until the deadline; SKIPPED for
+/// good; others see it at once. Finishing an assignment one does not hold is a typed error.
+pub fn queue_returned_and_abandoned_hide_until_deadline(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    q.enqueue(&batch(1, records(&["a", "b"]))).unwrap();
+
+    assert_eq!(take(&q, "w1"), "a");
+    assert!(matches!(
+        q.submit("w2", &key("a")),
+        Err(DocketError::Queue { .. })
+    ));
+    q.give_back("w1", &key("a")).unwrap();
+    assert_eq!(sees(&q, "w1"), ["b"]);
+    assert_eq!(sees(&q, "w2"), ["a", "b"]);
+    advance(&ctx, HIDE - StdDuration::from_secs(1));
+    assert_eq!(
+        sees(&q, "w1"),
+        ["b"],
+        "still hidden just before the deadline"
+    );
+    advance(&ctx, StdDuration::from_secs(1));
+    assert_eq!(sees(&q, "w1"), ["a", "b"], "visible again at the deadline");
+
+    // Abandon: the lease passes while accepted.
+    assert_eq!(take(&q, "w1"), "a");
+    assert_eq!(q.abandon_expired().unwrap(), 0, "lease not over yet");
+    advance(&ctx, LEASE);
+    assert_eq!(q.abandon_expired().unwrap(), 1);
+    let a = q.assignments(&key("a")).unwrap();
+    assert_eq!(a[0].status, AssignmentStatus::Abandoned);
+    assert!(
+        q.submit("w1", &key("a")).is_err(),
+        "abandoned cannot submit"
+    );
+    assert_eq!(sees(&q, "w1"), ["b"]);
+    assert_eq!(sees(&q, "w2"), ["a", "b"]);
+    advance(&ctx, HIDE);
+    assert_eq!(sees(&q, "w1"), ["a", "b"]);
+
+    // Skip: hidden from that worker for good.
+    assert_eq!(take(&q, "w1"), "a");
+    q.skip("w1", &key("a")).unwrap();
+    advance(&ctx, HIDE * 10);
+    assert_eq!(sees(&q, "w1"), ["b"]);
+    assert_eq!(take(&q, "w2"), "a");
+}
+
+/// Custom order by two keys (text ascending by code point, number descending), missing last.
+pub fn queue_custom_order_two_keys(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let keys = vec![
+        CustomKey::new("team", KeyType::Text, Direction::Asc).unwrap(),
+        CustomKey::new("score", KeyType::Number, Direction::Desc).unwrap(),
+    ];
+    let mut cfg = config();
+    cfg.orders
+        .insert(TASK.to_owned(), PrimaryOrder::Custom(keys));
+    let q = queue(&ctx, cfg);
+    let rows = [
+        ("no-team", json!({"score": 99})),
+        ("a-9", json!({"team": "a", "score": "9"})),
+        ("b-1", json!({"team": "b", "score": 1})),
+        ("a-none", json!({"team": "a"})),
+        ("a-10", json!({"team": "a", "score": "10"})),
+        ("B-0", json!({"team": "B", "score": 0.5})),
+        ("nothing", json!({})),
+        ("a-minus", json!({"team": "a", "score": -2.5})),
+    ];
+    let recs = rows
+        .iter()
+        .map(|(id, attrs)| Record {
+            attributes: attrs.as_object().cloned().unwrap_or_default(),
+            ..Record::new(*id)
+        })
+        .collect();
+    q.enqueue(&batch(1, recs)).unwrap();
+    let expected = [
+        "B-0", "a-10", "a-9", "a-minus", "a-none", "b-1", "no-team", "nothing",
+    ];
+    let seen = sees(&q, "w");
+    // The last two tie (both lack team; one lacks score): only their set is specified.
+    assert_eq!(seen[..6], expected[..6]);
+    assert_eq!(seen[6..].iter().collect::<HashSet<_>>().len(), 2);
+    assert_eq!(take(&q, "w"), "B-0");
+
+    let bad = Record {
+        attributes: json!({"score": "lots"}).as_object().cloned().unwrap(),
+        ..Record::new("bad")
+    };
+    let err = q
+        .enqueue(&batch(1, vec![Record::new("ok"), bad]))
+        .unwrap_err();
+    assert!(matches!(err, DocketError::InvalidItem { .. }), "{err}");
+    assert!(
+        q.item(&key("ok")).unwrap().is_none(),
+        "nothing of the batch"
+    );
+}
+
+/// `extend` raises `max_assignments`: the "2+1" third assignment.
+pub fn queue_extend_allows_a_third_assignment(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    q.enqueue(&batch(2, records(&["x"]))).unwrap();
+    for w in ["w1", "w2"] {
+        assert_eq!(take(&q, w), "x");
+        q.submit(w, &key("x")).unwrap();
+    }
+    assert!(sees(&q, "w3").is_empty());
+    q.extend(&key("x"), 1).unwrap();
+    assert_eq!(sees(&q, "w3"), ["x"]);
+    assert_eq!(take(&q, "w3"), "x");
+    assert!(q.next_for("w4", TASK).unwrap().is_none());
+    assert!(q.extend(&key("missing"), 1).is_err());
+    assert!(q.extend(&key("x"), 0).is_err());
+    let item = q.item(&key("x")).unwrap().unwrap();
+    assert_eq!((item.assignments, item.max_assignments), (3, 3));
+}
+
+/// Without migrations 0003/0004 the queue refuses to start, naming the migration; a batch with
+/// a duplicate id inserts nothing.
+pub fn queue_needs_its_migrations(h: &dyn Harness, t: Toggle) {
+    let config = StoreConfig::with_priority(t.on());
+    for (up_to, missing) in [
+        ("0002_priority", "0003_ordering"),
+        ("0003_ordering", "0004_work_queue"),
+    ] {
+        let space = h.space();
+        space.migrate(&config, Some(up_to));
+        let err =
+            WorkQueue::new(space.store(config.clone(), None), QueueConfig::default()).unwrap_err();
+        assert!(
+            matches!(&err, DocketError::Store(StoreError::MissingMigration { name, .. }) if *name == missing),
+            "{up_to}: {err}"
+        );
+    }
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, QueueConfig::default());
+    q.enqueue(&batch(1, records(&["dup"]))).unwrap();
+    assert!(q.enqueue(&batch(1, records(&["new", "dup"]))).is_err());
+    assert!(q.item(&key("new")).unwrap().is_none());
+    assert!(q.enqueue(&batch(0, records(&["zero"]))).is_err());
+}
+
+/// Items share the table with executions, but their task types are not unknown tasks: a
+/// scheduler on the same table neither reports them nor deletes them, however old.
+pub fn queue_items_are_not_unknown_tasks(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    q.enqueue(&batch(1, records(&["old"]))).unwrap();
+    let scheduler = ctx.build(
+        "s1",
+        docket_core::PollingStrategy::fetch(),
+        vec![super::counting_task(super::WORK).0],
+    );
+    ctx.clock.advance(Duration::days(30));
+    assert!(scheduler.check_unresolved().unwrap().is_empty());
+    assert!(q.item(&key("old")).unwrap().is_some(), "item kept");
+    assert_eq!(
+        scheduler.run_due().unwrap(),
+        0,
+        "items are not executions to run"
+    );
+}
