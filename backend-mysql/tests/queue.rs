@@ -2,7 +2,6 @@
 //! database; the test creates and drops its own), else `mysql://root@127.0.0.1:3306`. Skipped,
 //! with a message, when no server answers.
 
-#[path = "queue_common.rs"]
 mod common;
 
 use diesel::connection::SimpleConnection;

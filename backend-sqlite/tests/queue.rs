@@ -1,6 +1,5 @@
 //! The work queue on a SQLite file, both priority toggles.
 
-#[path = "queue_common.rs"]
 mod common;
 
 use docket_core::StoreConfig;

@@ -1,5 +1,6 @@
-// The same scenario in docket-mysql and docket-sqlite (`#[path]`-included by their tests). Drives `WorkQueue` through enqueue, next_for,
-// submit, give back and a custom order, on a store migrated to the latest version.
+//! The same scenario in docket-mysql and docket-sqlite (`tests/common` of each): drives
+//! `WorkQueue` through enqueue, next_for, submit, give back, abandon, extend and a custom order,
+//! on a store migrated to the latest version.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use docket_core::queue::{AssignmentStatus, Batch, Record};
@@ -10,7 +11,7 @@ use docket_core::{
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-pub fn t0() -> DateTime<Utc> {
+fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap()
 }
 
@@ -53,9 +54,18 @@ pub fn scenario(store: Arc<dyn Store>) {
     // FIFO: record date, then record order (position in the batch).
     let mut late = Record::new("r0");
     late.record_date = Some(t0() + Duration::hours(1));
-    let records = vec![late, Record::new("r1"), Record::new("r2"), Record::new("r3")];
+    let records = vec![
+        late,
+        Record::new("r1"),
+        Record::new("r2"),
+        Record::new("r3"),
+    ];
     assert_eq!(q.enqueue(&batch("review", 2, records)).unwrap(), 4);
-    let next = |w: &str| q.next_for(w, "review").unwrap().map(|i| i.key.task_instance);
+    let next = |w: &str| {
+        q.next_for(w, "review")
+            .unwrap()
+            .map(|i| i.key.task_instance)
+    };
     assert_eq!(next("w1").as_deref(), Some("r1"));
     assert_eq!(next("w1").as_deref(), Some("r2"));
     assert_eq!(next("w2").as_deref(), Some("r3"));
@@ -86,7 +96,11 @@ pub fn scenario(store: Arc<dyn Store>) {
     clock.advance(Duration::hours(1));
     assert_eq!(q.abandon_expired().unwrap(), 3, "r2 (w1), r0 (w3), r3 (w5)");
     q.extend(&key("review", "r1"), 1).unwrap();
-    assert_eq!(next("w6").as_deref(), Some("r1"), "extended: room for one more");
+    assert_eq!(
+        next("w6").as_deref(),
+        Some("r1"),
+        "extended: room for one more"
+    );
 
     // Custom order: team ascending (code point order), score descending, missing last.
     let rec = |id: &str, v: Value| Record {
@@ -113,6 +127,20 @@ pub fn scenario(store: Arc<dyn Store>) {
         ["h", "j", "k", "c", "b", "e", "g", "f", "a", "i", "d"],
         "B < a < a\\t < a  < b < é; within a: 2^53 + 1, 2^53 (exact), 10, 2.5, missing"
     );
-    assert_eq!(q.next_for("x", "ranked").unwrap().unwrap().key.task_instance, "h");
-    assert_eq!(q.next_for("y", "ranked").unwrap().unwrap().key.task_instance, "j");
+    assert_eq!(
+        q.next_for("x", "ranked")
+            .unwrap()
+            .unwrap()
+            .key
+            .task_instance,
+        "h"
+    );
+    assert_eq!(
+        q.next_for("y", "ranked")
+            .unwrap()
+            .unwrap()
+            .key
+            .task_instance,
+        "j"
+    );
 }
