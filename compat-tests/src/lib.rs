@@ -75,6 +75,7 @@ macro_rules! compat_cases {
             queue_extend_allows_a_third_assignment,
             queue_needs_its_migrations,
             queue_items_are_not_unknown_tasks,
+            queue_hostile_input_is_data,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

@@ -276,7 +276,11 @@ fn queue_statements() {
                 .into_iter()
                 .map(|(name, r)| format!("-- {name} ({} binds)\n{}\n\n", r.binds.len(), r.sql))
                 .collect();
-            let toggle = if priority { "priority_on" } else { "priority_off" };
+            let toggle = if priority {
+                "priority_on"
+            } else {
+                "priority_off"
+            };
             insta::assert_snapshot!(format!("queue_{}__{toggle}", dialect.name()), text);
         }
     }
