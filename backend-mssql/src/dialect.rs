@@ -33,6 +33,7 @@ impl Dialect for MssqlDialect {
             // CREATE/ALTER TABLE and CREATE INDEX take part in transactions.
             transactional_ddl: true,
             work_queue: false,
+            claim_locks_examined_rows: true,
         }
     }
 

@@ -108,6 +108,7 @@ impl Dialect for MysqlDialect {
             // DDL commits implicitly.
             transactional_ddl: false,
             work_queue: true,
+            claim_locks_examined_rows: true,
         }
     }
 

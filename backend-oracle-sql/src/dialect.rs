@@ -38,6 +38,7 @@ impl Dialect for OracleDialect {
             // DDL commits implicitly.
             transactional_ddl: false,
             work_queue: false,
+            claim_locks_examined_rows: true,
         }
     }
 

@@ -19,6 +19,7 @@ impl Dialect for PgDialect {
             lock_and_fetch: Some(LockAndFetch::UpdateReturning),
             transactional_ddl: true,
             work_queue: true,
+            claim_locks_examined_rows: false,
         }
     }
 

@@ -26,6 +26,7 @@ impl Dialect for SqliteDialect {
             // CREATE/ALTER/DROP take part in transactions: a failed migration leaves nothing.
             transactional_ddl: true,
             work_queue: true,
+            claim_locks_examined_rows: false,
         }
     }
 

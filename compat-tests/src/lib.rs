@@ -76,6 +76,7 @@ macro_rules! compat_cases {
             queue_needs_its_migrations,
             queue_items_are_not_unknown_tasks,
             queue_hostile_input_is_data,
+            queue_concurrent_next_for_never_starves,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

@@ -150,6 +150,7 @@ mod tests {
                 lock_and_fetch: None,
                 transactional_ddl: false,
                 work_queue: false,
+                claim_locks_examined_rows: false,
             }
         }
     }

@@ -35,6 +35,11 @@ pub struct Capabilities {
     pub lock_and_fetch: Option<LockAndFetch>,
     /// Transactional DDL (a failed migration leaves nothing behind).
     pub transactional_ddl: bool,
+    /// A locking read locks every row it examines, not only the rows it returns (InnoDB: for a
+    /// sort, every eligible row), so `next_for` reads its candidates without locks first and
+    /// then locks one by key. False where only returned rows are locked (PostgreSQL) or the
+    /// write transaction is the lock (SQLite).
+    pub claim_locks_examined_rows: bool,
     /// Runs the work queue (ships migrations `0003_ordering` and `0004_work_queue` and decodes
     /// items). SQL Server and Oracle do not yet.
     pub work_queue: bool,

@@ -37,6 +37,8 @@ pub struct ForWorker<'a> {
     pub order: &'a PrimaryOrder,
     /// The clock's now.
     pub now: DateTime<Utc>,
+    /// Only this item (to lock one candidate by key).
+    pub key: Option<&'a ExecutionKey>,
 }
 
 impl Statements<'_> {
@@ -125,8 +127,12 @@ impl Statements<'_> {
             .push(" AND i.assignable = ")
             .bind(true)
             .push(" AND i.execution_time <= ")
-            .bind(q.now)
-            .push(" AND NOT EXISTS (SELECT 1 FROM ")
+            .bind(q.now);
+        if let Some(key) = q.key {
+            w.push(" AND i.task_instance = ")
+                .bind(key.task_instance.as_str());
+        }
+        w.push(" AND NOT EXISTS (SELECT 1 FROM ")
             .table(&self.table().assignments())
             .push(" a WHERE a.task_name = i.task_name AND a.task_instance = i.task_instance")
             .push(" AND a.worker = ")
@@ -330,6 +336,7 @@ impl Statements<'_> {
             task_type: "review",
             order: &PrimaryOrder::Fifo,
             now,
+            key: None,
         };
         let by_custom = ForWorker {
             order: &custom,
@@ -356,6 +363,17 @@ impl Statements<'_> {
                 self.item_eligible(&by_custom, Some(1), true),
             ),
             ("item_list_fifo", self.item_eligible(&fifo, Some(10), false)),
+            (
+                "item_lock_one",
+                self.item_eligible(
+                    &ForWorker {
+                        key: Some(&key),
+                        ..by_custom
+                    },
+                    Some(1),
+                    true,
+                ),
+            ),
             ("item_claim", self.item_claim(&key, "w1")),
             ("item_release", self.item_release(&key, "w1", true)),
             ("item_extend", self.item_extend(&key, 1)),

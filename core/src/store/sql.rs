@@ -7,6 +7,13 @@ use crate::dialect::{Dialect, Level, LockAndFetch, Rendered, Statements};
 use crate::queue::{MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 use std::sync::{Mutex, MutexGuard};
 
+/// Candidates a two-phase `next_for` reads per round (see `Capabilities::claim_locks_examined_rows`).
+const CANDIDATES: i64 = 8;
+
+/// Rounds of candidates a two-phase `next_for` tries before it gives up (each failed round
+/// means other workers claimed or locked every candidate meanwhile).
+const MAX_CANDIDATE_ROUNDS: usize = 100;
+
 /// Most distinct priority levels probed one at a time (see `SqlStore::by_level`).
 pub const MAX_PROBED_LEVELS: usize = 64;
 
@@ -359,6 +366,29 @@ impl<C: SqlConnector> SqlStore<C> {
             .with_session(&mut |s| s.query_assignments(&stmt))
     }
 
+    /// In one transaction: locks the first row `select` returns and claims it for `q.worker`,
+    /// replacing the worker's old assignment on it by an ACCEPTED one until `deadline`.
+    fn claim_first(
+        &self,
+        select: &Rendered,
+        q: &ForWorker<'_>,
+        deadline: DateTime<Utc>,
+    ) -> Result<Option<Item>, StoreError> {
+        let st = &self.statements;
+        self.connector.in_transaction(&mut |s| {
+            let Some(mut item) = s.query_items(select)?.into_iter().next() else {
+                return Ok(None);
+            };
+            Self::one_row(s, &st.item_claim(&item.key, q.worker), "claiming the item")?;
+            s.execute(&st.assignment_delete(&item.key, q.worker))?;
+            let insert = st.assignment_insert(&item.key, q.worker, q.now, deadline);
+            Self::one_row(s, &insert, "recording the assignment")?;
+            item.assignments += 1;
+            item.held_by = Some(q.worker.to_owned());
+            Ok(Some(item))
+        })
+    }
+
     /// Runs `stmt` in a transaction that must change exactly one row, or fails naming `what`.
     fn one_row(s: &mut dyn SqlSession, stmt: &Rendered, what: &str) -> Result<(), StoreError> {
         match s.execute(stmt)? {
@@ -582,21 +612,41 @@ impl<C: SqlConnector> Store for SqlStore<C> {
             task_type,
             order,
             now,
+            key: None,
         };
-        let select = self.statements.item_eligible(&q, Some(1), true);
-        self.connector.in_transaction(&mut |s| {
-            let Some(mut item) = s.query_items(&select)?.into_iter().next() else {
+        if !self.capabilities().claim_locks_examined_rows {
+            return self.claim_first(
+                &self.statements.item_eligible(&q, Some(1), true),
+                &q,
+                deadline,
+            );
+        }
+        // The database would lock every row its locking read examines (for a sort: every
+        // eligible row), and concurrent claimers would skip them all. Read the candidates in
+        // order without locks, then lock and claim the first that is still eligible, by key.
+        let candidates = self.statements.item_eligible(&q, Some(CANDIDATES), false);
+        for _ in 0..MAX_CANDIDATE_ROUNDS {
+            let found = self.items(candidates.clone())?;
+            if found.is_empty() {
                 return Ok(None);
-            };
-            let st = &self.statements;
-            Self::one_row(s, &st.item_claim(&item.key, worker), "claiming the item")?;
-            s.execute(&st.assignment_delete(&item.key, worker))?;
-            let insert = st.assignment_insert(&item.key, worker, now, deadline);
-            Self::one_row(s, &insert, "recording the assignment")?;
-            item.assignments += 1;
-            item.held_by = Some(worker.to_owned());
-            Ok(Some(item))
-        })
+            }
+            for item in &found {
+                let one = ForWorker {
+                    key: Some(&item.key),
+                    ..q
+                };
+                let lock = self.statements.item_eligible(&one, Some(1), true);
+                if let Some(claimed) = self.claim_first(&lock, &q, deadline)? {
+                    return Ok(Some(claimed));
+                }
+            }
+        }
+        tracing::warn!(
+            worker,
+            task_type,
+            "every candidate was taken by others; none claimed"
+        );
+        Ok(None)
     }
 
     fn item_list_for(
@@ -612,6 +662,7 @@ impl<C: SqlConnector> Store for SqlStore<C> {
             task_type,
             order,
             now,
+            key: None,
         };
         self.items(self.statements.item_eligible(&q, Some(limit), false))
     }
