@@ -32,6 +32,7 @@ impl Dialect for MssqlDialect {
             lock_and_fetch: Some(LockAndFetch::CteUpdateOutput),
             // CREATE/ALTER TABLE and CREATE INDEX take part in transactions.
             transactional_ddl: true,
+            work_queue: false,
         }
     }
 

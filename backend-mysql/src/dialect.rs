@@ -106,6 +106,7 @@ impl Dialect for MysqlDialect {
             lock_and_fetch: Some(LockAndFetch::SelectThenUpdate),
             // DDL commits implicitly.
             transactional_ddl: false,
+            work_queue: true,
         }
     }
 

@@ -37,6 +37,7 @@ impl Dialect for OracleDialect {
             lock_and_fetch: Some(LockAndFetch::SelectThenUpdate),
             // DDL commits implicitly.
             transactional_ddl: false,
+            work_queue: false,
         }
     }
 

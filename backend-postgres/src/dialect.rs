@@ -18,6 +18,7 @@ impl Dialect for PgDialect {
         Capabilities {
             lock_and_fetch: Some(LockAndFetch::UpdateReturning),
             transactional_ddl: true,
+            work_queue: true,
         }
     }
 

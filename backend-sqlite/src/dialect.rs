@@ -24,6 +24,7 @@ impl Dialect for SqliteDialect {
             lock_and_fetch: Some(LockAndFetch::UpdateReturning),
             // CREATE/ALTER/DROP take part in transactions: a failed migration leaves nothing.
             transactional_ddl: true,
+            work_queue: true,
         }
     }
 

@@ -39,6 +39,14 @@ pub enum CliError {
         /// Its migrations.
         known: String,
     },
+    /// An input file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

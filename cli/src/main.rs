@@ -1,5 +1,5 @@
-//! `docket`: migrate, inspect and explain docket tables from a shell, or watch a scheduler run
-//! with `docket demo` (no database needed).
+//! `docket`: migrate, inspect and explain docket tables from a shell, feed the work queue a CSV
+//! file, or watch a scheduler run with `docket demo` (no database needed).
 
 /// `println!` that returns an error instead of panicking when stdout is closed (e.g. piped
 /// into `head`); use in functions returning `Result<_, CliError>`.
@@ -13,6 +13,7 @@ macro_rules! say {
 mod backends;
 mod bench;
 mod demo;
+mod enqueue;
 mod error;
 mod explain;
 mod progress;
@@ -35,8 +36,11 @@ struct Cli {
 enum Command {
     /// Apply pending migrations to a docket table and print the versions applied.
     Migrate(MigrateArgs),
-    /// Show what would be handed out next: due, unpicked executions in hand-out order.
+    /// Show what would be handed out next: due, unpicked executions in hand-out order, or with
+    /// --worker the work-queue items a worker would get.
     Queue(queue::Args),
+    /// Enqueue a CSV file as one batch of work-queue items (all rows or none).
+    Enqueue(enqueue::Args),
     /// Print the SQL a backend's dialect emits (and, with --database-url, the query plan).
     Explain(explain::Args),
     /// Run a real scheduler on an embedded SQLite file and narrate the order of execution.
@@ -117,6 +121,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Migrate(args) => migrate(args),
         Command::Queue(args) => queue::run(args),
+        Command::Enqueue(args) => enqueue::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Demo => demo::run(),
         Command::Bench(args) => bench::run(args),

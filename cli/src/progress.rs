@@ -25,6 +25,18 @@ pub fn bar(len: u64, message: impl Into<String>) -> ProgressBar {
     bar
 }
 
+/// A bar counting `len` bytes of input.
+pub fn bytes(len: u64, message: impl Into<String>) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} [{elapsed}]")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(message.into());
+    bar
+}
+
 /// Runs `f` under a spinner showing `message`, clearing it afterwards.
 pub fn while_running<T>(message: impl Into<String>, f: impl FnOnce() -> T) -> T {
     let bar = spinner(message);

@@ -1,23 +1,30 @@
-//! `docket queue`: the due, unpicked executions in the order they would be handed out.
+//! `docket queue`: the due, unpicked executions in the order they would be handed out, or with
+//! `--worker` the work-queue items a worker would get from `next_for` (nothing is claimed).
 
 use crate::error::CliError;
 use crate::{backends, progress, store_config, Target};
 use chrono::{SecondsFormat, Utc};
+use docket_core::queue::{Item, MAX_WORKER_LEN};
 use docket_core::store::DueParams;
-use docket_core::Execution;
+use docket_core::{Execution, QueueConfig, WorkQueue};
 
 /// Arguments of `docket queue`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
     target: Target,
-    /// Only this task.
+    /// Only this task (with --worker: the task type, required).
     #[arg(long, value_name = "TASK")]
     task: Option<String>,
+    /// List the work-queue items of --task this worker would get, in order, without claiming
+    /// any (needs 0004_work_queue).
+    #[arg(long, value_name = "WORKER", requires = "task", value_parser = parse_worker)]
+    worker: Option<String>,
     /// Show at most this many.
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..))]
     limit: i64,
-    /// Order by priority first, as a scheduler with priority on does (needs 0002_priority).
+    /// Order by priority first, as a scheduler (or work queue) with priority on does (needs
+    /// 0002_priority).
     #[arg(long)]
     priority: bool,
     /// Print JSON instead of a table.
@@ -25,8 +32,24 @@ pub struct Args {
     json: bool,
 }
 
+/// A worker name as the assignments table stores it.
+fn parse_worker(value: &str) -> Result<String, String> {
+    if value.is_empty() {
+        Err("must not be empty".to_owned())
+    } else if value.chars().count() > MAX_WORKER_LEN {
+        Err(format!("longer than {MAX_WORKER_LEN} characters"))
+    } else if value.chars().any(char::is_control) {
+        Err("must not contain control characters".to_owned())
+    } else {
+        Ok(value.to_owned())
+    }
+}
+
 /// Runs `docket queue`.
 pub fn run(args: &Args) -> Result<(), CliError> {
+    if let (Some(worker), Some(task)) = (&args.worker, &args.task) {
+        return run_worker(args, worker, task);
+    }
     let backend = backends::for_url(&args.target.database_url)?;
     let config = store_config(&args.target.table, args.priority);
     let now = Utc::now();
@@ -52,6 +75,22 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         say!("{}", serde_json::to_string_pretty(&to_json(&due))?);
     } else {
         print_table(&due, args.priority, now)?;
+    }
+    Ok(())
+}
+
+/// Prints rows as left-aligned columns.
+fn print_rows<const N: usize>(rows: &[[String; N]]) -> Result<(), CliError> {
+    let widths: Vec<usize> = (0..N)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        say!("{}", cells.join("  ").trim_end());
     }
     Ok(())
 }
@@ -108,17 +147,7 @@ fn print_table(
             e.consecutive_failures.to_string(),
         ]
     }));
-    let widths: Vec<usize> = (0..6)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        say!("{}", cells.join("  ").trim_end());
-    }
+    print_rows(&rows)?;
     let order = if priority {
         "priority (highest first, NULL last), then due time"
     } else {
@@ -126,4 +155,93 @@ fn print_table(
     };
     say!("{} due, in hand-out order: {order}", due.len());
     Ok(())
+}
+
+/// `docket queue --worker W --task T`: what `next_for(W, T)` would hand out, in order.
+fn run_worker(args: &Args, worker: &str, task: &str) -> Result<(), CliError> {
+    let backend = backends::for_url(&args.target.database_url)?;
+    let config = store_config(&args.target.table, args.priority);
+    let now = Utc::now();
+    let items = progress::while_running("reading the work queue", || -> Result<_, CliError> {
+        let store = (backend.connect)(&args.target.database_url, config)?;
+        let queue = WorkQueue::new(store, QueueConfig::default())?;
+        Ok(queue.list_for(worker, task, args.limit)?)
+    })?;
+    if args.json {
+        say!("{}", serde_json::to_string_pretty(&items_json(&items)?)?);
+    } else {
+        print_items(&items, worker, task, args.priority, now)?;
+    }
+    Ok(())
+}
+
+/// The record key's JSON form, `{"hitOrder":1,"hitOrderDate":"2020-03-11T10:15:55.935"}`.
+fn record_json(item: &Item) -> String {
+    format!(
+        r#"{{"hitOrder":{},"hitOrderDate":"{}"}}"#,
+        item.record.order,
+        item.record.date.format("%Y-%m-%dT%H:%M:%S%.3f")
+    )
+}
+
+fn items_json(items: &[Item]) -> Result<serde_json::Value, CliError> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            Ok(serde_json::json!({
+                "position": i + 1,
+                "task_name": item.key.task_name,
+                "item": item.key.task_instance,
+                "record": serde_json::to_value(item.record)?,
+                "arrived": time(item.available_at),
+                "assignments": item.assignments,
+                "max_assignments": item.max_assignments,
+                "attributes": item.attributes()?,
+            }))
+        })
+        .collect()
+}
+
+fn print_items(
+    items: &[Item],
+    worker: &str,
+    task: &str,
+    priority: bool,
+    now: chrono::DateTime<Utc>,
+) -> Result<(), CliError> {
+    if items.is_empty() {
+        say!("nothing of {task} for worker {worker} at {}", time(now));
+        return Ok(());
+    }
+    let header = ["#", "ITEM", "RECORD", "ARRIVED (UTC)", "ASSIGNMENTS"].map(str::to_owned);
+    let mut rows = vec![header];
+    rows.extend(items.iter().enumerate().map(|(i, item)| {
+        [
+            (i + 1).to_string(),
+            item.key.task_instance.clone(),
+            record_json(item),
+            time(item.available_at),
+            format!("{}/{}", item.assignments, item.max_assignments),
+        ]
+    }));
+    print_rows(&rows)?;
+    let order = if priority {
+        "priority (highest first, NULL last), then record date, then record order"
+    } else {
+        "record date, then record order"
+    };
+    say!(
+        "{} for worker {worker}, in hand-out order: {order}",
+        count(items.len(), "item")
+    );
+    Ok(())
+}
+
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }

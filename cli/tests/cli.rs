@@ -5,7 +5,7 @@ use assert_cmd::Command;
 use chrono::{Duration, Utc};
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, PgConnection};
-use docket_core::{SchedulerClient, Store, StoreConfig, TaskDescriptor};
+use docket_core::{QueueConfig, SchedulerClient, Store, StoreConfig, TaskDescriptor, WorkQueue};
 use predicates::prelude::*;
 use predicates::str::contains;
 use std::sync::Arc;
@@ -142,7 +142,7 @@ fn migrate_then_queue(
 #[test]
 fn help_lists_every_command() {
     let help = stdout_of(docket().arg("--help"));
-    for command in ["migrate", "queue", "explain", "demo"] {
+    for command in ["migrate", "queue", "enqueue", "explain", "demo"] {
         assert!(
             help.lines().any(|l| l.trim_start().starts_with(command)),
             "{command} missing from:\n{help}"
@@ -583,4 +583,370 @@ fn postgres_bench_queue_prints_the_summary() {
     ] {
         assert!(out.contains(expected), "{expected}: {out}");
     }
+}
+
+/// Writes a CSV file into `dir`; returns its path.
+fn csv_file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// `docket queue --worker W --task T --json`: the listed items, in order.
+fn worker_queue(url: &str, worker: &str, task: &str) -> Vec<serde_json::Value> {
+    let out = stdout_of(docket().args([
+        "queue",
+        "--database-url",
+        url,
+        "--worker",
+        worker,
+        "--task",
+        task,
+        "--json",
+    ]));
+    serde_json::from_str::<serde_json::Value>(&out)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn item_ids(items: &[serde_json::Value]) -> Vec<String> {
+    items
+        .iter()
+        .map(|i| i["item"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Record dates present sort by date, missing ones are the batch's start time, ties go by
+/// record order (the row).
+const GOOD_CSV: &str = "\
+record_date,text,score
+2020-03-11T10:15:55.935,a,1
+,missing-a,2
+2020-03-11T10:15:55,b,3
+2019-01-01T00:00:00,c,4
+,missing-b,
+2020-03-11T10:15:55.935,\"same date, later row\",6
+2999-01-01T00:00:00,future,7
+";
+
+#[test]
+fn postgres_enqueue_csv_then_list_for_a_worker() {
+    let space = PgSchema::new();
+    let url = space.url();
+    let dir = tempfile::tempdir().unwrap();
+    let good = csv_file(&dir, "good.csv", GOOD_CSV);
+    docket()
+        .args(["migrate", "--database-url", &url])
+        .assert()
+        .success();
+
+    let before = Utc::now();
+    docket()
+        .args([
+            "enqueue",
+            "--database-url",
+            &url,
+            "--task",
+            "label",
+            "--csv",
+            &good,
+            "--batch",
+            "b1",
+            "--max-assignments",
+            "2",
+        ])
+        .assert()
+        .success()
+        .stdout(contains(
+            "enqueued 7 items of task label as batch b1 (max assignments 2)",
+        ));
+    let after = Utc::now();
+
+    let items = worker_queue(&url, "w1", "label");
+    assert_eq!(
+        item_ids(&items),
+        ["b1/4", "b1/3", "b1/1", "b1/6", "b1/2", "b1/5", "b1/7"]
+    );
+    assert_eq!(
+        items[0]["record"],
+        serde_json::json!({"hitOrder": 4, "hitOrderDate": "2019-01-01T00:00:00.000"})
+    );
+    assert_eq!(items[3]["attributes"]["text"], "same date, later row");
+    assert_eq!(
+        items[5]["attributes"],
+        serde_json::json!({"text": "missing-b"})
+    );
+    // A missing record date is the batch's start time.
+    let start = items[4]["record"]["hitOrderDate"].as_str().unwrap();
+    let start = docket_core::queue::parse_record_date(start).unwrap();
+    assert!(
+        before - Duration::milliseconds(1) <= start && start <= after,
+        "{start}"
+    );
+    assert_eq!(
+        items[4]["record"]["hitOrderDate"],
+        items[5]["record"]["hitOrderDate"]
+    );
+    assert_eq!(
+        (
+            &items[4]["record"]["hitOrder"],
+            &items[5]["record"]["hitOrder"]
+        ),
+        (&2.into(), &5.into())
+    );
+    assert!(items
+        .iter()
+        .all(|i| i["assignments"] == 0 && i["max_assignments"] == 2));
+
+    let table = stdout_of(docket().args([
+        "queue",
+        "--database-url",
+        &url,
+        "--worker",
+        "w1",
+        "--task",
+        "label",
+        "--limit",
+        "3",
+    ]));
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(
+        lines[0].starts_with('#')
+            && lines[0].contains("RECORD")
+            && lines[0].contains("ASSIGNMENTS"),
+        "{table}"
+    );
+    assert!(
+        lines[1].contains("b1/4")
+            && lines[1].contains(r#"{"hitOrder":4,"hitOrderDate":"2019-01-01T00:00:00.000"}"#)
+            && lines[1].ends_with("0/2"),
+        "{table}"
+    );
+    assert!(lines[3].contains("b1/1"), "{table}");
+    assert!(
+        table.contains("3 items for worker w1, in hand-out order: record date, then record order"),
+        "{table}"
+    );
+    // Listing claims nothing: another worker and w1 again see the same.
+    assert_eq!(item_ids(&worker_queue(&url, "w2", "label")).len(), 7);
+    assert_eq!(item_ids(&worker_queue(&url, "w1", "label"))[0], "b1/4");
+
+    // The same batch again: the ids exist, the whole batch fails, nothing is added.
+    docket()
+        .args([
+            "enqueue",
+            "--database-url",
+            &url,
+            "--task",
+            "label",
+            "--csv",
+            &good,
+            "--batch",
+            "b1",
+        ])
+        .assert()
+        .failure();
+    assert_eq!(worker_queue(&url, "w1", "label").len(), 7);
+
+    // Without --batch the batch id is the start time, compactly.
+    let out = stdout_of(docket().args([
+        "enqueue",
+        "--database-url",
+        &url,
+        "--task",
+        "other",
+        "--csv",
+        &good,
+    ]));
+    let batch = out.trim().rsplit(" as batch ").next().unwrap();
+    let batch = batch.split(' ').next().unwrap();
+    assert!(
+        predicate::str::is_match(r"^\d{8}T\d{6}\.\d{3}Z$")
+            .unwrap()
+            .eval(batch),
+        "{out}"
+    );
+    assert_eq!(
+        item_ids(&worker_queue(&url, "w1", "other"))[0],
+        format!("{batch}/4")
+    );
+}
+
+#[test]
+fn postgres_malformed_csv_names_line_and_column_and_inserts_nothing() {
+    let space = PgSchema::new();
+    let url = space.url();
+    let dir = tempfile::tempdir().unwrap();
+    docket()
+        .args(["migrate", "--database-url", &url])
+        .assert()
+        .success();
+    let enqueue = |file: &str| {
+        docket()
+            .args([
+                "enqueue",
+                "--database-url",
+                &url,
+                "--task",
+                "label",
+                "--csv",
+                file,
+            ])
+            .assert()
+    };
+    // Row 3 starts on line 5: row 1's quoted text spans two lines.
+    let bad_date = csv_file(
+        &dir,
+        "bad-date.csv",
+        "record_date,text\n\
+         2020-01-01T00:00:00,\"fine\nstill fine\"\n\
+         ,missing\n\
+         2020-13-01T00:00:00,bad month\n\
+         2020-01-02T00:00:00,never read\n",
+    );
+    enqueue(&bad_date)
+        .failure()
+        .stderr(contains("CSV line 5, column \"record_date\""))
+        .stderr(contains("YYYY-MM-DDThh:mm:ss"));
+    let short_row = csv_file(&dir, "short.csv", "text,score\na,1\nb\n");
+    enqueue(&short_row)
+        .failure()
+        .stderr(contains("CSV line 3, column \"score\": expected 2 fields"));
+    let bad_header = csv_file(&dir, "header.csv", "text,\"x;drop\"\na,1\n");
+    enqueue(&bad_header).failure().stderr(contains(
+        "CSV line 1, column \"x;drop\": invalid attribute name",
+    ));
+    // Nothing of any of them was inserted.
+    docket()
+        .args([
+            "queue",
+            "--database-url",
+            &url,
+            "--worker",
+            "w1",
+            "--task",
+            "label",
+        ])
+        .assert()
+        .success()
+        .stdout(contains("nothing of label for worker w1"));
+    assert!(worker_queue(&url, "w1", "label").is_empty());
+
+    enqueue(&dir.path().join("absent.csv").display().to_string())
+        .failure()
+        .stderr(contains("cannot read").and(contains("absent.csv")));
+    let good = csv_file(&dir, "good.csv", GOOD_CSV);
+    docket()
+        .args([
+            "enqueue",
+            "--database-url",
+            &url,
+            "--task",
+            "label",
+            "--csv",
+            &good,
+            "--max-assignments",
+            "0",
+        ])
+        .assert()
+        .failure()
+        .stderr(contains("--max-assignments").and(contains("0 is not in 1..")));
+    docket()
+        .args(["queue", "--database-url", &url, "--worker", "w1"])
+        .assert()
+        .failure()
+        .stderr(contains("--task"));
+    assert!(worker_queue(&url, "w1", "label").is_empty());
+}
+
+#[test]
+fn postgres_enqueue_reads_standard_input_and_the_library_shares_the_parser() {
+    let space = PgSchema::new();
+    let url = space.url();
+    docket()
+        .args(["migrate", "--database-url", &url])
+        .assert()
+        .success();
+    docket()
+        .args([
+            "enqueue",
+            "--database-url",
+            &url,
+            "--task",
+            "piped",
+            "--csv",
+            "-",
+            "--batch",
+            "in",
+        ])
+        .write_stdin("id,text\nfirst,x\n,y\n")
+        .assert()
+        .success()
+        .stdout(contains("enqueued 2 items of task piped as batch in"));
+    assert_eq!(
+        item_ids(&worker_queue(&url, "w", "piped")),
+        ["first", "in/2"]
+    );
+    let queue = WorkQueue::new(pg_store(&url, false), QueueConfig::default()).unwrap();
+    let n = queue
+        .enqueue_csv("id,text\nlib-1,x\n".as_bytes(), "lib", 3, None)
+        .unwrap();
+    assert_eq!(n, 1);
+    let items = worker_queue(&url, "w", "lib");
+    assert_eq!(item_ids(&items), ["lib-1"]);
+    assert_eq!(items[0]["max_assignments"], 3);
+    let err = queue
+        .enqueue_csv("id\nlib-2\n\nlib-2\n".as_bytes(), "lib", 1, None)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("CSV line 4, column \"id\""),
+        "{err}"
+    );
+    assert_eq!(worker_queue(&url, "w", "lib").len(), 1);
+}
+
+#[test]
+fn postgres_work_queue_commands_before_0004_name_the_migration() {
+    let space = PgSchema::new();
+    let url = space.url();
+    let dir = tempfile::tempdir().unwrap();
+    let good = csv_file(&dir, "good.csv", GOOD_CSV);
+    docket()
+        .args(["migrate", "--database-url", &url, "--to", "0003_ordering"])
+        .assert()
+        .success()
+        .stdout(contains("applied 0003_ordering").and(contains("0004").not()));
+    docket()
+        .args([
+            "enqueue",
+            "--database-url",
+            &url,
+            "--task",
+            "label",
+            "--csv",
+            &good,
+        ])
+        .assert()
+        .failure()
+        .stderr(contains("lacks migration 0004_work_queue"));
+    docket()
+        .args([
+            "queue",
+            "--database-url",
+            &url,
+            "--worker",
+            "w1",
+            "--task",
+            "label",
+        ])
+        .assert()
+        .failure()
+        .stderr(contains("lacks migration 0004_work_queue"));
+    // The executions listing does not need it.
+    docket()
+        .args(["queue", "--database-url", &url])
+        .assert()
+        .success();
 }

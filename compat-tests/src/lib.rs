@@ -74,6 +74,8 @@ macro_rules! compat_cases {
             queue_custom_order_two_keys,
             queue_extend_allows_a_third_assignment,
             queue_needs_its_migrations,
+            queue_items_are_not_unknown_tasks,
+            queue_hostile_input_is_data,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

@@ -264,3 +264,24 @@ fn parsers_reject_broken_statements() {
     )
     .is_err());
 }
+
+/// The work-queue statements (FIFO and a two-key custom order) of the backends that run the
+/// queue, priority off and on. SQL Server and Oracle follow in their own issue.
+#[test]
+fn queue_statements() {
+    for dialect in &dialects()[..3] {
+        for priority in [false, true] {
+            let text: String = Statements::new(*dialect, table(), policy(priority))
+                .queue_catalogue()
+                .into_iter()
+                .map(|(name, r)| format!("-- {name} ({} binds)\n{}\n\n", r.binds.len(), r.sql))
+                .collect();
+            let toggle = if priority {
+                "priority_on"
+            } else {
+                "priority_off"
+            };
+            insta::assert_snapshot!(format!("queue_{}__{toggle}", dialect.name()), text);
+        }
+    }
+}

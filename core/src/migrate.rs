@@ -149,6 +149,7 @@ mod tests {
             Capabilities {
                 lock_and_fetch: None,
                 transactional_ddl: false,
+                work_queue: false,
             }
         }
     }

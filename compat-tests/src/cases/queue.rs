@@ -390,3 +390,66 @@ pub fn queue_needs_its_migrations(h: &dyn Harness, t: Toggle) {
     assert!(q.item(&key("new")).unwrap().is_none());
     assert!(q.enqueue(&batch(0, records(&["zero"]))).is_err());
 }
+
+/// Items share the table with executions, but their task types are not unknown tasks: a
+/// scheduler on the same table neither reports them nor deletes them, however old.
+pub fn queue_items_are_not_unknown_tasks(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    q.enqueue(&batch(1, records(&["old"]))).unwrap();
+    let scheduler = ctx.build(
+        "s1",
+        docket_core::PollingStrategy::fetch(),
+        vec![super::counting_task(super::WORK).0],
+    );
+    ctx.clock.advance(Duration::days(30));
+    assert!(scheduler.check_unresolved().unwrap().is_empty());
+    assert!(q.item(&key("old")).unwrap().is_some(), "item kept");
+    assert_eq!(
+        scheduler.run_due().unwrap(),
+        0,
+        "items are not executions to run"
+    );
+}
+
+/// Quotes, semicolons and comment markers in item ids, worker names, task types and attribute
+/// values are data: they round-trip and order like any other value. In attribute *names* used
+/// as custom keys they are rejected before any SQL is written.
+pub fn queue_hostile_input_is_data(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let hostile = "x'); DROP TABLE scheduled_tasks; -- /*";
+    let keys = vec![CustomKey::new("label", KeyType::Text, Direction::Asc).unwrap()];
+    let mut cfg = config();
+    cfg.orders
+        .insert(hostile.to_owned(), PrimaryOrder::Custom(keys));
+    let q = queue(&ctx, cfg);
+    let recs = ["b\"--", "a';"]
+        .iter()
+        .enumerate()
+        .map(|(i, label)| Record {
+            attributes: json!({ "label": label, "note": hostile })
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            ..Record::new(format!("{hostile}{i}"))
+        })
+        .collect();
+    q.enqueue(&Batch {
+        task_type: hostile.to_owned(),
+        max_assignments: 1,
+        records: recs,
+    })
+    .unwrap();
+    let seen = q.list_for(hostile, hostile, 10).unwrap();
+    assert_eq!(ids(&seen), [format!("{hostile}1"), format!("{hostile}0")]);
+    assert_eq!(seen[0].attributes().unwrap()["note"], json!(hostile));
+    let item = q.next_for(hostile, hostile).unwrap().expect("an item");
+    q.submit(hostile, &item.key).unwrap();
+    assert_eq!(q.assignments(&item.key).unwrap()[0].worker, hostile);
+    for bad in ["a'b", "a;b", "a--b", "a/*b*/", "a\"b", "$.a"] {
+        assert!(matches!(
+            CustomKey::new(bad, KeyType::Text, Direction::Asc),
+            Err(DocketError::InvalidAttribute { .. })
+        ));
+    }
+}

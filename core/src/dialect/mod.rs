@@ -35,6 +35,9 @@ pub struct Capabilities {
     pub lock_and_fetch: Option<LockAndFetch>,
     /// Transactional DDL (a failed migration leaves nothing behind).
     pub transactional_ddl: bool,
+    /// Runs the work queue (ships migrations `0003_ordering` and `0004_work_queue` and decodes
+    /// items). SQL Server and Oracle do not yet.
+    pub work_queue: bool,
 }
 
 /// One SQL dialect. Defaults are ANSI-ish; backends override only what differs.

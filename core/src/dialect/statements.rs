@@ -556,29 +556,41 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
-    fn where_unknown(w: &mut SqlWriter<'_>, known: &[String]) {
+    /// Rows of tasks not in `known`; with `items`, work-queue items (rows with
+    /// `max_assignments`) are excluded: their task types are not scheduler tasks.
+    fn where_unknown(w: &mut SqlWriter<'_>, known: &[String], items: bool) {
         w.push(" WHERE 1 = 1");
         if !known.is_empty() {
             w.push(" AND task_name NOT IN ")
                 .bind_list(known.iter().map(String::as_str));
         }
+        if items {
+            w.push(" AND max_assignments IS NULL");
+        }
     }
 
-    /// Distinct task names present in the table that are not in `known`.
-    pub fn unresolved_names(&self, known: &[String]) -> Rendered {
+    /// Distinct task names present in the table that are not in `known` (see
+    /// `where_unknown` for `items`: true when the table has the work-queue columns).
+    pub fn unresolved_names(&self, known: &[String], items: bool) -> Rendered {
         let mut w = self.writer();
         w.push("SELECT DISTINCT task_name AS name FROM ")
             .table(&self.table);
-        Self::where_unknown(&mut w, known);
+        Self::where_unknown(&mut w, known, items);
         w.push(" ORDER BY task_name");
         w.finish()
     }
 
-    /// Deletes unpicked executions of unknown tasks that were due before `before`.
-    pub fn delete_unresolved(&self, known: &[String], before: DateTime<Utc>) -> Rendered {
+    /// Deletes unpicked executions of unknown tasks that were due before `before` (never
+    /// work-queue items when `items`).
+    pub fn delete_unresolved(
+        &self,
+        known: &[String],
+        before: DateTime<Utc>,
+        items: bool,
+    ) -> Rendered {
         let mut w = self.writer();
         w.push("DELETE FROM ").table(&self.table);
-        Self::where_unknown(&mut w, known);
+        Self::where_unknown(&mut w, known, items);
         w.push(" AND picked = ")
             .bind(false)
             .push(" AND execution_time < ")
@@ -688,8 +700,11 @@ impl<'d> Statements<'d> {
             ("dead", self.dead(now)),
             ("list", self.list(&filter)),
             ("summary", self.summary()),
-            ("unresolved_names", self.unresolved_names(&tasks)),
-            ("delete_unresolved", self.delete_unresolved(&tasks, now)),
+            ("unresolved_names", self.unresolved_names(&tasks, false)),
+            (
+                "delete_unresolved",
+                self.delete_unresolved(&tasks, now, false),
+            ),
             ("column_exists", self.column_exists(Column::Priority.name())),
         ]);
         if self.policy.priority {
@@ -717,6 +732,7 @@ mod tests {
             Capabilities {
                 lock_and_fetch: None,
                 transactional_ddl: false,
+                work_queue: false,
             }
         }
     }

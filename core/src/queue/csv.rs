@@ -1,1 +1,964 @@
-//! CSV intake (placeholder).
+//! CSV intake: one file is one [batch](super::Batch) of work-queue items.
+//!
+//! The first row is the header. Every data row becomes one item:
+//!
+//! - its **record order** is its row number among the data rows (1-based);
+//! - column `record_date` (optional) gives its **record date**, ISO-8601
+//!   `YYYY-MM-DDThh:mm:ss[.sss]` in UTC (a `Z` or an offset is accepted too); an empty cell is a
+//!   missing date, which is the batch's start time;
+//! - column `id` (optional) gives its **item id**; without it, or when the cell is empty, the id
+//!   is `<batch id>/<row>`, where the batch id is a name given by the caller or else the batch's
+//!   start time written compactly ([`default_batch_id`], e.g. `20261130T131727.123Z`);
+//! - every other column is a **custom attribute** named by its header (which must pass
+//!   [`AttributeName::parse`]), as a string; empty cells are omitted, and the values are
+//!   converted for the task type's custom order keys by [`normalize_attributes`].
+//!
+//! Column names are matched exactly (`ID` is an attribute). Blank lines are skipped: they are
+//! not rows. Any bad row is a [`DocketError::Csv`] naming its physical line in the file (lines
+//! end at `\n`; the header is line 1; blank lines and quoted fields spanning lines count every
+//! line) and its column. Intake is
+//! all-or-nothing: [`read_batch`] (or [`WorkQueue::enqueue_csv`]) resolves the whole file before
+//! anything is inserted, in one transaction. [`CsvItems`] is the streaming form: an iterator
+//! of resolved items that reads one row at a time (and can report how far it has read).
+
+use super::{normalize_attributes, to_millis, NewItem, QueueConfig, RecordKey, WorkQueue};
+use crate::error::{DocketError, Result};
+use crate::ordering::{AttributeName, PrimaryOrder};
+use crate::store::ExecutionKey;
+use crate::task::{validate_key, validate_name, MAX_INSTANCE_ID_LEN};
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value as Json};
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The column holding the record date.
+pub const RECORD_DATE_COLUMN: &str = "record_date";
+/// The column holding the item id.
+pub const ID_COLUMN: &str = "id";
+/// Longest batch name: leaves room for `/<row>` within the item id's 250 characters.
+pub const MAX_BATCH_NAME_LEN: usize = MAX_INSTANCE_ID_LEN - 21;
+
+/// The batch id used when none is given: the start time, compactly, e.g.
+/// `20261130T131727.123Z` (UTC, milliseconds).
+pub fn default_batch_id(started: DateTime<Utc>) -> String {
+    started.format("%Y%m%dT%H%M%S%.3fZ").to_string()
+}
+
+/// Reads a whole CSV file into resolved items of one batch (see the [module docs](self)), or
+/// the first error; nothing is returned for a file with any bad row.
+///
+/// `batch` names the batch (default: [`default_batch_id`] of `started`); `started` is the
+/// batch's start time (truncated to milliseconds): every item arrives then, and it is the
+/// record date of rows without one. `config` gives the task type's order, for which attribute
+/// values are normalized.
+pub fn read_batch<R: Read>(
+    reader: R,
+    task_type: &str,
+    max_assignments: i32,
+    batch: Option<&str>,
+    started: DateTime<Utc>,
+    config: &QueueConfig,
+) -> Result<Vec<NewItem>> {
+    CsvItems::new(reader, task_type, max_assignments, batch, started, config)?.collect()
+}
+
+impl WorkQueue {
+    /// Reads a CSV batch started at the clock's now ([`read_batch`]) and inserts all its items
+    /// in one transaction. Returns how many were inserted; a bad row or an existing item id
+    /// inserts nothing.
+    pub fn enqueue_csv<R: Read>(
+        &self,
+        reader: R,
+        task_type: &str,
+        max_assignments: i32,
+        batch: Option<&str>,
+    ) -> Result<u64> {
+        let rows = read_batch(
+            reader,
+            task_type,
+            max_assignments,
+            batch,
+            self.clock.now(),
+            &self.config,
+        )?;
+        self.insert(&rows)
+    }
+}
+
+/// What each column of the file is.
+#[derive(Debug, Clone, PartialEq)]
+enum Column {
+    Id,
+    RecordDate,
+    Attribute(AttributeName),
+}
+
+/// The streaming form of [`read_batch`]: yields one resolved item per data row, reading the
+/// file as it goes. The header is read and checked by [`CsvItems::new`]. After the first error
+/// it yields nothing more. Item ids are checked for duplicates within the file, so it keeps
+/// each id seen (with its line).
+pub struct CsvItems<R> {
+    reader: ::csv::Reader<Tap<R>>,
+    tap: Arc<Mutex<TapLog>>,
+    names: Vec<String>,
+    columns: Vec<Column>,
+    order: PrimaryOrder,
+    task_type: String,
+    max_assignments: i32,
+    batch_id: String,
+    started: DateTime<Utc>,
+    row: i64,
+    record: ::csv::StringRecord,
+    seen: HashMap<String, u64>,
+    done: bool,
+}
+
+impl<R> std::fmt::Debug for CsvItems<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CsvItems")
+            .field("task_type", &self.task_type)
+            .field("batch_id", &self.batch_id)
+            .field("columns", &self.names)
+            .field("row", &self.row)
+            .finish_non_exhaustive()
+    }
+}
+
+fn csv_error(line: u64, column: impl Into<String>, reason: impl Into<String>) -> DocketError {
+    DocketError::Csv {
+        line,
+        column: column.into(),
+        reason: reason.into(),
+    }
+}
+
+impl<R: Read> CsvItems<R> {
+    /// Checks the arguments and reads the header (see [`read_batch`] for the arguments).
+    pub fn new(
+        reader: R,
+        task_type: &str,
+        max_assignments: i32,
+        batch: Option<&str>,
+        started: DateTime<Utc>,
+        config: &QueueConfig,
+    ) -> Result<Self> {
+        if max_assignments < 1 {
+            return Err(DocketError::InvalidConfig(format!(
+                "max_assignments must be at least 1, got {max_assignments}"
+            )));
+        }
+        validate_key(task_type, "0")?;
+        let started = to_millis(started);
+        let batch_id = match batch {
+            Some(name) => {
+                validate_name("batch name", name, MAX_BATCH_NAME_LEN)?;
+                name.to_owned()
+            }
+            None => default_batch_id(started),
+        };
+        let tap = Arc::new(Mutex::new(TapLog::default()));
+        let mut reader = ::csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(false)
+            .from_reader(Tap {
+                inner: reader,
+                log: Arc::clone(&tap),
+            });
+        let header = reader.headers().map_err(|e| {
+            let line = e.position().map_or(1, |p| physical_line(&tap, p));
+            let (column, reason) = describe(&e, &[]);
+            csv_error(line, column, reason)
+        })?;
+        let line = header.position().map_or(1, |p| physical_line(&tap, p));
+        if header.is_empty() {
+            return Err(csv_error(line, "", "the file has no header row"));
+        }
+        let names: Vec<String> = header.iter().map(str::to_owned).collect();
+        let mut columns = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            let label = column_label(&names, i);
+            if let Some(first) = names[..i].iter().position(|n| n == name) {
+                return Err(csv_error(
+                    line,
+                    label,
+                    format!("duplicate column (also column {})", first + 1),
+                ));
+            }
+            columns.push(match name.as_str() {
+                ID_COLUMN => Column::Id,
+                RECORD_DATE_COLUMN => Column::RecordDate,
+                _ => Column::Attribute(
+                    AttributeName::parse(name)
+                        .map_err(|e| csv_error(line, label, e.to_string()))?,
+                ),
+            });
+        }
+        Ok(Self {
+            reader,
+            tap,
+            names,
+            columns,
+            order: config.order_of(task_type),
+            task_type: task_type.to_owned(),
+            max_assignments,
+            batch_id,
+            started,
+            row: 0,
+            record: ::csv::StringRecord::new(),
+            seen: HashMap::new(),
+            done: false,
+        })
+    }
+
+    /// The batch id (given, or the default from the start time).
+    pub fn batch_id(&self) -> &str {
+        &self.batch_id
+    }
+
+    /// The batch's start time (to milliseconds).
+    pub fn started(&self) -> DateTime<Utc> {
+        self.started
+    }
+
+    /// The header's names, in file order.
+    pub fn columns(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Bytes of input read so far (for progress).
+    pub fn bytes_read(&self) -> u64 {
+        self.reader.position().byte()
+    }
+
+    /// Data rows read so far.
+    pub fn rows_read(&self) -> u64 {
+        self.row.unsigned_abs()
+    }
+
+    /// The physical line of a record at `pos` (or where the reader is).
+    fn line_of(&self, pos: Option<&::csv::Position>) -> u64 {
+        pos.map_or_else(
+            || self.reader.position().line(),
+            |p| physical_line(&self.tap, p),
+        )
+    }
+
+    fn next_item(&mut self) -> Result<Option<NewItem>> {
+        match self.reader.read_record(&mut self.record) {
+            Ok(false) => return Ok(None),
+            Ok(true) => {}
+            Err(e) => {
+                let line = self.line_of(e.position());
+                let (column, reason) = describe(&e, &self.names);
+                return Err(csv_error(line, column, reason));
+            }
+        }
+        self.row += 1;
+        let line = self.line_of(self.record.position());
+        self.tap
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .forget_before(self.reader.position().byte());
+        let fail = |column: &str, reason: String| csv_error(line, column, reason);
+        let mut id = None;
+        let mut date = None;
+        let mut attributes = Map::new();
+        for (column, cell) in self.columns.iter().zip(self.record.iter()) {
+            match column {
+                Column::Id if !cell.is_empty() => id = Some(cell.to_owned()),
+                Column::RecordDate if !cell.trim().is_empty() => {
+                    let t = super::parse_record_date(cell)
+                        .map_err(|reason| fail(RECORD_DATE_COLUMN, reason))?;
+                    date = Some(to_millis(t));
+                }
+                Column::Attribute(name) if !cell.is_empty() => {
+                    attributes.insert(name.as_str().to_owned(), Json::String(cell.to_owned()));
+                }
+                _ => {}
+            }
+        }
+        let id = id.unwrap_or_else(|| format!("{}/{}", self.batch_id, self.row));
+        if let Err(DocketError::InvalidName { reason, .. }) =
+            validate_name("item id", &id, MAX_INSTANCE_ID_LEN)
+        {
+            return Err(fail(
+                ID_COLUMN,
+                format!(
+                    "item id {} ({} characters): {reason}, at most {MAX_INSTANCE_ID_LEN} characters without control characters",
+                    shorten(&id),
+                    id.chars().count()
+                ),
+            ));
+        }
+        if let Some(first) = self.seen.insert(id.clone(), line) {
+            return Err(fail(
+                ID_COLUMN,
+                format!("duplicate item id {id:?} (first on line {first})"),
+            ));
+        }
+        normalize_attributes(&self.order, &mut attributes)
+            .map_err(|(name, reason)| fail(&name, reason))?;
+        Ok(Some(NewItem {
+            key: ExecutionKey::new(&self.task_type, id),
+            data: None,
+            available_at: self.started,
+            record: RecordKey {
+                order: self.row,
+                date: date.unwrap_or(self.started),
+            },
+            custom_attributes: (!attributes.is_empty())
+                .then(|| Json::Object(attributes).to_string()),
+            max_assignments: self.max_assignments,
+            priority: None,
+        }))
+    }
+}
+
+impl<R: Read> Iterator for CsvItems<R> {
+    type Item = Result<NewItem>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let next = self.next_item().transpose();
+        if !matches!(next, Some(Ok(_))) {
+            self.done = true;
+        }
+        next
+    }
+}
+
+impl<R: Read> std::iter::FusedIterator for CsvItems<R> {}
+
+/// The input as the CSV reader reads it, with the bytes it has not yet moved past kept aside,
+/// so that blank lines it skips can be counted: the reader positions a record where the
+/// previous one ended, before any blank lines, which would put errors on the wrong line.
+struct Tap<R> {
+    inner: R,
+    log: Arc<Mutex<TapLog>>,
+}
+
+/// The bytes read from `start` on.
+#[derive(Debug, Default)]
+struct TapLog {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+impl TapLog {
+    /// Drops what lies before byte `offset`, in large steps (so that small records do not
+    /// move the read-ahead each time).
+    fn forget_before(&mut self, offset: u64) {
+        let done = usize::try_from(offset.saturating_sub(self.start))
+            .unwrap_or(usize::MAX)
+            .min(self.bytes.len());
+        if done >= 64 * 1024 {
+            self.bytes.drain(..done);
+            self.start += done as u64;
+        }
+    }
+}
+
+impl<R: Read> Read for Tap<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .bytes
+            .extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// The line a record positioned at `pos` really starts on: the reader's line plus the blank
+/// lines (only `\r` and `\n`) between `pos` and the record's first byte.
+fn physical_line(tap: &Mutex<TapLog>, pos: &::csv::Position) -> u64 {
+    let log = tap.lock().unwrap_or_else(PoisonError::into_inner);
+    let from = usize::try_from(pos.byte().saturating_sub(log.start)).unwrap_or(usize::MAX);
+    let skipped = log.bytes.get(from..).map_or(0, |rest| {
+        rest.iter()
+            .take_while(|&&b| b == b'\n' || b == b'\r')
+            .filter(|&&b| b == b'\n')
+            .count()
+    });
+    pos.line() + skipped as u64
+}
+
+/// `text` for a message: at most 40 characters, quoted.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(40) {
+        Some((end, _)) => format!("{:?}...", &text[..end]),
+        None => format!("{text:?}"),
+    }
+}
+
+/// The header's name for column `i` (0-based), or its 1-based number when it has none.
+fn column_label(names: &[String], i: usize) -> String {
+    match names.get(i) {
+        Some(name) if !name.is_empty() => name.clone(),
+        _ => (i + 1).to_string(),
+    }
+}
+
+/// The column and reason of a reader error.
+fn describe(e: &::csv::Error, names: &[String]) -> (String, String) {
+    match e.kind() {
+        ::csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => {
+            // Fewer fields: the first missing column; more: the first one without a header.
+            let column = usize::try_from(*len.min(expected_len)).unwrap_or(usize::MAX);
+            (
+                column_label(names, column),
+                format!("expected {expected_len} fields (as in the header), found {len}"),
+            )
+        }
+        ::csv::ErrorKind::Utf8 { err, .. } => (
+            column_label(names, err.field()),
+            format!(
+                "invalid UTF-8 after byte {} of the field",
+                err.valid_up_to()
+            ),
+        ),
+        ::csv::ErrorKind::Io(io) => (String::new(), format!("read failed: {io}")),
+        _ => (String::new(), e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ordering::{CustomKey, Direction, KeyType};
+    use chrono::TimeZone;
+    use proptest::prelude::*;
+
+    fn started() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 30, 13, 17, 27).unwrap()
+            + chrono::Duration::microseconds(123_456)
+    }
+
+    fn read(text: &str) -> Result<Vec<NewItem>> {
+        read_batch(
+            text.as_bytes(),
+            "label",
+            2,
+            None,
+            started(),
+            &QueueConfig::default(),
+        )
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        super::super::parse_record_date(s).unwrap()
+    }
+
+    fn attrs(item: &NewItem) -> Map<String, Json> {
+        item.custom_attributes
+            .as_deref()
+            .map(|t| serde_json::from_str(t).unwrap())
+            .unwrap_or_default()
+    }
+
+    /// The (line, column) of a CSV error, or a panic naming what came instead.
+    fn csv_err(r: Result<Vec<NewItem>>) -> (u64, String, String) {
+        match r {
+            Err(DocketError::Csv {
+                line,
+                column,
+                reason,
+            }) => (line, column, reason),
+            other => panic!("expected a CSV error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn dates_present_and_missing() {
+        let items = read(
+            "record_date,text\n\
+             2020-03-11T10:15:55.935,a\n\
+             ,b\n\
+             2020-03-11T10:15:55,c\n\
+             2020-03-11T10:15:55Z,d\n\
+             \x20 ,e\n",
+        )
+        .unwrap();
+        let millis = to_millis(started());
+        let got: Vec<_> = items
+            .iter()
+            .map(|i| (i.key.task_instance.as_str(), i.record.order, i.record.date))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("20261130T131727.123Z/1", 1, at("2020-03-11T10:15:55.935")),
+                ("20261130T131727.123Z/2", 2, millis),
+                ("20261130T131727.123Z/3", 3, at("2020-03-11T10:15:55")),
+                ("20261130T131727.123Z/4", 4, at("2020-03-11T10:15:55")),
+                ("20261130T131727.123Z/5", 5, millis),
+            ]
+        );
+        for item in &items {
+            assert_eq!(item.key.task_name, "label");
+            assert_eq!(item.available_at, millis);
+            assert_eq!(item.max_assignments, 2);
+            assert_eq!(item.priority, None);
+            assert_eq!(item.data, None);
+            assert_eq!(attrs(item).len(), 1, "record_date is not an attribute");
+        }
+    }
+
+    #[test]
+    fn malformed_dates_name_line_and_column() {
+        for bad in [
+            "2020-13-01T00:00:00",
+            "2020-03-11",
+            "yesterday",
+            "11/03/2020",
+        ] {
+            let (line, column, reason) = csv_err(read(&format!("text,record_date\na,\nb,{bad}\n")));
+            assert_eq!((line, column.as_str()), (3, "record_date"), "{bad}");
+            assert!(reason.contains("YYYY-MM-DDThh:mm:ss"), "{reason}");
+        }
+        let err = read("text,record_date\na,nope\n").unwrap_err().to_string();
+        assert!(
+            err.starts_with("CSV line 2, column \"record_date\": "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn empty_cells_are_omitted() {
+        let items = read("a,b,c\n1,,3\n,,\n\"\",x,\n").unwrap();
+        assert_eq!(items.len(), 3);
+        assert_eq!(
+            items[0].custom_attributes.as_deref(),
+            Some(r#"{"a":"1","c":"3"}"#)
+        );
+        assert_eq!(items[1].custom_attributes, None);
+        assert_eq!(items[2].custom_attributes.as_deref(), Some(r#"{"b":"x"}"#));
+        // Values are kept verbatim: spaces included, numbers as strings (FIFO order).
+        let items = read("a,b\n 1 ,2.50\n").unwrap();
+        assert_eq!(
+            items[0].custom_attributes.as_deref(),
+            Some(r#"{"a":" 1 ","b":"2.50"}"#)
+        );
+    }
+
+    #[test]
+    fn quoted_fields_keep_commas_newlines_and_line_numbers() {
+        let text = "text,record_date\n\
+                    \"a, with comma\",\n\
+                    \"two\nlines\",2020-01-01T00:00:00\n\
+                    \"say \"\"hi\"\"\",\n\
+                    \"three\nlines\r\nhere\",\n\
+                    last,bad-date\n";
+        let (line, column, _) = csv_err(read(text));
+        assert_eq!((line, column.as_str()), (9, "record_date"));
+        let good = text.replace("bad-date", "");
+        let items = read(&good).unwrap();
+        let texts: Vec<_> = items
+            .iter()
+            .map(|i| attrs(i)["text"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "a, with comma",
+                "two\nlines",
+                "say \"hi\"",
+                "three\nlines\r\nhere",
+                "last"
+            ]
+        );
+        let orders: Vec<_> = items.iter().map(|i| i.record.order).collect();
+        assert_eq!(orders, [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn blank_lines_are_skipped_but_counted() {
+        let text = "text\n\na\n\nb\n\n";
+        let items = read(text).unwrap();
+        let ids: Vec<_> = items.iter().map(|i| i.record.order).collect();
+        assert_eq!(ids, [1, 2]);
+        let (line, column, _) = csv_err(read("text,record_date\n\na,\n\nb,x\n"));
+        assert_eq!((line, column.as_str()), (5, "record_date"));
+    }
+
+    #[test]
+    fn line_numbers_hold_in_large_files() {
+        // Past the reader's buffer and the tap's 64 KiB window, blank lines and CRLF included.
+        let mut text = String::from("\r\n\ntext,record_date\r\n");
+        let mut line = 4;
+        for i in 0..20_000 {
+            if i % 7 == 0 {
+                text.push_str("\r\n\n");
+                line += 2;
+            }
+            text.push_str(&format!("\"row\n{i}\",\r\n"));
+            line += 2;
+        }
+        text.push_str("\n\nlast,2020-02-30T00:00:00\n");
+        line += 2;
+        let (got, column, _) = csv_err(read(&text));
+        assert_eq!((got, column.as_str()), (line, "record_date"));
+        let (got, column, _) = csv_err(read(&text.replace("\"row\n19999\",", "x")));
+        assert_eq!(column, "record_date", "one field short: the missing column");
+        assert_eq!(got, line - 4);
+        let items = read(&text.replace("2020-02-30", "2020-02-29")).unwrap();
+        assert_eq!(items.len(), 20_001);
+        assert_eq!(items[20_000].record.order, 20_001);
+    }
+
+    #[test]
+    fn bad_header_names_are_named() {
+        for (header, column) in [
+            ("a,\"b'c\"", "b'c"),
+            ("a,\"b\"\"c\"", "b\"c"),
+            ("a,b;drop table x", "b;drop table x"),
+            ("a--b,c", "a--b"),
+            ("a,1b", "1b"),
+            ("a, b", " b"),
+            ("a,b.c", "b.c"),
+        ] {
+            let (line, got, reason) = csv_err(read(&format!("{header}\n1,2\n")));
+            assert_eq!((line, got.as_str()), (1, column), "{header}");
+            assert!(reason.contains("invalid attribute name"), "{reason}");
+        }
+        let (line, column, reason) = csv_err(read("a,,b\n1,2,3\n"));
+        assert_eq!((line, column.as_str()), (1, "2"));
+        assert!(reason.contains("empty"), "{reason}");
+        let (line, column, reason) = csv_err(read("a,b,a\n1,2,3\n"));
+        assert_eq!((line, column.as_str()), (1, "a"));
+        assert!(
+            reason.contains("duplicate column (also column 1)"),
+            "{reason}"
+        );
+        let (line, _, reason) = csv_err(read(""));
+        assert_eq!(line, 1);
+        assert!(reason.contains("no header"), "{reason}");
+        // A UTF-8 byte-order mark is not part of the first name.
+        let items = read("\u{feff}a,b\n1,2\n").unwrap();
+        assert_eq!(
+            items[0].custom_attributes.as_deref(),
+            Some(r#"{"a":"1","b":"2"}"#)
+        );
+    }
+
+    #[test]
+    fn wrong_field_counts_name_the_column() {
+        let (line, column, reason) = csv_err(read("a,b,c\n1,2,3\n1,2\n"));
+        assert_eq!((line, column.as_str()), (3, "c"));
+        assert!(reason.contains("expected 3 fields"), "{reason}");
+        assert!(reason.contains("found 2"), "{reason}");
+        let (line, column, reason) = csv_err(read("a,b\n1,2\n\"x\ny\",2\n1,2,3\n"));
+        assert_eq!((line, column.as_str()), (5, "3"));
+        assert!(reason.contains("found 3"), "{reason}");
+    }
+
+    #[test]
+    fn invalid_utf8_names_line_and_column() {
+        let mut bytes = b"a,b\n1,2\n3,x".to_vec();
+        bytes.extend([0xff, 0xfe, b'\n']);
+        let r = read_batch(
+            &bytes[..],
+            "label",
+            1,
+            None,
+            started(),
+            &QueueConfig::default(),
+        );
+        let (line, column, reason) = csv_err(r);
+        assert_eq!((line, column.as_str()), (3, "b"));
+        assert!(reason.contains("UTF-8"), "{reason}");
+    }
+
+    #[test]
+    fn id_column_overrides_the_item_id() {
+        let items = read_batch(
+            "id,text\nfirst,a\n,b\nthird,c\n".as_bytes(),
+            "label",
+            1,
+            Some("monday"),
+            started(),
+            &QueueConfig::default(),
+        )
+        .unwrap();
+        let ids: Vec<_> = items.iter().map(|i| i.key.task_instance.as_str()).collect();
+        assert_eq!(ids, ["first", "monday/2", "third"]);
+        assert!(items.iter().all(|i| !attrs(i).contains_key("id")));
+
+        let (line, column, reason) = csv_err(read("id,text\nx,a\ny,b\nx,c\n"));
+        assert_eq!((line, column.as_str()), (4, "id"));
+        assert!(reason.contains("first on line 2"), "{reason}");
+        let long = "x".repeat(MAX_INSTANCE_ID_LEN + 1);
+        let (line, column, reason) = csv_err(read(&format!("text,id\na,ok\nb,{long}\n")));
+        assert_eq!((line, column.as_str()), (3, "id"));
+        assert!(reason.contains("too long"), "{reason}");
+    }
+
+    #[test]
+    fn arguments_are_checked_before_reading() {
+        let config = QueueConfig::default();
+        let r = read_batch("a\n1\n".as_bytes(), "t", 0, None, started(), &config);
+        assert!(
+            matches!(&r, Err(DocketError::InvalidConfig(m)) if m.contains("at least 1")),
+            "{r:?}"
+        );
+        let r = read_batch("a\n1\n".as_bytes(), "", 1, None, started(), &config);
+        assert!(matches!(r, Err(DocketError::InvalidName { .. })), "{r:?}");
+        let long = "b".repeat(MAX_BATCH_NAME_LEN + 1);
+        let r = read_batch("a\n1\n".as_bytes(), "t", 1, Some(&long), started(), &config);
+        assert!(matches!(r, Err(DocketError::InvalidName { .. })), "{r:?}");
+    }
+
+    #[test]
+    fn custom_keys_are_normalized_or_rejected() {
+        let mut config = QueueConfig::default();
+        config.orders.insert(
+            "label".to_owned(),
+            PrimaryOrder::Custom(vec![
+                CustomKey::new("score", KeyType::Number, Direction::Desc).unwrap(),
+                CustomKey::new("due", KeyType::Timestamp, Direction::Asc).unwrap(),
+            ]),
+        );
+        let read = |text: &str| read_batch(text.as_bytes(), "label", 1, None, started(), &config);
+        let items = read("score,due,note\n12,2020-01-01T00:00:00,x\n1.5,,\n").unwrap();
+        assert_eq!(
+            items[0].custom_attributes.as_deref(),
+            Some(r#"{"due":"2020-01-01T00:00:00.000000Z","note":"x","score":12}"#)
+        );
+        assert_eq!(
+            items[1].custom_attributes.as_deref(),
+            Some(r#"{"score":1.5}"#)
+        );
+        let (line, column, reason) = csv_err(read("note,score\nx,1\ny,many\n"));
+        assert_eq!((line, column.as_str()), (3, "score"));
+        assert!(reason.contains("not a number"), "{reason}");
+        let (line, column, _) = csv_err(read("due\n\n\nsoon\n"));
+        assert_eq!((line, column.as_str()), (4, "due"));
+    }
+
+    #[test]
+    fn streaming_reports_progress_and_stops_after_an_error() {
+        let text = "a\n1\n2\n\"\n\"\n";
+        let mut items = CsvItems::new(
+            text.as_bytes(),
+            "label",
+            1,
+            Some("b"),
+            started(),
+            &QueueConfig::default(),
+        )
+        .unwrap();
+        assert_eq!(items.columns(), ["a"]);
+        assert_eq!(items.batch_id(), "b");
+        assert_eq!(items.started(), to_millis(started()));
+        assert_eq!(items.next().unwrap().unwrap().key.task_instance, "b/1");
+        assert_eq!(items.bytes_read(), 4);
+        assert_eq!(items.by_ref().count(), 2);
+        assert_eq!(items.rows_read(), 3);
+        assert_eq!(items.bytes_read(), text.len() as u64);
+
+        let mut bad = CsvItems::new(
+            "a,b\n1\n1,2\n".as_bytes(),
+            "label",
+            1,
+            None,
+            started(),
+            &QueueConfig::default(),
+        )
+        .unwrap();
+        assert!(bad.next().unwrap().is_err());
+        assert!(bad.next().is_none(), "fused after the first error");
+    }
+
+    /// A valid attribute name other than the reserved columns.
+    fn attribute_name() -> impl Strategy<Value = String> {
+        "[A-Za-z_][A-Za-z0-9_]{0,12}"
+            .prop_filter("reserved", |n| n != ID_COLUMN && n != RECORD_DATE_COLUMN)
+    }
+
+    /// A cell: anything, including the characters CSV quotes.
+    fn cell() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            "[a-z ,\"\n\r;']{0,8}",
+            any::<String>().prop_map(|s| s.chars().take(12).collect()),
+        ]
+    }
+
+    /// Millisecond instants between 1970 and 2100.
+    fn date() -> impl Strategy<Value = Option<DateTime<Utc>>> {
+        proptest::option::of(
+            (0i64..4_102_444_800_000).prop_map(|ms| Utc.timestamp_millis_opt(ms).unwrap()),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn well_formed_files_round_trip(
+            (names, rows) in proptest::collection::hash_set(attribute_name(), 1..5)
+                .prop_flat_map(|names| {
+                    let names: Vec<String> = names.into_iter().collect();
+                    let width = names.len();
+                    (
+                        Just(names),
+                        proptest::collection::vec(
+                            (proptest::collection::vec(cell(), width), date(), 0..3usize),
+                            0..20,
+                        ),
+                    )
+                }),
+            dates_first in any::<bool>(),
+            crlf in any::<bool>(),
+            bad_row in any::<proptest::sample::Index>(),
+        ) {
+            let mut header: Vec<&str> = names.iter().map(String::as_str).collect();
+            let date_at = if dates_first { 0 } else { header.len() };
+            header.insert(date_at, RECORD_DATE_COLUMN);
+            let rendered: Vec<Vec<String>> = rows
+                .iter()
+                .map(|(cells, date, _)| {
+                    let mut record = cells.clone();
+                    let date = date.map(|d| d.format("%Y-%m-%dT%H:%M:%S%.3f").to_string());
+                    record.insert(date_at, date.unwrap_or_default());
+                    record
+                })
+                .collect();
+            // Header, then each row after 0-2 blank lines; `lines` is each row's first line.
+            let file = |bad: Option<usize>| {
+                let terminator = if crlf {
+                    ::csv::Terminator::CRLF
+                } else {
+                    ::csv::Terminator::Any(b'\n')
+                };
+                let blank: &[u8] = if crlf { b"\r\n" } else { b"\n" };
+                let render = |record: &[String]| {
+                    let mut out = ::csv::WriterBuilder::new()
+                        .terminator(terminator)
+                        .from_writer(Vec::new());
+                    out.write_record(record).unwrap();
+                    out.into_inner().unwrap()
+                };
+                let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+                let mut bytes = render(&header);
+                let mut lines = Vec::new();
+                for (j, (record, (_, _, blanks))) in rendered.iter().zip(&rows).enumerate() {
+                    bytes.extend(blank.repeat(*blanks));
+                    lines.push(1 + bytes.iter().filter(|&&b| b == b'\n').count() as u64);
+                    let mut record = record.clone();
+                    if bad == Some(j) {
+                        record[date_at] = "not a date".to_owned();
+                    }
+                    bytes.extend(render(&record));
+                }
+                (bytes, lines)
+            };
+            let (bytes, lines) = file(None);
+            let items = read_batch(&bytes[..], "t", 1, None, started(), &QueueConfig::default())
+                .unwrap();
+            prop_assert_eq!(items.len(), rows.len());
+            for (i, (item, (cells, date, _))) in items.iter().zip(&rows).enumerate() {
+                prop_assert_eq!(item.record.order, i as i64 + 1);
+                prop_assert_eq!(item.record.date, date.unwrap_or(to_millis(started())));
+                let expected: Map<String, Json> = names
+                    .iter()
+                    .zip(cells)
+                    .filter(|(_, c)| !c.is_empty())
+                    .map(|(n, c)| (n.clone(), Json::String(c.clone())))
+                    .collect();
+                prop_assert_eq!(attrs(item), expected);
+            }
+            // The same file with one bad date: the error names that row's physical line.
+            if !rows.is_empty() {
+                let k = bad_row.index(rows.len());
+                let (bytes, _) = file(Some(k));
+                let r = read_batch(&bytes[..], "t", 1, None, started(), &QueueConfig::default());
+                match r {
+                    Err(DocketError::Csv { line, column, .. }) => {
+                        prop_assert_eq!(line, lines[k]);
+                        prop_assert_eq!(column, RECORD_DATE_COLUMN);
+                    }
+                    other => prop_assert!(false, "expected a CSV error, got {:?}", other),
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            check_typed(read_batch(&bytes[..], "t", 1, None, started(), &custom_config()));
+        }
+
+        #[test]
+        fn arbitrary_csvish_text_never_panics(
+            text in "(id|record_date|score|a|b|[,\"\n\r;' -]|[0-9T:.Z]|x){0,80}"
+        ) {
+            check_typed(read_batch(text.as_bytes(), "t", 1, None, started(), &custom_config()));
+            check_typed(read_batch(text.as_bytes(), "t", 1, None, started(), &QueueConfig::default()));
+        }
+
+        #[test]
+        fn attribute_names_never_panic_and_match_the_grammar(name in any::<String>()) {
+            let expected = is_attribute_name(&name);
+            prop_assert_eq!(AttributeName::parse(&name).is_ok(), expected, "{:?}", name);
+        }
+
+        #[test]
+        fn attribute_names_of_the_grammar_are_accepted(
+            name in "[A-Za-z_][A-Za-z0-9_]{0,63}",
+            tail in "[A-Za-z0-9_]{1,8}",
+        ) {
+            let parsed = AttributeName::parse(&name).unwrap();
+            prop_assert_eq!(parsed.as_str(), name.as_str());
+            // One character past 64 is too long.
+            let long = format!("{name}{}", tail.repeat(64));
+            prop_assert!(AttributeName::parse(&long[..65]).is_err());
+        }
+
+        #[test]
+        fn attribute_names_near_the_grammar(name in "[A-Za-z0-9_;'\". \\-/*$é]{0,70}") {
+            let expected = is_attribute_name(&name);
+            prop_assert_eq!(AttributeName::parse(&name).is_ok(), expected, "{:?}", name);
+        }
+    }
+
+    /// `[A-Za-z_][A-Za-z0-9_]{0,63}`, by hand.
+    fn is_attribute_name(name: &str) -> bool {
+        let b = name.as_bytes();
+        !b.is_empty()
+            && b.len() <= 64
+            && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+            && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+    }
+
+    fn custom_config() -> QueueConfig {
+        let mut config = QueueConfig::default();
+        config.orders.insert(
+            "t".to_owned(),
+            PrimaryOrder::Custom(vec![
+                CustomKey::new("score", KeyType::Number, Direction::Asc).unwrap(),
+                CustomKey::new("a", KeyType::Timestamp, Direction::Asc).unwrap(),
+                CustomKey::new("b", KeyType::Text, Direction::Asc).unwrap(),
+            ]),
+        );
+        config
+    }
+
+    /// Ok, or a CSV error with a line (the arguments themselves are valid).
+    fn check_typed(r: Result<Vec<NewItem>>) {
+        match r {
+            Ok(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    assert_eq!(item.record.order, i as i64 + 1);
+                }
+            }
+            Err(DocketError::Csv { line, .. }) => assert!(line >= 1),
+            Err(other) => panic!("untyped error {other:?}"),
+        }
+    }
+}

@@ -94,8 +94,9 @@ pub trait SqlSession {
     fn query_summaries(&mut self, stmt: &Rendered) -> Result<Vec<TaskSummary>, StoreError>;
     /// Runs a query returning one text column named `name`.
     fn query_strings(&mut self, stmt: &Rendered) -> Result<Vec<String>, StoreError>;
-    /// Runs a query returning the [`ITEM_COLUMNS`](crate::dialect::queue::ITEM_COLUMNS) of work-queue items. The default reports
-    /// the work queue as unsupported (backends that do not implement it yet).
+    /// Runs a query returning the [`ITEM_COLUMNS`](crate::dialect::queue::ITEM_COLUMNS) of
+    /// work-queue items. The default reports the work queue as unsupported, for backends whose
+    /// [`Capabilities::work_queue`] is false (the store never sends them queue statements).
     fn query_items(&mut self, _stmt: &Rendered) -> Result<Vec<Item>, StoreError> {
         Err(unsupported_queue())
     }
@@ -500,7 +501,9 @@ impl<C: SqlConnector> Store for SqlStore<C> {
     }
 
     fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError> {
-        let stmt = self.statements.unresolved_names(known);
+        let stmt = self
+            .statements
+            .unresolved_names(known, self.has_column("max_assignments")?);
         self.connector.with_session(&mut |s| s.query_strings(&stmt))
     }
 
@@ -509,10 +512,19 @@ impl<C: SqlConnector> Store for SqlStore<C> {
         known: &[String],
         before: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
-        self.execute(self.statements.delete_unresolved(known, before))
+        // Asked each time (this runs rarely): a table migrated to the work queue while a
+        // scheduler runs must never lose items to the unknown-task clean-up.
+        let items = self.has_column("max_assignments")?;
+        self.execute(self.statements.delete_unresolved(known, before, items))
     }
 
     fn check_queue_schema(&self) -> Result<(), StoreError> {
+        if !self.capabilities().work_queue {
+            return Err(StoreError::Unsupported {
+                backend: self.backend(),
+                capability: "the work queue",
+            });
+        }
         self.check_schema()?;
         let missing = |name, feature| StoreError::MissingMigration {
             table: self.config.table.to_string(),

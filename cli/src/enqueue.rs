@@ -1,0 +1,100 @@
+//! `docket enqueue`: one CSV file becomes one batch of work-queue items, all or nothing.
+
+use crate::error::CliError;
+use crate::{backends, progress, store_config, Target};
+use chrono::Utc;
+use docket_core::queue::csv::CsvItems;
+use docket_core::{QueueConfig, WorkQueue};
+use std::io::Read;
+use std::path::PathBuf;
+
+/// Arguments of `docket enqueue`.
+///
+/// Items carry no priority (there is no `--priority`): with the priority toggle on they rank
+/// below every item that has one, as NULL priorities do.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    target: Target,
+    /// Task type of the items.
+    #[arg(long, value_name = "TASK")]
+    task: String,
+    /// The CSV file (`-`: standard input). Header row first; column `record_date`
+    /// (YYYY-MM-DDThh:mm:ss[.sss], UTC; empty: the batch's start time) and `id` (default
+    /// `<batch>/<row>`) are optional; every other column is a custom attribute.
+    #[arg(long, value_name = "FILE")]
+    csv: PathBuf,
+    /// How many workers may work each item.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(i32).range(1..))]
+    max_assignments: i32,
+    /// Batch id, the prefix of generated item ids (default: the start time, e.g.
+    /// 20261130T131727.123Z).
+    #[arg(long, value_name = "NAME")]
+    batch: Option<String>,
+}
+
+/// Rows between two progress updates.
+const TICK: u64 = 1024;
+
+/// Runs `docket enqueue`.
+pub fn run(args: &Args) -> Result<(), CliError> {
+    let backend = backends::for_url(&args.target.database_url)?;
+    let config = store_config(&args.target.table, false);
+    let queue = progress::while_running("connecting", || -> Result<_, CliError> {
+        let store = (backend.connect)(&args.target.database_url, config)?;
+        Ok(WorkQueue::new(store, QueueConfig::default())?)
+    })?;
+    let stdin = args.csv.as_os_str() == "-";
+    let open_error = |e| CliError::File {
+        path: args.csv.clone(),
+        source: e,
+    };
+    let (input, len): (Box<dyn Read>, Option<u64>) = if stdin {
+        (Box::new(std::io::stdin().lock()), None)
+    } else {
+        let file = std::fs::File::open(&args.csv).map_err(open_error)?;
+        let len = file.metadata().map_err(open_error)?.len();
+        (Box::new(file), Some(len))
+    };
+    let mut items = CsvItems::new(
+        input,
+        &args.task,
+        args.max_assignments,
+        args.batch.as_deref(),
+        Utc::now(),
+        queue.config(),
+    )?;
+    let name = if stdin {
+        "standard input".to_owned()
+    } else {
+        args.csv.display().to_string()
+    };
+    let bar = match len {
+        Some(len) => progress::bytes(len, format!("reading {name}")),
+        None => progress::spinner(format!("reading {name}")),
+    };
+    // Resolve the whole file before inserting anything.
+    let mut rows = Vec::new();
+    let read = (|| {
+        while let Some(item) = items.next() {
+            rows.push(item?);
+            if items.rows_read() % TICK == 0 {
+                bar.set_position(items.bytes_read());
+                bar.set_message(format!("reading {name}: {} rows", items.rows_read()));
+            }
+        }
+        Ok::<_, docket_core::DocketError>(())
+    })();
+    bar.finish_and_clear();
+    read?;
+    let inserted = progress::while_running(format!("inserting {} items", rows.len()), || {
+        queue.insert(&rows)
+    })?;
+    say!(
+        "enqueued {inserted} items of task {} as batch {} (max assignments {})",
+        args.task,
+        items.batch_id(),
+        args.max_assignments
+    );
+    Ok(())
+}
