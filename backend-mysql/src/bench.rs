@@ -400,26 +400,55 @@ struct ExplainAnalyze {
 }
 
 /// Sums over the plan's `table` objects: item rows read (`r_rows x r_loops` of alias `i`) and
-/// assignment lookups (`r_loops` of alias `a`); and the first sort or full scan of `i`.
+/// assignment lookups (`r_loops` of alias `a`); and the first node that is not index-driven and
+/// bounded: a filesort, a full scan of `i`, or a read of `a` that is a full scan or whose key
+/// parts do not include `task_instance` (every assignment of the type, or of the table).
 fn walk_plan(v: &serde_json::Value, acc: &mut (f64, f64, Option<String>)) {
     match v {
         serde_json::Value::Object(map) => {
             if acc.2.is_none() && map.contains_key("filesort") {
-                acc.2 = Some("filesort".to_owned());
+                acc.2 = Some("a filesort".to_owned());
             }
             if let Some(name) = map.get("table_name").and_then(|n| n.as_str()) {
                 let num = |k: &str| map.get(k).and_then(serde_json::Value::as_f64);
+                let text = |k: &str| map.get(k).and_then(|a| a.as_str()).unwrap_or("?");
                 let loops = num("r_loops").unwrap_or(0.0);
+                let rows = num("r_rows").unwrap_or(0.0);
+                let access = text("access_type");
+                let full = matches!(access, "ALL" | "index");
+                let described = || {
+                    format!(
+                        "{name}: access_type {access}, key {}, {} rows read",
+                        text("key"),
+                        (rows * loops).round()
+                    )
+                };
                 match name {
                     "i" => {
-                        acc.0 += num("r_rows").unwrap_or(0.0) * loops;
-                        if acc.2.is_none()
-                            && map.get("access_type").and_then(|a| a.as_str()) == Some("ALL")
-                        {
-                            acc.2 = Some("full table scan (access_type ALL) of i".to_owned());
+                        acc.0 += rows * loops;
+                        if acc.2.is_none() && full {
+                            acc.2 = Some(format!("{}: a scan of the item table", described()));
                         }
                     }
-                    "a" => acc.1 += loops,
+                    "a" => {
+                        acc.1 += loops;
+                        let by_item = map
+                            .get("used_key_parts")
+                            .and_then(|k| k.as_array())
+                            .is_some_and(|k| k.iter().any(|p| p == "task_instance"));
+                        if acc.2.is_none() && full {
+                            acc.2 = Some(format!(
+                                "{}: a scan of every assignment in the table",
+                                described()
+                            ));
+                        } else if acc.2.is_none() && !by_item {
+                            acc.2 = Some(format!(
+                                "{}: its key parts do not include task_instance, so it reads \
+                                 every assignment of the type",
+                                described()
+                            ));
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -500,4 +529,41 @@ pub fn queue_plan(store: &MysqlStore, stmt: &Rendered) -> Result<QueuePlan, Stor
         }
     }
     Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::walk_plan;
+
+    fn walked(json: &str) -> (f64, f64, Option<String>) {
+        let mut acc = (0.0, 0.0, None);
+        walk_plan(&serde_json::from_str(json).unwrap(), &mut acc);
+        acc
+    }
+
+    #[test]
+    fn walk_plan_counts_item_rows_and_flags_type_wide_reads() {
+        let materialized = r#"{"query_block": {"nested_loop": [{"table": {
+            "table_name": "i", "access_type": "range", "key": "queue_fifo_idx",
+            "used_key_parts": ["task_name", "assignable"], "r_loops": 1, "r_rows": 2002}}],
+          "subqueries": [{"materialization": {"r_loops": 2002, "query_block": {"nested_loop": [
+            {"table": {"table_name": "a", "access_type": "index", "key": "status_deadline_idx",
+             "used_key_parts": ["status", "deadline"], "r_loops": 1, "r_rows": 4013}}]}}}]}}"#;
+        let (items, lookups, whole) = walked(materialized);
+        assert_eq!((items, lookups), (2002.0, 1.0));
+        assert_eq!(
+            whole.as_deref(),
+            Some(
+                "a: access_type index, key status_deadline_idx, 4013 rows read: a scan of every \
+                 assignment in the table"
+            )
+        );
+        let probed = r#"{"query_block": {"nested_loop": [{"table": {
+            "table_name": "i", "access_type": "range", "r_loops": 1, "r_rows": 1}}],
+          "subqueries": [{"query_block": {"nested_loop": [{"table": {"table_name": "a",
+            "access_type": "eq_ref", "key": "PRIMARY",
+            "used_key_parts": ["task_name", "task_instance", "worker"],
+            "r_loops": 1, "r_rows": 0}}]}}]}}"#;
+        assert_eq!(walked(probed), (1.0, 1.0, None));
+    }
 }
