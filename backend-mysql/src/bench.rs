@@ -399,15 +399,29 @@ struct ExplainAnalyze {
     plan: String,
 }
 
+/// What [`walk_plan`] gathers.
+#[derive(Debug, Default, PartialEq)]
+struct Walked {
+    /// Item rows read.
+    items: f64,
+    /// Assignment lookups counted by the plan (`r_loops`).
+    lookups: f64,
+    /// Whether the assignments are looked up once per item row (`unique_subquery` /
+    /// `index_subquery`, whose `r_loops` MariaDB leaves at 0).
+    per_item_row: bool,
+    /// The first node that is not index-driven and bounded, described.
+    whole: Option<String>,
+}
+
 /// Sums over the plan's `table` objects: item rows read (`r_rows x r_loops` of alias `i`) and
 /// assignment lookups (`r_loops` of alias `a`); and the first node that is not index-driven and
 /// bounded: a filesort, a full scan of `i`, or a read of `a` that is a full scan or whose key
 /// parts do not include `task_instance` (every assignment of the type, or of the table).
-fn walk_plan(v: &serde_json::Value, acc: &mut (f64, f64, Option<String>)) {
+fn walk_plan(v: &serde_json::Value, acc: &mut Walked) {
     match v {
         serde_json::Value::Object(map) => {
-            if acc.2.is_none() && map.contains_key("filesort") {
-                acc.2 = Some("a filesort".to_owned());
+            if acc.whole.is_none() && map.contains_key("filesort") {
+                acc.whole = Some("a filesort".to_owned());
             }
             if let Some(name) = map.get("table_name").and_then(|n| n.as_str()) {
                 let num = |k: &str| map.get(k).and_then(serde_json::Value::as_f64);
@@ -425,24 +439,25 @@ fn walk_plan(v: &serde_json::Value, acc: &mut (f64, f64, Option<String>)) {
                 };
                 match name {
                     "i" => {
-                        acc.0 += rows * loops;
-                        if acc.2.is_none() && full {
-                            acc.2 = Some(format!("{}: a scan of the item table", described()));
+                        acc.items += rows * loops;
+                        if acc.whole.is_none() && full {
+                            acc.whole = Some(format!("{}: a scan of the item table", described()));
                         }
                     }
                     "a" => {
-                        acc.1 += loops;
+                        acc.lookups += loops;
+                        acc.per_item_row |= matches!(access, "unique_subquery" | "index_subquery");
                         let by_item = map
                             .get("used_key_parts")
                             .and_then(|k| k.as_array())
                             .is_some_and(|k| k.iter().any(|p| p == "task_instance"));
-                        if acc.2.is_none() && full {
-                            acc.2 = Some(format!(
+                        if acc.whole.is_none() && full {
+                            acc.whole = Some(format!(
                                 "{}: a scan of every assignment in the table",
                                 described()
                             ));
-                        } else if acc.2.is_none() && !by_item {
-                            acc.2 = Some(format!(
+                        } else if acc.whole.is_none() && !by_item {
+                            acc.whole = Some(format!(
                                 "{}: its key parts do not include task_instance, so it reads \
                                  every assignment of the type",
                                 described()
@@ -516,11 +531,16 @@ pub fn queue_plan(store: &MysqlStore, stmt: &Rendered) -> Result<QueuePlan, Stor
         .then(|| serde_json::from_str::<serde_json::Value>(&text.concat()).ok())
         .flatten()
     {
-        let mut acc = (0.0, 0.0, None);
+        let mut acc = Walked::default();
         walk_plan(&json, &mut acc);
-        plan.items_read = Some(acc.0.round() as u64);
-        plan.assignment_probes = Some(acc.1.round() as u64);
-        plan.whole_type = acc.2;
+        let items = acc.items.round() as u64;
+        plan.items_read = Some(items);
+        plan.assignment_probes = Some(if acc.per_item_row {
+            items
+        } else {
+            acc.lookups.round() as u64
+        });
+        plan.whole_type = acc.whole;
         if let Some(ms) = json
             .pointer("/query_block/r_total_time_ms")
             .and_then(serde_json::Value::as_f64)
@@ -533,10 +553,10 @@ pub fn queue_plan(store: &MysqlStore, stmt: &Rendered) -> Result<QueuePlan, Stor
 
 #[cfg(test)]
 mod tests {
-    use super::walk_plan;
+    use super::{walk_plan, Walked};
 
-    fn walked(json: &str) -> (f64, f64, Option<String>) {
-        let mut acc = (0.0, 0.0, None);
+    fn walked(json: &str) -> Walked {
+        let mut acc = Walked::default();
         walk_plan(&serde_json::from_str(json).unwrap(), &mut acc);
         acc
     }
@@ -549,21 +569,29 @@ mod tests {
           "subqueries": [{"materialization": {"r_loops": 2002, "query_block": {"nested_loop": [
             {"table": {"table_name": "a", "access_type": "index", "key": "status_deadline_idx",
              "used_key_parts": ["status", "deadline"], "r_loops": 1, "r_rows": 4013}}]}}}]}}"#;
-        let (items, lookups, whole) = walked(materialized);
-        assert_eq!((items, lookups), (2002.0, 1.0));
+        let w = walked(materialized);
+        assert_eq!((w.items, w.lookups, w.per_item_row), (2002.0, 1.0, false));
         assert_eq!(
-            whole.as_deref(),
+            w.whole.as_deref(),
             Some(
                 "a: access_type index, key status_deadline_idx, 4013 rows read: a scan of every \
                  assignment in the table"
             )
         );
         let probed = r#"{"query_block": {"nested_loop": [{"table": {
-            "table_name": "i", "access_type": "range", "r_loops": 1, "r_rows": 1}}],
+            "table_name": "i", "access_type": "range", "r_loops": 1, "r_rows": 20002}}],
           "subqueries": [{"query_block": {"nested_loop": [{"table": {"table_name": "a",
-            "access_type": "eq_ref", "key": "PRIMARY",
+            "access_type": "unique_subquery", "key": "PRIMARY",
             "used_key_parts": ["task_name", "task_instance", "worker"],
-            "r_loops": 1, "r_rows": 0}}]}}]}}"#;
-        assert_eq!(walked(probed), (1.0, 1.0, None));
+            "r_loops": 0, "r_rows": null}}]}}]}}"#;
+        assert_eq!(
+            walked(probed),
+            Walked {
+                items: 20002.0,
+                lookups: 0.0,
+                per_item_row: true,
+                whole: None
+            }
+        );
     }
 }
