@@ -122,20 +122,20 @@ pub fn connect_with(
     config: StoreConfig,
     options: &MysqlOptions,
 ) -> Result<MysqlStore, StoreError> {
-    let connections = Pool::builder()
-        .max_size(options.max_connections.max(1))
-        .min_idle(Some(1))
-        .connection_timeout(options.connection_timeout)
-        // Keep r2d2's check on check-out: diesel cannot tell that a MySQL connection died
-        // (its `is_broken` only looks at the transaction state), so without the check a pool
-        // stays dead after a server restart. (PostgreSQL's connections report it; that backend
-        // skips the check.)
-        .test_on_check_out(true)
-        .connection_customizer(Box::new(SessionSetup {
-            time_zone: options.session_time_zone.clone(),
-        }))
-        .build(ConnectionManager::<MysqlConnection>::new(url))
-        .map_err(pool)?;
+    let connections = docket_diesel::open_pool(
+        Pool::builder()
+            .max_size(options.max_connections.max(1))
+            .connection_timeout(options.connection_timeout)
+            // Keep r2d2's check on check-out: diesel cannot tell that a MySQL connection died
+            // (its `is_broken` only looks at the transaction state), so without the check a pool
+            // stays dead after a server restart. (PostgreSQL's connections report it; that backend
+            // skips the check.)
+            .test_on_check_out(true)
+            .connection_customizer(Box::new(SessionSetup {
+                time_zone: options.session_time_zone.clone(),
+            })),
+        ConnectionManager::<MysqlConnection>::new(url),
+    )?;
     let text = {
         let mut conn = connections.get().map_err(pool)?;
         diesel::sql_query("SELECT VERSION() AS version")

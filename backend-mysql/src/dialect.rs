@@ -1,7 +1,8 @@
 //! How MySQL 8 and MariaDB 10.6+ spell docket's statements: one dialect for the family, with a
 //! [`Flavor`] for the few real differences between the two servers.
 
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch};
+use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::ordering::{CustomKey, KeyType};
 use std::fmt;
 
 /// Which server of the MySQL family a store talks to. Everything docket's statements need is
@@ -126,6 +127,33 @@ impl Dialect for MysqlDialect {
 
     fn current_schema(&self) -> &'static str {
         "DATABASE()"
+    }
+
+    /// The path is bound. Text (and timestamps, sortable UTC text) is unquoted and compared in
+    /// the flavor's binary no-pad collation: code point order, trailing spaces significant, as
+    /// PostgreSQL's `COLLATE "C"` (`JSON_UNQUOTE` alone returns PAD SPACE `utf8mb4_bin`).
+    /// Numbers are read only when the value is a JSON number (NULL otherwise, as when missing),
+    /// as `DECIMAL(65, 30)`: exact for every integer docket can be given (64-bit) and for
+    /// fractions down to 1e-30; magnitudes beyond 1e35 saturate.
+    fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
+        let path = key.attribute.json_path();
+        match key.kind {
+            KeyType::Text | KeyType::Timestamp => {
+                w.push("(JSON_UNQUOTE(JSON_EXTRACT(custom_attributes, ")
+                    .bind(path)
+                    .push(")) COLLATE ")
+                    .push(self.flavor.key_collation())
+                    .push(")");
+            }
+            KeyType::Number => {
+                w.push("(CASE WHEN JSON_TYPE(JSON_EXTRACT(custom_attributes, ")
+                    .bind(path.clone())
+                    .push(")) IN ('INTEGER', 'UNSIGNED INTEGER', 'DECIMAL', 'DOUBLE') THEN ")
+                    .push("CAST(JSON_EXTRACT(custom_attributes, ")
+                    .bind(path)
+                    .push(") AS DECIMAL(65, 30)) END)");
+            }
+        }
     }
 }
 

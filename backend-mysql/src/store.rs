@@ -12,8 +12,9 @@ use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::sql_types::{BigInt, Binary, Bool, Datetime, Integer, Nullable, SmallInt, Text};
 use diesel::{QueryableByName, RunQueryDsl};
 use docket_core::dialect::{Rendered, Value};
+use docket_core::queue::{Assignment, AssignmentStatus, Item, RecordKey};
 use docket_core::store::sql::SqlSession;
-use docket_core::store::{Execution, TaskSummary};
+use docket_core::store::{Execution, ExecutionKey, TaskSummary};
 use docket_core::StoreError;
 use docket_diesel::db;
 
@@ -110,6 +111,80 @@ struct SummaryRow {
     next_execution_time: Option<NaiveDateTime>,
 }
 
+/// A work-queue item ([`docket_core::dialect::queue::ITEM_COLUMNS`]). The statements that
+/// read items select only rows with `max_assignments` and the record keys set.
+#[derive(QueryableByName)]
+struct ItemRow {
+    #[diesel(sql_type = Text)]
+    task_name: String,
+    #[diesel(sql_type = Text)]
+    task_instance: String,
+    #[diesel(sql_type = Nullable<Binary>)]
+    task_data: Option<Vec<u8>>,
+    #[diesel(sql_type = Datetime)]
+    execution_time: NaiveDateTime,
+    #[diesel(sql_type = Datetime)]
+    record_date: NaiveDateTime,
+    #[diesel(sql_type = BigInt)]
+    record_order: i64,
+    #[diesel(sql_type = Nullable<Text>)]
+    custom_attributes: Option<String>,
+    #[diesel(sql_type = Integer)]
+    max_assignments: i32,
+    #[diesel(sql_type = Integer)]
+    assignments: i32,
+    #[diesel(sql_type = Nullable<Text>)]
+    held_by: Option<String>,
+}
+
+impl From<ItemRow> for Item {
+    fn from(r: ItemRow) -> Self {
+        Item {
+            key: ExecutionKey::new(r.task_name, r.task_instance),
+            data: r.task_data,
+            available_at: utc(r.execution_time),
+            record: RecordKey {
+                date: utc(r.record_date),
+                order: r.record_order,
+            },
+            custom_attributes: r.custom_attributes,
+            max_assignments: r.max_assignments,
+            assignments: r.assignments,
+            held_by: r.held_by,
+        }
+    }
+}
+
+/// An assignment ([`docket_core::dialect::queue::ASSIGNMENT_COLUMNS`] and `updated_at`).
+#[derive(QueryableByName)]
+struct AssignmentRow {
+    #[diesel(sql_type = Text)]
+    task_name: String,
+    #[diesel(sql_type = Text)]
+    task_instance: String,
+    #[diesel(sql_type = Text)]
+    worker: String,
+    #[diesel(sql_type = Text)]
+    status: String,
+    #[diesel(sql_type = Datetime)]
+    deadline: NaiveDateTime,
+    #[diesel(sql_type = Datetime)]
+    updated_at: NaiveDateTime,
+}
+
+impl TryFrom<AssignmentRow> for Assignment {
+    type Error = StoreError;
+    fn try_from(r: AssignmentRow) -> Result<Self, StoreError> {
+        Ok(Assignment {
+            key: ExecutionKey::new(r.task_name, r.task_instance),
+            worker: r.worker,
+            status: AssignmentStatus::decode(&r.status)?,
+            deadline: utc(r.deadline),
+            updated_at: utc(r.updated_at),
+        })
+    }
+}
+
 #[derive(QueryableByName)]
 struct LevelRow {
     #[diesel(sql_type = SmallInt)]
@@ -179,5 +254,15 @@ impl SqlSession for MysqlSession<'_> {
     fn query_strings(&mut self, stmt: &Rendered) -> Result<Vec<String>, StoreError> {
         let rows = bound(stmt).load::<NameRow>(self.0).map_err(db)?;
         Ok(rows.into_iter().map(|r| r.name).collect())
+    }
+
+    fn query_items(&mut self, stmt: &Rendered) -> Result<Vec<Item>, StoreError> {
+        let rows = bound(stmt).load::<ItemRow>(self.0).map_err(db)?;
+        Ok(rows.into_iter().map(Item::from).collect())
+    }
+
+    fn query_assignments(&mut self, stmt: &Rendered) -> Result<Vec<Assignment>, StoreError> {
+        let rows = bound(stmt).load::<AssignmentRow>(self.0).map_err(db)?;
+        rows.into_iter().map(Assignment::try_from).collect()
     }
 }

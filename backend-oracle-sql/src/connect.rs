@@ -67,13 +67,13 @@ pub fn connect_with(
     config: StoreConfig,
     options: &OracleOptions,
 ) -> Result<OracleStore, StoreError> {
-    let connections = Pool::builder()
-        .max_size(options.max_connections.max(1))
-        .min_idle(Some(1))
-        .connection_timeout(options.connection_timeout)
-        .test_on_check_out(false)
-        .build(ConnectionManager::<OciConnection>::new(url))
-        .map_err(pool)?;
+    let connections = docket_diesel::open_pool(
+        Pool::builder()
+            .max_size(options.max_connections.max(1))
+            .connection_timeout(options.connection_timeout)
+            .test_on_check_out(false),
+        ConnectionManager::<OciConnection>::new(url),
+    )?;
     Ok(SqlStore::new(OracleConnector { pool: connections }, config))
 }
 

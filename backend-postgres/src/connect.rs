@@ -63,15 +63,15 @@ pub fn connect_with(
     config: StoreConfig,
     options: &PgOptions,
 ) -> Result<PgStore, StoreError> {
-    let pool = Pool::builder()
-        .max_size(options.max_connections.max(1))
-        .min_idle(Some(1))
-        .connection_timeout(options.connection_timeout)
-        // No `SELECT 1` before every use: it doubled the round trips of each claim. A broken
-        // connection fails its statement, diesel marks it broken, and r2d2 replaces it.
-        .test_on_check_out(false)
-        .build(ConnectionManager::<PgConnection>::new(url))
-        .map_err(pool)?;
+    let pool = docket_diesel::open_pool(
+        Pool::builder()
+            .max_size(options.max_connections.max(1))
+            .connection_timeout(options.connection_timeout)
+            // No `SELECT 1` before every use: it doubled the round trips of each claim. A broken
+            // connection fails its statement, diesel marks it broken, and r2d2 replaces it.
+            .test_on_check_out(false),
+        ConnectionManager::<PgConnection>::new(url),
+    )?;
     Ok(SqlStore::new(PgConnector { pool }, config))
 }
 

@@ -109,15 +109,15 @@ pub fn connect_with(
              (sqlite://PATH) that every pooled connection and process can open"
         )));
     }
-    let pool = Pool::builder()
-        .max_size(options.max_connections.max(1))
-        .min_idle(Some(1))
-        .connection_timeout(options.connection_timeout)
-        .connection_customizer(Box::new(Pragmas {
-            busy_timeout_ms: options.busy_timeout.as_millis(),
-        }))
-        .build(ConnectionManager::<SqliteConnection>::new(path))
-        .map_err(pool)?;
+    let pool = docket_diesel::open_pool(
+        Pool::builder()
+            .max_size(options.max_connections.max(1))
+            .connection_timeout(options.connection_timeout)
+            .connection_customizer(Box::new(Pragmas {
+                busy_timeout_ms: options.busy_timeout.as_millis(),
+            })),
+        ConnectionManager::<SqliteConnection>::new(path),
+    )?;
     Ok(SqlStore::new(SqliteConnector { pool }, config))
 }
 

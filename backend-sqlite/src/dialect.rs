@@ -1,6 +1,7 @@
 //! How SQLite spells docket's statements.
 
 use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
 /// The SQLite dialect: `?` placeholders, double-quoted identifiers, `LIMIT ?`, no row locks.
@@ -31,6 +32,28 @@ impl Dialect for SqliteDialect {
     // No row locks to skip: the write lock serializes claimers (see the type's docs).
     fn skip_locked_clause(&self) -> &'static str {
         ""
+    }
+
+    /// The path is bound. `json_extract` returns a JSON string as TEXT, compared with SQLite's
+    /// BINARY collation (UTF-8 bytes: code point order). Numbers are read only when the value
+    /// is a JSON number (NULL otherwise, as when missing); integers and reals compare
+    /// numerically with each other.
+    fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
+        let path = key.attribute.json_path();
+        match key.kind {
+            KeyType::Text | KeyType::Timestamp => {
+                w.push("json_extract(custom_attributes, ")
+                    .bind(path)
+                    .push(")");
+            }
+            KeyType::Number => {
+                w.push("(CASE WHEN json_type(custom_attributes, ")
+                    .bind(path.clone())
+                    .push(") IN ('integer', 'real') THEN json_extract(custom_attributes, ")
+                    .bind(path)
+                    .push(") END)");
+            }
+        }
     }
 
     // No information_schema: the `pragma_table_info` table-valued function lists the columns

@@ -18,8 +18,9 @@ use diesel::sql_types::{BigInt, Binary, Bool, Integer, Nullable, SmallInt, Text}
 use diesel::sqlite::{Sqlite, SqliteConnection};
 use diesel::{QueryableByName, RunQueryDsl};
 use docket_core::dialect::{Rendered, Value};
+use docket_core::queue::{Assignment, AssignmentStatus, Item, RecordKey};
 use docket_core::store::sql::SqlSession;
-use docket_core::store::{Execution, TaskSummary};
+use docket_core::store::{Execution, ExecutionKey, TaskSummary};
 use docket_core::StoreError;
 use docket_diesel::db;
 
@@ -127,6 +128,81 @@ struct SummaryRow {
     next_execution_time: Option<i64>,
 }
 
+/// A work-queue item ([`docket_core::dialect::queue::ITEM_COLUMNS`]). The statements that
+/// read items select only rows with `max_assignments` and the record keys set.
+#[derive(QueryableByName)]
+struct ItemRow {
+    #[diesel(sql_type = Text)]
+    task_name: String,
+    #[diesel(sql_type = Text)]
+    task_instance: String,
+    #[diesel(sql_type = Nullable<Binary>)]
+    task_data: Option<Vec<u8>>,
+    #[diesel(sql_type = BigInt)]
+    execution_time: i64,
+    #[diesel(sql_type = BigInt)]
+    record_date: i64,
+    #[diesel(sql_type = BigInt)]
+    record_order: i64,
+    #[diesel(sql_type = Nullable<Text>)]
+    custom_attributes: Option<String>,
+    #[diesel(sql_type = Integer)]
+    max_assignments: i32,
+    #[diesel(sql_type = Integer)]
+    assignments: i32,
+    #[diesel(sql_type = Nullable<Text>)]
+    held_by: Option<String>,
+}
+
+impl TryFrom<ItemRow> for Item {
+    type Error = StoreError;
+    fn try_from(r: ItemRow) -> Result<Self, StoreError> {
+        Ok(Item {
+            key: ExecutionKey::new(r.task_name, r.task_instance),
+            data: r.task_data,
+            available_at: from_micros("execution_time", r.execution_time)?,
+            record: RecordKey {
+                date: from_micros("record_date", r.record_date)?,
+                order: r.record_order,
+            },
+            custom_attributes: r.custom_attributes,
+            max_assignments: r.max_assignments,
+            assignments: r.assignments,
+            held_by: r.held_by,
+        })
+    }
+}
+
+/// An assignment ([`docket_core::dialect::queue::ASSIGNMENT_COLUMNS`] and `updated_at`).
+#[derive(QueryableByName)]
+struct AssignmentRow {
+    #[diesel(sql_type = Text)]
+    task_name: String,
+    #[diesel(sql_type = Text)]
+    task_instance: String,
+    #[diesel(sql_type = Text)]
+    worker: String,
+    #[diesel(sql_type = Text)]
+    status: String,
+    #[diesel(sql_type = BigInt)]
+    deadline: i64,
+    #[diesel(sql_type = BigInt)]
+    updated_at: i64,
+}
+
+impl TryFrom<AssignmentRow> for Assignment {
+    type Error = StoreError;
+    fn try_from(r: AssignmentRow) -> Result<Self, StoreError> {
+        Ok(Assignment {
+            key: ExecutionKey::new(r.task_name, r.task_instance),
+            worker: r.worker,
+            status: AssignmentStatus::decode(&r.status)?,
+            deadline: from_micros("deadline", r.deadline)?,
+            updated_at: from_micros("updated_at", r.updated_at)?,
+        })
+    }
+}
+
 #[derive(QueryableByName)]
 struct LevelRow {
     #[diesel(sql_type = SmallInt)]
@@ -192,6 +268,16 @@ impl SqlSession for SqliteSession<'_> {
     fn query_strings(&mut self, stmt: &Rendered) -> Result<Vec<String>, StoreError> {
         let rows = bound(stmt).load::<NameRow>(self.0).map_err(db)?;
         Ok(rows.into_iter().map(|r| r.name).collect())
+    }
+
+    fn query_items(&mut self, stmt: &Rendered) -> Result<Vec<Item>, StoreError> {
+        let rows = bound(stmt).load::<ItemRow>(self.0).map_err(db)?;
+        rows.into_iter().map(Item::try_from).collect()
+    }
+
+    fn query_assignments(&mut self, stmt: &Rendered) -> Result<Vec<Assignment>, StoreError> {
+        let rows = bound(stmt).load::<AssignmentRow>(self.0).map_err(db)?;
+        rows.into_iter().map(Assignment::try_from).collect()
     }
 }
 

@@ -36,42 +36,22 @@ pub struct Backend {
 }
 
 /// A [`Backend`] for a crate with the standard backend functions.
-///
-/// Commands open a one-connection pool: they use one connection at a time, and a larger pool
-/// keeps `min_idle` by opening a replacement in a background thread whenever the idle one is
-/// checked out. A command that exits while that thread is still connecting crashed in libpq's
-/// OpenSSL teardown (SIGSEGV in `OPENSSL_strcasecmp`, about one PostgreSQL command in ten);
-/// with one connection at most, the pool never opens one after it is built.
 macro_rules! entry {
-    ($name:literal, [$($scheme:literal),+], $krate:ident, $options:ident, $dialect:expr, $plan:literal) => {
+    ($name:literal, [$($scheme:literal),+], $krate:ident, $dialect:expr, $plan:literal) => {
         Backend {
             name: $name,
             schemes: &[$($scheme),+],
             dialect: &$dialect,
             plan_label: $plan,
             migration_names: || $krate::MIGRATIONS.iter().map(|m| m.name).collect(),
-            migrate: |url, config, to| {
-                $krate::migrate(&$krate::connect_with(url, config, &one_connection!($krate::$options))?, to)
-            },
-            connect: |url, config| {
-                let store = $krate::connect_with(url, config, &one_connection!($krate::$options))?;
-                Ok(Arc::new(store) as Arc<dyn Store>)
-            },
+            migrate: |url, config, to| $krate::migrate(&$krate::connect(url, config)?, to),
+            connect: |url, config| Ok(Arc::new($krate::connect(url, config)?) as Arc<dyn Store>),
             explain: |url, config, stmts| {
-                let store = $krate::connect_with(url, config, &one_connection!($krate::$options))?;
+                let store = $krate::connect(url, config)?;
                 stmts.iter().map(|s| $krate::explain_plan(&store, s)).collect()
             },
         }
     };
-}
-
-/// A backend's default pool options, with one connection at most.
-macro_rules! one_connection {
-    ($options:path) => {{
-        let mut options = <$options>::default();
-        options.max_connections = 1;
-        options
-    }};
 }
 
 /// Every backend the CLI knows.
@@ -80,7 +60,6 @@ pub static BACKENDS: &[Backend] = &[
         "postgres",
         ["postgres", "postgresql"],
         docket_postgres,
-        PgOptions,
         docket_postgres::PgDialect,
         "EXPLAIN (ANALYZE, BUFFERS)"
     ),
@@ -88,7 +67,6 @@ pub static BACKENDS: &[Backend] = &[
         "mysql",
         ["mysql", "mariadb"],
         docket_mysql,
-        MysqlOptions,
         docket_mysql::MysqlDialect::MARIADB,
         "EXPLAIN FORMAT=JSON"
     ),
@@ -96,7 +74,6 @@ pub static BACKENDS: &[Backend] = &[
         "sqlite",
         ["sqlite"],
         docket_sqlite,
-        SqliteOptions,
         docket_sqlite::SqliteDialect,
         "EXPLAIN QUERY PLAN"
     ),
@@ -104,7 +81,6 @@ pub static BACKENDS: &[Backend] = &[
         "mssql",
         ["mssql", "sqlserver"],
         docket_mssql,
-        MssqlOptions,
         docket_mssql::MssqlDialect,
         "SET SHOWPLAN_TEXT ON"
     ),
@@ -112,7 +88,6 @@ pub static BACKENDS: &[Backend] = &[
         "oracle",
         ["oracle"],
         docket_oracle,
-        OracleOptions,
         docket_oracle::OracleDialect,
         "EXPLAIN PLAN FOR"
     ),

@@ -542,13 +542,24 @@ impl<C: SqlConnector> Store for SqlStore<C> {
         Ok(())
     }
 
+    // Each insert must add its row: a session may report a duplicate key as 0 rows instead of
+    // an error (MySQL's, for schedule-if-not-exists), and an existing id fails the batch.
     fn item_insert_batch(&self, rows: &[NewItem]) -> Result<u64, StoreError> {
         let stmts: Vec<_> = rows
             .iter()
-            .map(|r| self.statements.item_insert(r))
+            .map(|r| (&r.key, self.statements.item_insert(r)))
             .collect();
-        self.connector
-            .in_transaction(&mut |s| stmts.iter().try_fold(0, |n, stmt| Ok(n + s.execute(stmt)?)))
+        self.connector.in_transaction(&mut |s| {
+            for (key, stmt) in &stmts {
+                if s.execute(stmt)? != 1 {
+                    return Err(StoreError::Database(format!(
+                        "item {} of {} already exists; batch rolled back",
+                        key.task_instance, key.task_name
+                    )));
+                }
+            }
+            Ok(stmts.len() as u64)
+        })
     }
 
     fn item_get(&self, key: &ExecutionKey) -> Result<Option<Item>, StoreError> {

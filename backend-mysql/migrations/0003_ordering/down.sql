@@ -1,0 +1,1 @@
+ALTER TABLE {table} DROP COLUMN custom_attributes, DROP COLUMN record_order, DROP COLUMN record_date;
