@@ -1,14 +1,14 @@
-//! Test data and cost measurement for `docket bench priority` (tooling, not the scheduler).
-//! Rows are generated server-side in chunks (MariaDB's sequence engine, or a cross join of
-//! digits on MySQL); costs are the session's `Handler_read_*` deltas, i.e. index and table rows
-//! the storage engine handed to the server.
+//! Test data and cost measurement for `docket bench priority` and `docket bench queue` (tooling,
+//! not the scheduler). Rows are generated server-side in chunks (MariaDB's sequence engine, or a
+//! cross join of digits on MySQL); costs are the session's `Handler_read_*` deltas, i.e. index
+//! and table rows the storage engine handed to the server.
 
 use crate::dialect::Flavor;
 use crate::store::{bound, MysqlSession};
 use crate::{migrate, MysqlStore, MIGRATIONS};
 use diesel::sql_types::Text;
 use diesel::{MysqlConnection, QueryableByName, RunQueryDsl};
-use docket_core::bench::{Cost, Recorded, Scenario};
+use docket_core::bench::{Cost, QueuePlan, QueueScenario, QueueType, Recorded, Scenario};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::{Store, StoreError};
 use docket_diesel::db;
@@ -150,10 +150,17 @@ pub fn reload_due(
     load_due(store, &mut conn, s, progress)
 }
 
-/// Drops the table and forgets its migrations.
+/// Drops the table and its work-queue assignments table (migration 0004 creates it) and
+/// forgets their migrations.
 pub fn drop_scenario(store: &MysqlStore) -> Result<(), StoreError> {
     let mut conn = store.connector().connection()?;
-    run(&mut conn, &plain(store, "DROP TABLE IF EXISTS ", ""))?;
+    let table = &store.config().table;
+    let mut w = SqlWriter::new(store.connector().mysql_dialect());
+    w.push("DROP TABLE IF EXISTS ")
+        .table(&table.assignments())
+        .push(", ")
+        .table(table);
+    run(&mut conn, &w.finish())?;
     for m in MIGRATIONS {
         let mut w = SqlWriter::new(store.connector().mysql_dialect());
         w.push("DELETE FROM __diesel_schema_migrations WHERE version = ")
@@ -202,4 +209,389 @@ pub fn measure(store: &MysqlStore, stmts: &[Recorded]) -> Result<Cost, StoreErro
             };
     }
     Ok(total)
+}
+
+/// Creates the database a `mysql://` URL names when it does not exist yet (connecting without a
+/// database to do so), so a benchmark can run in a database of its own. Returns whether it was
+/// created. The name must be a plain identifier (letters, digits, `_`).
+pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
+    let bad = |reason: &str| StoreError::Database(format!("database URL {url:?}: {reason}"));
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
+    let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no database"))?;
+    let (name, query) = path.split_once('?').unwrap_or((path, ""));
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(bad("the database name must be letters, digits and _"));
+    }
+    let admin = format!(
+        "{scheme}://{authority}/information_schema{}{query}",
+        if query.is_empty() { "" } else { "?" }
+    );
+    let mut conn = <MysqlConnection as diesel::Connection>::establish(&admin)
+        .map_err(|e| StoreError::Database(format!("connecting to {admin:?}: {e}")))?;
+    #[derive(QueryableByName)]
+    struct NameRow {
+        #[diesel(sql_type = Text)]
+        #[diesel(column_name = "name")]
+        _name: String,
+    }
+    let found = diesel::sql_query(
+        "SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
+    )
+    .bind::<Text, _>(name)
+    .load::<NameRow>(&mut conn)
+    .map_err(db)?;
+    if !found.is_empty() {
+        return Ok(false);
+    }
+    diesel::sql_query(format!("CREATE DATABASE `{name}`"))
+        .execute(&mut conn)
+        .map_err(db)?;
+    Ok(true)
+}
+
+/// Inserts items `from..to` of type `t` (see [`QueueScenario`]): item `n` is `item-<n>`, in
+/// batch `n DIV BATCH` (record date one second per batch), record order `n MOD BATCH + 1`; the
+/// first `worked` carry one counted assignment.
+fn insert_items(
+    store: &MysqlStore,
+    conn: &mut MysqlConnection,
+    s: &QueueScenario,
+    t: &QueueType,
+    (from, to): (u64, u64),
+) -> Result<(), StoreError> {
+    let n = || Value::BigInt(from as i64);
+    let batch = || Value::BigInt(QueueScenario::BATCH as i64);
+    let worked = || Value::BigInt(s.worked as i64);
+    let mut w = SqlWriter::new(store.connector().mysql_dialect());
+    w.push("INSERT INTO ")
+        .table(&store.config().table)
+        .push(
+            " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
+             record_date, record_order, max_assignments, assignments, assignable) SELECT ",
+        )
+        .bind(t.name.as_str())
+        .push(", CONCAT('item-', g.n + ")
+        .bind(n())
+        .push("), ")
+        .bind(s.available_at())
+        .push(", FALSE, 0, 1, TIMESTAMPADD(SECOND, (g.n + ")
+        .bind(n())
+        .push(") DIV ")
+        .bind(batch())
+        .push(", ")
+        .bind(s.first_record_date())
+        .push("), (g.n + ")
+        .bind(n())
+        .push(") MOD ")
+        .bind(batch())
+        .push(" + 1, ")
+        .bind(t.max_assignments)
+        .push(", CASE WHEN g.n + ")
+        .bind(n())
+        .push(" < ")
+        .bind(worked())
+        .push(" THEN 1 ELSE 0 END, g.n + ")
+        .bind(n())
+        .push(" >= ")
+        .bind(worked())
+        .push(" OR 1 < ")
+        .bind(t.max_assignments)
+        .push(" FROM ")
+        .push(numbers(store.connector().flavor()))
+        .push(" WHERE g.n < ")
+        .bind(Value::BigInt((to - from) as i64));
+    run(conn, &w.finish()).map(drop)
+}
+
+/// Inserts the SUBMITTED assignments of `s.worker` on items `from..to` of type `t`.
+fn insert_assignments(
+    store: &MysqlStore,
+    conn: &mut MysqlConnection,
+    s: &QueueScenario,
+    t: &QueueType,
+    (from, to): (u64, u64),
+) -> Result<(), StoreError> {
+    let at = s.available_at();
+    let mut w = SqlWriter::new(store.connector().mysql_dialect());
+    w.push("INSERT INTO ")
+        .table(&store.config().table.assignments())
+        .push(
+            " (task_name, task_instance, worker, status, deadline, assigned_at, updated_at) \
+             SELECT ",
+        )
+        .bind(t.name.as_str())
+        .push(", CONCAT('item-', g.n + ")
+        .bind(Value::BigInt(from as i64))
+        .push("), ")
+        .bind(s.worker.as_str())
+        .push(", 'SUBMITTED', ")
+        .bind(at + chrono::Duration::minutes(30))
+        .push(", ")
+        .bind(at)
+        .push(", ")
+        .bind(at)
+        .push(" FROM ")
+        .push(numbers(store.connector().flavor()))
+        .push(" WHERE g.n < ")
+        .bind(Value::BigInt((to - from) as i64));
+    run(conn, &w.finish()).map(drop)
+}
+
+fn queue_chunks(n: u64) -> impl Iterator<Item = (u64, u64)> {
+    (0..n)
+        .step_by(QueueScenario::CHUNK as usize)
+        .map(move |from| (from, (from + QueueScenario::CHUNK).min(n)))
+}
+
+/// Migrates the store's table (every migration, so the work-queue schema is there), empties it
+/// and its assignments table, loads `s` (items of each type in FIFO order, then the worker's
+/// assignments), then analyzes both; `progress` gets the rows written by each chunk.
+pub fn load_queue(
+    store: &MysqlStore,
+    s: &QueueScenario,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), StoreError> {
+    migrate(store, None)?;
+    let mut conn = store.connector().connection()?;
+    let table = &store.config().table;
+    let dialect = store.connector().mysql_dialect();
+    for t in [table.clone(), table.assignments()] {
+        let mut w = SqlWriter::new(dialect);
+        w.push("TRUNCATE TABLE ").table(&t);
+        run(&mut conn, &w.finish())?;
+    }
+    for t in &s.types {
+        for chunk in queue_chunks(s.items) {
+            insert_items(store, &mut conn, s, t, chunk)?;
+            progress(chunk.1 - chunk.0);
+        }
+        for chunk in queue_chunks(s.worked.min(s.items)) {
+            insert_assignments(store, &mut conn, s, t, chunk)?;
+            progress(chunk.1 - chunk.0);
+        }
+    }
+    analyze(store, &mut conn)?;
+    let mut w = SqlWriter::new(dialect);
+    w.push("ANALYZE TABLE ").table(&table.assignments());
+    #[derive(QueryableByName)]
+    struct AnalyzeRow {
+        #[diesel(sql_type = Text)]
+        #[diesel(column_name = "Msg_text")]
+        _msg: String,
+    }
+    bound(&w.finish())
+        .load::<AnalyzeRow>(&mut conn)
+        .map_err(db)
+        .map(drop)
+}
+
+#[derive(QueryableByName)]
+struct AnalyzeJson {
+    #[diesel(sql_type = Text)]
+    #[diesel(column_name = "ANALYZE")]
+    plan: String,
+}
+
+#[derive(QueryableByName)]
+struct ExplainAnalyze {
+    #[diesel(sql_type = Text)]
+    #[diesel(column_name = "EXPLAIN")]
+    plan: String,
+}
+
+/// What [`walk_plan`] gathers.
+#[derive(Debug, Default, PartialEq)]
+struct Walked {
+    /// Item rows read.
+    items: f64,
+    /// Assignment lookups counted by the plan (`r_loops`).
+    lookups: f64,
+    /// Whether the assignments are looked up once per item row (`unique_subquery` /
+    /// `index_subquery`, whose `r_loops` MariaDB leaves at 0).
+    per_item_row: bool,
+    /// The first node that is not index-driven and bounded, described.
+    whole: Option<String>,
+}
+
+/// Sums over the plan's `table` objects: item rows read (`r_rows x r_loops` of alias `i`) and
+/// assignment lookups (`r_loops` of alias `a`); and the first node that is not index-driven and
+/// bounded: a filesort, a full scan of `i`, or a read of `a` that is a full scan or whose key
+/// parts do not include `task_instance` (every assignment of the type, or of the table).
+fn walk_plan(v: &serde_json::Value, acc: &mut Walked) {
+    match v {
+        serde_json::Value::Object(map) => {
+            if acc.whole.is_none() && map.contains_key("filesort") {
+                acc.whole = Some("a filesort".to_owned());
+            }
+            if let Some(name) = map.get("table_name").and_then(|n| n.as_str()) {
+                let num = |k: &str| map.get(k).and_then(serde_json::Value::as_f64);
+                let text = |k: &str| map.get(k).and_then(|a| a.as_str()).unwrap_or("?");
+                let loops = num("r_loops").unwrap_or(0.0);
+                let rows = num("r_rows").unwrap_or(0.0);
+                let access = text("access_type");
+                let full = matches!(access, "ALL" | "index");
+                let described = || {
+                    format!(
+                        "{name}: access_type {access}, key {}, {} rows read",
+                        text("key"),
+                        (rows * loops).round()
+                    )
+                };
+                match name {
+                    "i" => {
+                        acc.items += rows * loops;
+                        if acc.whole.is_none() && full {
+                            acc.whole = Some(format!("{}: a scan of the item table", described()));
+                        }
+                    }
+                    "a" => {
+                        acc.lookups += loops;
+                        acc.per_item_row |= matches!(access, "unique_subquery" | "index_subquery");
+                        let by_item = map
+                            .get("used_key_parts")
+                            .and_then(|k| k.as_array())
+                            .is_some_and(|k| k.iter().any(|p| p == "task_instance"));
+                        if acc.whole.is_none() && full {
+                            acc.whole = Some(format!(
+                                "{}: a scan of every assignment in the table",
+                                described()
+                            ));
+                        } else if acc.whole.is_none() && !by_item {
+                            acc.whole = Some(format!(
+                                "{}: its key parts do not include task_instance, so it reads \
+                                 every assignment of the type",
+                                described()
+                            ));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            map.values().for_each(|x| walk_plan(x, acc));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|x| walk_plan(x, acc)),
+        _ => {}
+    }
+}
+
+/// Runs `stmt` under `ANALYZE FORMAT=JSON` (MariaDB) or `EXPLAIN ANALYZE` (MySQL) in a
+/// rolled-back transaction, with the session's `Handler_read_*` delta as its reads and the
+/// server's time (MariaDB's `r_total_time_ms`, else wall time); on MariaDB also item rows read,
+/// assignment lookups and any filesort or full scan of the item table, from the JSON.
+pub fn queue_plan(store: &MysqlStore, stmt: &Rendered) -> Result<QueuePlan, StoreError> {
+    use diesel::connection::SimpleConnection;
+    let mariadb = store.connector().flavor() == Flavor::MariaDb;
+    let explained = Rendered {
+        sql: format!(
+            "{} {}",
+            if mariadb {
+                "ANALYZE FORMAT=JSON"
+            } else {
+                "EXPLAIN ANALYZE"
+            },
+            stmt.sql
+        ),
+        binds: stmt.binds.clone(),
+    };
+    let mut conn = store.connector().connection()?;
+    let a = handler_reads(&mut conn)?;
+    let b = handler_reads(&mut conn)?;
+    let overhead = b - a;
+    conn.batch_execute("BEGIN").map_err(db)?;
+    let before = handler_reads(&mut conn);
+    let started = Instant::now();
+    let text = if mariadb {
+        bound(&explained)
+            .load::<AnalyzeJson>(&mut *conn)
+            .map(|rows| rows.into_iter().map(|r| r.plan).collect::<Vec<_>>())
+    } else {
+        bound(&explained)
+            .load::<ExplainAnalyze>(&mut *conn)
+            .map(|rows| rows.into_iter().map(|r| r.plan).collect::<Vec<_>>())
+    }
+    .map_err(db);
+    let wall = started.elapsed().as_micros() as u64;
+    let after = handler_reads(&mut conn);
+    let rollback = conn.batch_execute("ROLLBACK").map_err(db);
+    let (text, before, after) = (text?, before?, after?);
+    rollback?;
+    let mut plan = QueuePlan {
+        lines: text
+            .iter()
+            .flat_map(|t| t.lines().map(str::to_owned))
+            .collect(),
+        cost: Cost {
+            reads: after.saturating_sub(before).saturating_sub(overhead),
+            micros: wall,
+            statements: 1,
+        },
+        ..QueuePlan::default()
+    };
+    if let Some(json) = mariadb
+        .then(|| serde_json::from_str::<serde_json::Value>(&text.concat()).ok())
+        .flatten()
+    {
+        let mut acc = Walked::default();
+        walk_plan(&json, &mut acc);
+        let items = acc.items.round() as u64;
+        plan.items_read = Some(items);
+        plan.assignment_probes = Some(if acc.per_item_row {
+            items
+        } else {
+            acc.lookups.round() as u64
+        });
+        plan.whole_type = acc.whole;
+        if let Some(ms) = json
+            .pointer("/query_block/r_total_time_ms")
+            .and_then(serde_json::Value::as_f64)
+        {
+            plan.cost.micros = (ms * 1000.0).round() as u64;
+        }
+    }
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{walk_plan, Walked};
+
+    fn walked(json: &str) -> Walked {
+        let mut acc = Walked::default();
+        walk_plan(&serde_json::from_str(json).unwrap(), &mut acc);
+        acc
+    }
+
+    #[test]
+    fn walk_plan_counts_item_rows_and_flags_type_wide_reads() {
+        let materialized = r#"{"query_block": {"nested_loop": [{"table": {
+            "table_name": "i", "access_type": "range", "key": "queue_fifo_idx",
+            "used_key_parts": ["task_name", "assignable"], "r_loops": 1, "r_rows": 2002}}],
+          "subqueries": [{"materialization": {"r_loops": 2002, "query_block": {"nested_loop": [
+            {"table": {"table_name": "a", "access_type": "index", "key": "status_deadline_idx",
+             "used_key_parts": ["status", "deadline"], "r_loops": 1, "r_rows": 4013}}]}}}]}}"#;
+        let w = walked(materialized);
+        assert_eq!((w.items, w.lookups, w.per_item_row), (2002.0, 1.0, false));
+        assert_eq!(
+            w.whole.as_deref(),
+            Some(
+                "a: access_type index, key status_deadline_idx, 4013 rows read: a scan of every \
+                 assignment in the table"
+            )
+        );
+        let probed = r#"{"query_block": {"nested_loop": [{"table": {
+            "table_name": "i", "access_type": "range", "r_loops": 1, "r_rows": 20002}}],
+          "subqueries": [{"query_block": {"nested_loop": [{"table": {"table_name": "a",
+            "access_type": "unique_subquery", "key": "PRIMARY",
+            "used_key_parts": ["task_name", "task_instance", "worker"],
+            "r_loops": 0, "r_rows": null}}]}}]}}"#;
+        assert_eq!(
+            walked(probed),
+            Walked {
+                items: 20002.0,
+                lookups: 0.0,
+                per_item_row: true,
+                whole: None
+            }
+        );
+    }
 }

@@ -1,6 +1,6 @@
-//! Test data and cost measurement for `docket bench priority` (tooling, not the scheduler).
-//! Rows are generated server-side with `generate_series`, in chunks so the caller can show
-//! progress; costs are read from `EXPLAIN (ANALYZE, BUFFERS)`.
+//! Test data and cost measurement for `docket bench priority` and `docket bench queue` (tooling,
+//! not the scheduler). Rows are generated server-side with `generate_series`, in chunks so the
+//! caller can show progress; costs are read from `EXPLAIN (ANALYZE, BUFFERS)`.
 
 use crate::dialect::PgDialect;
 use crate::store::bound;
@@ -8,7 +8,7 @@ use crate::{migrate, PgStore, MIGRATIONS};
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::Text;
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
-use docket_core::bench::{Cost, Recorded, Scenario};
+use docket_core::bench::{Cost, QueuePlan, QueueScenario, Recorded, Scenario};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::{Store, StoreError};
 use docket_diesel::db;
@@ -120,11 +120,17 @@ pub fn reload_due(
     load_due(store, &mut conn, s, progress)
 }
 
-/// Drops the table and forgets its migrations.
+/// Drops the table and its work-queue assignments table (migration 0004 creates it) and
+/// forgets their migrations.
 pub fn drop_scenario(store: &PgStore) -> Result<(), StoreError> {
     let mut conn = store.connector().connection()?;
-    conn.batch_execute(&plain(store, "DROP TABLE IF EXISTS ", ""))
-        .map_err(db)?;
+    let mut w = SqlWriter::new(&PgDialect);
+    let table = &store.config().table;
+    w.push("DROP TABLE IF EXISTS ")
+        .table(&table.assignments())
+        .push(", ")
+        .table(table);
+    conn.batch_execute(&w.finish().sql).map_err(db)?;
     for m in MIGRATIONS {
         let mut w = SqlWriter::new(&PgDialect);
         w.push("DELETE FROM __diesel_schema_migrations WHERE version = ")
@@ -132,6 +138,268 @@ pub fn drop_scenario(store: &PgStore) -> Result<(), StoreError> {
         run(&mut conn, &w.finish())?;
     }
     Ok(())
+}
+
+/// Creates the database a `postgres://` URL names when it does not exist yet (connecting to the
+/// server's `postgres` database to do so), so a benchmark can run in a database of its own.
+/// Returns whether it was created. The name must be a plain identifier (letters, digits, `_`).
+pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
+    let bad = |reason: &str| StoreError::Database(format!("database URL {url:?}: {reason}"));
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
+    let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no database"))?;
+    let (name, query) = path.split_once('?').unwrap_or((path, ""));
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(bad("the database name must be letters, digits and _"));
+    }
+    let admin = format!(
+        "{scheme}://{authority}/postgres{}{query}",
+        if query.is_empty() { "" } else { "?" }
+    );
+    let mut conn = <PgConnection as diesel::Connection>::establish(&admin)
+        .map_err(|e| StoreError::Database(format!("connecting to {admin:?}: {e}")))?;
+    let mut w = SqlWriter::new(&PgDialect);
+    w.push("SELECT datname AS name FROM pg_database WHERE datname = ")
+        .bind(name);
+    let found = bound(&w.finish()).load::<NameRow>(&mut conn).map_err(db)?;
+    if !found.is_empty() {
+        return Ok(false);
+    }
+    conn.batch_execute(&format!("CREATE DATABASE \"{name}\""))
+        .map_err(db)?;
+    Ok(true)
+}
+
+#[derive(QueryableByName)]
+struct NameRow {
+    #[diesel(sql_type = Text)]
+    #[diesel(column_name = "name")]
+    _name: String,
+}
+
+/// Inserts items `from..to` of type `t` (see [`QueueScenario`]): item `n` is `item-<n>`, in
+/// batch `n / BATCH` (record date one second per batch), record order `n % BATCH + 1`; the first
+/// `worked` carry one counted assignment.
+fn insert_items(
+    store: &PgStore,
+    conn: &mut PgConnection,
+    s: &QueueScenario,
+    t: &docket_core::bench::QueueType,
+    (from, to): (u64, u64),
+) -> Result<(), StoreError> {
+    let batch = Value::BigInt(QueueScenario::BATCH as i64);
+    let worked = Value::BigInt(s.worked as i64);
+    let mut w = SqlWriter::new(&PgDialect);
+    w.push("INSERT INTO ")
+        .table(&store.config().table)
+        .push(
+            " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
+             record_date, record_order, max_assignments, assignments, assignable) SELECT ",
+        )
+        .bind(t.name.as_str())
+        .push(", 'item-' || g, ")
+        .bind(s.available_at())
+        .push(", false, 0, 1, ")
+        .bind(s.first_record_date())
+        .push(" + (g / ")
+        .bind(batch.clone())
+        .push(") * interval '1 second', g % ")
+        .bind(batch)
+        .push(" + 1, ")
+        .bind(t.max_assignments)
+        .push(", CASE WHEN g < ")
+        .bind(worked.clone())
+        .push(" THEN 1 ELSE 0 END, g >= ")
+        .bind(worked)
+        .push(" OR 1 < ")
+        .bind(t.max_assignments)
+        .push(" FROM generate_series(")
+        .bind(Value::BigInt(from as i64))
+        .push("::bigint, ")
+        .bind(Value::BigInt(to as i64 - 1))
+        .push("::bigint) g");
+    run(conn, &w.finish()).map(drop)
+}
+
+/// Inserts the SUBMITTED assignments of `s.worker` on items `from..to` of type `t`.
+fn insert_assignments(
+    store: &PgStore,
+    conn: &mut PgConnection,
+    s: &QueueScenario,
+    t: &docket_core::bench::QueueType,
+    (from, to): (u64, u64),
+) -> Result<(), StoreError> {
+    let at = s.available_at();
+    let mut w = SqlWriter::new(&PgDialect);
+    w.push("INSERT INTO ")
+        .table(&store.config().table.assignments())
+        .push(
+            " (task_name, task_instance, worker, status, deadline, assigned_at, updated_at) \
+             SELECT ",
+        )
+        .bind(t.name.as_str())
+        .push(", 'item-' || g, ")
+        .bind(s.worker.as_str())
+        .push(", 'SUBMITTED', ")
+        .bind(at + chrono::Duration::minutes(30))
+        .push(", ")
+        .bind(at)
+        .push(", ")
+        .bind(at)
+        .push(" FROM generate_series(")
+        .bind(Value::BigInt(from as i64))
+        .push("::bigint, ")
+        .bind(Value::BigInt(to as i64 - 1))
+        .push("::bigint) g");
+    run(conn, &w.finish()).map(drop)
+}
+
+fn queue_chunks(n: u64) -> impl Iterator<Item = (u64, u64)> {
+    (0..n)
+        .step_by(QueueScenario::CHUNK as usize)
+        .map(move |from| (from, (from + QueueScenario::CHUNK).min(n)))
+}
+
+/// Migrates the store's table (every migration, so the work-queue schema is there), empties it
+/// and its assignments table, loads `s` (items of each type in FIFO order, then the worker's
+/// assignments), then vacuums and analyzes both; `progress` gets the rows written by each chunk.
+pub fn load_queue(
+    store: &PgStore,
+    s: &QueueScenario,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), StoreError> {
+    migrate(store, None)?;
+    let mut conn = store.connector().connection()?;
+    let table = &store.config().table;
+    let mut w = SqlWriter::new(&PgDialect);
+    w.push("TRUNCATE ")
+        .table(table)
+        .push(", ")
+        .table(&table.assignments());
+    conn.batch_execute(&w.finish().sql).map_err(db)?;
+    for t in &s.types {
+        for chunk in queue_chunks(s.items) {
+            insert_items(store, &mut conn, s, t, chunk)?;
+            progress(chunk.1 - chunk.0);
+        }
+        for chunk in queue_chunks(s.worked.min(s.items)) {
+            insert_assignments(store, &mut conn, s, t, chunk)?;
+            progress(chunk.1 - chunk.0);
+        }
+    }
+    for t in [table.clone(), table.assignments()] {
+        let mut w = SqlWriter::new(&PgDialect);
+        w.push("VACUUM ANALYZE ").table(&t);
+        conn.batch_execute(&w.finish().sql).map_err(db)?;
+    }
+    Ok(())
+}
+
+/// `(rows, loops)` of a plan node line's `actual` part.
+fn actual(line: &str) -> Option<(u64, u64)> {
+    let part = line.split("(actual ").nth(1)?;
+    let field = |key: &str| {
+        part.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|n| n.trim_end_matches(')').parse::<u64>().ok())
+    };
+    Some((field("rows=")?, field("loops=")?))
+}
+
+/// Reads [`QueuePlan::items_read`] and [`QueuePlan::assignment_probes`] from plan lines: nodes
+/// `... on <table> i` and `... on <table>_assignments a`, with the `Rows Removed by ...` lines
+/// that follow a node (per loop, like `rows`).
+fn queue_plan_reads(lines: &[String], table: &str) -> (u64, u64) {
+    let items = format!(" on {table} i ");
+    let assignments = format!(" on {table}_assignments a ");
+    let (mut read, mut probes) = (0, 0);
+    // Loops of the item node whose detail lines are being read.
+    let mut current: Option<u64> = None;
+    for line in lines {
+        if let Some((rows, loops)) = actual(line) {
+            current = None;
+            if line.contains(&items) {
+                read += rows * loops;
+                current = Some(loops);
+            } else if line.contains(&assignments) {
+                probes += loops;
+            }
+            continue;
+        }
+        if line.contains("->") {
+            current = None;
+            continue;
+        }
+        let removed = line
+            .trim_start()
+            .strip_prefix("Rows Removed by ")
+            .and_then(|r| r.split(": ").nth(1))
+            .and_then(|n| n.trim().parse::<u64>().ok());
+        if let (Some(loops), Some(removed)) = (current, removed) {
+            read += removed * loops;
+        }
+    }
+    (read, probes)
+}
+
+/// The first node that sorts, or reads more than an index range of the item table or more than
+/// one item's assignments per lookup: a sort, a sequential or bitmap scan of the item table
+/// (alias `i`), or a scan of the assignments table (alias `a`) that is sequential or whose
+/// index condition does not fix `task_instance` (it then reads every assignment of the type).
+fn whole_type(lines: &[String], table: &str) -> Option<String> {
+    let on_items = format!(" on {table} i ");
+    let on_assignments = format!(" on {table}_assignments a ");
+    let name = |node: &str| node.split("  (").next().unwrap_or(node).to_owned();
+    // An assignments node whose index condition is still to be read.
+    let mut pending: Option<String> = None;
+    for line in lines {
+        let t = line.trim_start();
+        let node = t.trim_start_matches("->").trim_start();
+        if t.starts_with("->") || line.contains("(actual ") || t.contains("(never executed)") {
+            if let Some(found) = pending.take() {
+                return Some(found);
+            }
+            let scan = |kind: &str| node.starts_with(kind);
+            if scan("Sort ") || scan("Incremental Sort ") {
+                return Some(format!("{}: a sort", name(node)));
+            }
+            if (scan("Seq Scan") || scan("Bitmap Heap Scan")) && node.contains(&on_items) {
+                return Some(format!("{}: a scan of the item table", name(node)));
+            }
+            if node.contains(&on_assignments) {
+                if scan("Seq Scan") {
+                    return Some(format!("{}: a scan of the assignments", name(node)));
+                }
+                pending = Some(format!(
+                    "{}: its index condition does not fix task_instance, so it reads every \
+                     assignment of the type",
+                    name(node)
+                ));
+            }
+            continue;
+        }
+        if let Some(cond) = t.strip_prefix("Index Cond: ") {
+            if pending.is_some() && cond.contains("task_instance") {
+                pending = None;
+            }
+        }
+    }
+    pending
+}
+
+/// Explains `stmt` under `EXPLAIN (ANALYZE, BUFFERS)` (values bound; rolled back, so a claim
+/// claims nothing): the plan, buffers of the top node and execution time, item rows read and
+/// assignment probes, and any sort or scan of the whole type.
+pub fn queue_plan(store: &PgStore, stmt: &Rendered) -> Result<QueuePlan, StoreError> {
+    let lines = crate::explain_plan(store, stmt)?;
+    let table = store.config().table.table();
+    let (items_read, probes) = queue_plan_reads(&lines, table);
+    Ok(QueuePlan {
+        cost: plan_cost(&lines),
+        items_read: Some(items_read),
+        assignment_probes: Some(probes),
+        whole_type: whole_type(&lines, table),
+        lines,
+    })
 }
 
 #[derive(QueryableByName)]
@@ -195,7 +463,59 @@ pub fn measure(store: &PgStore, stmts: &[Recorded]) -> Result<Cost, StoreError> 
 
 #[cfg(test)]
 mod tests {
-    use super::plan_cost;
+    use super::{plan_cost, queue_plan_reads, whole_type};
+
+    #[test]
+    fn queue_plan_reads_count_item_rows_and_probes() {
+        let plan: Vec<String> = [
+            "Limit  (cost=0.85..9.1 rows=1 width=90) (actual time=80.1..80.1 rows=1 loops=1)",
+            "  Buffers: shared hit=400012",
+            "  ->  LockRows  (cost=0.85..9.1 rows=1 width=90) (actual time=80.1..80.1 rows=1 loops=1)",
+            "        ->  Nested Loop Anti Join  (cost=0.85..9.1 rows=1 width=90) (actual time=80.1..80.1 rows=1 loops=1)",
+            "              ->  Index Scan using b_queue_fifo_idx on b i  (cost=0.42..4.4 rows=1 width=80) (actual time=0.01..20.0 rows=100001 loops=1)",
+            "                    Index Cond: ((task_name = 'x') AND (assignable = true))",
+            "                    Filter: (execution_time <= '2026-01-01')",
+            "                    Rows Removed by Filter: 5",
+            "              ->  Index Scan using b_assignments_pkey on b_assignments a  (cost=0.42..4.4 rows=1 width=40) (actual time=0.001..0.001 rows=1 loops=100001)",
+            "                    Index Cond: (((task_name)::text = (i.task_name)::text) AND ((task_instance)::text = (i.task_instance)::text) AND ((worker)::text = 'w'::text))",
+            "                    Filter: (status = ANY ('{SKIPPED}'))",
+            "                    Rows Removed by Filter: 0",
+            "Execution Time: 80.250 ms",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        assert_eq!(queue_plan_reads(&plan, "b"), (100_006, 100_001));
+        assert_eq!(whole_type(&plan, "b"), None);
+    }
+
+    #[test]
+    fn whole_type_flags_sorts_scans_and_type_wide_assignment_ranges() {
+        let lines = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let materialized = lines(&[
+            "Limit  (cost=0.85..0.99 rows=1 width=407) (actual time=7.3..7.3 rows=1 loops=1)",
+            "  ->  Nested Loop Anti Join  (cost=0.85..1.0 rows=9 width=407) (actual time=7.2..7.2 rows=1 loops=1)",
+            "        ->  Index Scan using b_queue_fifo_idx on b i  (cost=0.43..1.0 rows=9 width=401) (actual time=0.03..0.03 rows=1 loops=1)",
+            "              Index Cond: (((task_name)::text = 'x'::text) AND (assignable = true))",
+            "        ->  Materialize  (cost=0.42..5812.26 rows=1 width=30) (actual time=0.02..7.2 rows=1 loops=1)",
+            "              ->  Index Scan using b_assignments_pkey on b_assignments a  (cost=0.42..5812.26 rows=1 width=30) (actual time=0.02..7.2 rows=1 loops=1)",
+            "                    Index Cond: (((task_name)::text = 'x'::text) AND ((worker)::text = 'w'::text))",
+            "Execution Time: 7.370 ms",
+        ]);
+        assert!(whole_type(&materialized, "b").is_some_and(
+            |w| w.starts_with("Index Scan using b_assignments_pkey on b_assignments a:")
+        ));
+        let sorted = lines(&[
+            "Limit  (actual time=1.0..1.0 rows=1 loops=1)",
+            "  ->  Sort  (cost=1.0..2.0 rows=9 width=8) (actual time=1.0..1.0 rows=1 loops=1)",
+            "        ->  Seq Scan on b i  (cost=0.0..1.0 rows=9 width=8) (actual time=0.1..0.9 rows=9 loops=1)",
+        ]);
+        assert_eq!(whole_type(&sorted, "b").as_deref(), Some("Sort: a sort"));
+        let scanned = &sorted[2..];
+        assert_eq!(
+            whole_type(scanned, "b").as_deref(),
+            Some("Seq Scan on b i: a scan of the item table")
+        );
+    }
 
     #[test]
     fn plan_cost_reads_the_top_node_only() {

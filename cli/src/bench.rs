@@ -9,6 +9,10 @@
 //!   priority off and on, each run from the same freshly loaded due rows.
 //!
 //! The last line is the summary (see [`summary`]).
+//!
+//! `docket bench queue` (module [`queue`]): what `next_for` costs a worker with a long history.
+
+mod queue;
 
 use crate::error::CliError;
 use crate::{parse_table, progress, store_config};
@@ -39,6 +43,8 @@ pub struct Args {
 enum Which {
     /// Due-query cost and throughput with the priority toggle off and on.
     Priority(PriorityArgs),
+    /// Work-queue `next_for` cost for a worker with a long history, against a fresh worker.
+    Queue(queue::QueueArgs),
 }
 
 /// Arguments of `docket bench priority`.
@@ -86,6 +92,7 @@ pub struct PriorityArgs {
 pub fn run(args: &Args) -> Result<(), CliError> {
     match &args.which {
         Which::Priority(a) => priority(a),
+        Which::Queue(a) => queue::run(a),
     }
 }
 
@@ -123,23 +130,22 @@ fn env_url(var: &str, backend: &str) -> Result<String, CliError> {
         .ok_or_else(|| CliError::Bench(format!("{backend}: pass --database-url or set {var}")))
 }
 
-fn priority(args: &PriorityArgs) -> Result<(), CliError> {
-    if args.drain >= args.levels {
-        return Err(CliError::Bench(format!(
-            "--drain {} must leave a level of --levels {} with due rows",
-            args.drain, args.levels
-        )));
-    }
-    let backend = crate::backends::by_name(&args.backend)?;
-    let mut _tmp = None;
-    let url = match (&args.database_url, backend.name) {
-        (Some(url), _) => url.clone(),
+/// The URL a benchmark runs on: `--database-url`, else the backend's environment variable, else
+/// (SQLite) a file in a temporary directory, returned so it lives as long as the run. Fails
+/// when the URL is for another backend than `--backend`.
+fn database_url(
+    backend: &'static crate::backends::Backend,
+    given: Option<&str>,
+) -> Result<(String, Option<tempfile::TempDir>), CliError> {
+    let mut tmp = None;
+    let url = match (given, backend.name) {
+        (Some(url), _) => url.to_owned(),
         (None, "postgres") => env_url("DOCKET_POSTGRES_URL", "postgres")?,
         (None, "mysql") => env_url("DOCKET_MYSQL_URL", "mysql")?,
         (None, _) => {
             let dir = tempfile::tempdir()?;
             let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-            _tmp = Some(dir);
+            tmp = Some(dir);
             url
         }
     };
@@ -150,6 +156,18 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
             url: of_url.name,
         });
     }
+    Ok((url, tmp))
+}
+
+fn priority(args: &PriorityArgs) -> Result<(), CliError> {
+    if args.drain >= args.levels {
+        return Err(CliError::Bench(format!(
+            "--drain {} must leave a level of --levels {} with due rows",
+            args.drain, args.levels
+        )));
+    }
+    let backend = crate::backends::by_name(&args.backend)?;
+    let (url, _tmp) = database_url(backend, args.database_url.as_deref())?;
     match backend.name {
         "postgres" => run_priority(
             args,

@@ -541,6 +541,50 @@ fn postgres_bench_priority_prints_the_summary() {
     bench_summary("postgres", &space.url());
 }
 
+/// `docket bench queue` at a tiny scale on PostgreSQL: both scenarios run through the real
+/// `next_for`, their plans are printed, and the last line keeps the summary's shape (figures
+/// and verdicts are for benchmarks, never asserted here).
+#[test]
+fn postgres_bench_queue_prints_the_summary() {
+    let space = PgSchema::new();
+    let out = stdout_of(docket().args([
+        "bench",
+        "queue",
+        "--backend",
+        "postgres",
+        "--database-url",
+        &space.url(),
+        "--items",
+        "300",
+        "--worked",
+        "100",
+        "--calls",
+        "3",
+    ]));
+    let last = out.lines().last().unwrap_or_default();
+    let mut shape = "^summary backend=postgres items=300 worked=100".to_owned();
+    for k in ["a", "b"] {
+        shape.push_str(&format!(
+            " buffers_fresh_{k}=\\d+ buffers_{k}=\\d+ buffers_ratio_{k}=\\d+\\.\\d\\d \
+             next_for_ms_fresh_{k}=\\d+\\.\\d{{3}} next_for_ms_{k}=\\d+\\.\\d{{3}} \
+             time_ratio_{k}=\\d+\\.\\d\\d bounded_fresh_{k}=(yes|no) bounded_{k}=(yes|no)"
+        ));
+    }
+    shape.push('$');
+    assert!(
+        predicate::str::is_match(shape).unwrap().eval(last),
+        "last line: {last}\n{out}"
+    );
+    for expected in [
+        "scenario A (bench-queue-a), max_assignments=1",
+        "scenario B (bench-queue-b), max_assignments=2",
+        "FOR UPDATE SKIP LOCKED",
+        "Execution Time",
+    ] {
+        assert!(out.contains(expected), "{expected}: {out}");
+    }
+}
+
 /// Writes a CSV file into `dir`; returns its path.
 fn csv_file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
     let path = dir.path().join(name);

@@ -1,8 +1,9 @@
-//! Shapes shared by the backends' benchmark helpers (`docket bench priority`): what scenario to
-//! load and what one statement cost. The SQL that loads test data lives in each backend crate's
+//! Shapes shared by the backends' benchmark helpers (`docket bench priority`, `docket bench
+//! queue`): what scenario to load and what one statement cost. The SQL that loads test data lives in each backend crate's
 //! `bench` module; nothing here runs in a scheduler.
 
 use crate::dialect::{Dialect, Rendered};
+use crate::queue::{Assignment, Item};
 use crate::store::sql::{SqlConnector, SqlSession};
 use crate::store::{Execution, TaskSummary};
 use crate::StoreError;
@@ -37,6 +38,76 @@ impl Scenario {
     pub fn top_kept_level(&self) -> i16 {
         self.levels - self.drain
     }
+}
+
+/// One task type of the work-queue benchmark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueType {
+    /// The task type.
+    pub name: String,
+    /// `max_assignments` of every item.
+    pub max_assignments: i32,
+}
+
+/// The work-queue benchmark's data (`docket bench queue`): for each of `types`, `items` items,
+/// all arrived (available a day before `now`), in FIFO order by record date then record order
+/// (batches of [`QueueScenario::BATCH`] records one second apart, record order 1..=BATCH in
+/// each); item `n` (0-based, FIFO position) is `item-<n>`. `worker` has a SUBMITTED assignment
+/// on each of the first `worked` items of every type: one counted assignment, so an item stays
+/// assignable exactly when its type's `max_assignments` is above 1.
+#[derive(Debug, Clone)]
+pub struct QueueScenario {
+    /// The reference time.
+    pub now: DateTime<Utc>,
+    /// Items per task type.
+    pub items: u64,
+    /// Items of each type, in FIFO order from the first, that `worker` has submitted.
+    pub worked: u64,
+    /// The worker with history.
+    pub worker: String,
+    /// The task types.
+    pub types: Vec<QueueType>,
+}
+
+impl QueueScenario {
+    /// Rows per generating statement, so loaders can report progress.
+    pub const CHUNK: u64 = 50_000;
+    /// Records per batch (items sharing one record date).
+    pub const BATCH: u64 = 1_000;
+    /// Days before `now` that the first batch is dated.
+    pub const AGE_DAYS: i64 = 30;
+
+    /// The record date of the first batch (later batches follow one second apart).
+    pub fn first_record_date(&self) -> DateTime<Utc> {
+        self.now - chrono::Duration::days(Self::AGE_DAYS)
+    }
+
+    /// When every item became available.
+    pub fn available_at(&self) -> DateTime<Utc> {
+        self.now - chrono::Duration::days(1)
+    }
+
+    /// Rows every loader writes (items of every type plus the assignments).
+    pub fn rows(&self) -> u64 {
+        (self.items + self.worked.min(self.items)) * self.types.len() as u64
+    }
+}
+
+/// The plan of one work-queue statement as the backend ran it (values bound, rolled back).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueuePlan {
+    /// The plan as the server printed it.
+    pub lines: Vec<String>,
+    /// What running it cost (see [`Cost`]).
+    pub cost: Cost,
+    /// Item rows read from the docket table (alias `i`), where the plan says.
+    pub items_read: Option<u64>,
+    /// Lookups into the assignments table (alias `a`), where the plan says.
+    pub assignment_probes: Option<u64>,
+    /// The first node that is not index-driven and bounded, described: a sort, a scan of the
+    /// item table, or a read of more than one item's assignments per lookup (e.g. every
+    /// assignment of the type).
+    pub whole_type: Option<String>,
 }
 
 /// What running statements cost on a backend, summed over the statements.
@@ -78,6 +149,10 @@ pub enum Call {
     Summaries,
     /// [`SqlSession::query_strings`].
     Strings,
+    /// [`SqlSession::query_items`].
+    Items,
+    /// [`SqlSession::query_assignments`].
+    Assignments,
 }
 
 /// One statement a store sent.
@@ -101,6 +176,8 @@ impl Recorded {
             Call::Levels => session.query_levels(&self.stmt)?.len(),
             Call::Summaries => session.query_summaries(&self.stmt)?.len(),
             Call::Strings => session.query_strings(&self.stmt)?.len(),
+            Call::Items => session.query_items(&self.stmt)?.len(),
+            Call::Assignments => session.query_assignments(&self.stmt)?.len(),
         };
         Ok(n as u64)
     }
@@ -175,6 +252,14 @@ impl SqlSession for RecordingSession<'_> {
     fn query_strings(&mut self, stmt: &Rendered) -> Result<Vec<String>, StoreError> {
         self.note(Call::Strings, stmt);
         self.inner.query_strings(stmt)
+    }
+    fn query_items(&mut self, stmt: &Rendered) -> Result<Vec<Item>, StoreError> {
+        self.note(Call::Items, stmt);
+        self.inner.query_items(stmt)
+    }
+    fn query_assignments(&mut self, stmt: &Rendered) -> Result<Vec<Assignment>, StoreError> {
+        self.note(Call::Assignments, stmt);
+        self.inner.query_assignments(stmt)
     }
 }
 
