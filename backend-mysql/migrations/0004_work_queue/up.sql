@@ -16,7 +16,9 @@ CREATE TABLE IF NOT EXISTS {assignments} (
     assigned_at   DATETIME(6)  NOT NULL,
     updated_at    DATETIME(6)  NOT NULL,
     PRIMARY KEY (task_name, task_instance, worker),
-    INDEX status_deadline_idx (status, deadline)
+    INDEX status_deadline_idx (status, deadline),
+    -- One worker's assignments of a type (the anti-join's materialized form reads these).
+    INDEX worker_idx (task_name, worker, task_instance)
 ) ENGINE = InnoDB DEFAULT CHARACTER SET utf8mb4 COLLATE {collation} ROW_FORMAT = DYNAMIC;
 ALTER TABLE {table}
     ADD COLUMN max_assignments INT          NULL,

@@ -20,3 +20,6 @@ CREATE TABLE {assignments} (
     PRIMARY KEY (task_name, task_instance, worker)
 );
 CREATE INDEX "{name}_assignments_deadline_idx" ON {assignments} (status, deadline);
+-- One worker's assignments of a type: without it, the planner's hashed anti-join for a new or
+-- light worker read every assignment of the type (docs/BENCHMARKS.md, "docket bench queue").
+CREATE INDEX "{name}_assignments_worker_idx" ON {assignments} (task_name, worker, task_instance);

@@ -24,3 +24,4 @@ CREATE TABLE {assignments} (
     PRIMARY KEY (task_name, task_instance, worker)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX {schema}"{name}_assignments_deadline_idx" ON {assignments_name} (status, deadline);
+CREATE INDEX {schema}"{name}_assignments_worker_idx" ON {assignments_name} (task_name, worker, task_instance);
