@@ -344,7 +344,10 @@ fn queue_plan_reads(lines: &[String], table: &str) -> (u64, u64) {
 /// The first node that sorts, or reads more than an index range of the item table or more than
 /// one item's assignments per lookup: a sort, a sequential or bitmap scan of the item table
 /// (alias `i`), or a scan of the assignments table (alias `a`) that is sequential or whose
-/// index condition does not fix `task_instance` (it then reads every assignment of the type).
+/// index condition does not fix `task_instance` (one item's assignments), unless it is the
+/// `(task_name, worker, task_instance)` index, whose range is the worker's own assignments of
+/// the type: otherwise it reads every assignment of the type (the primary key's range on
+/// `task_name` alone, `worker` only filtering).
 fn whole_type(lines: &[String], table: &str) -> Option<String> {
     let on_items = format!(" on {table} i ");
     let on_assignments = format!(" on {table}_assignments a ");
@@ -365,7 +368,7 @@ fn whole_type(lines: &[String], table: &str) -> Option<String> {
             if (scan("Seq Scan") || scan("Bitmap Heap Scan")) && node.contains(&on_items) {
                 return Some(format!("{}: a scan of the item table", name(node)));
             }
-            if node.contains(&on_assignments) {
+            if node.contains(&on_assignments) && !node.contains("_assignments_worker_idx ") {
                 if scan("Seq Scan") {
                     return Some(format!("{}: a scan of the assignments", name(node)));
                 }
@@ -504,6 +507,11 @@ mod tests {
         assert!(whole_type(&materialized, "b").is_some_and(
             |w| w.starts_with("Index Scan using b_assignments_pkey on b_assignments a:")
         ));
+        let by_worker: Vec<String> = materialized
+            .iter()
+            .map(|l| l.replace("b_assignments_pkey", "b_assignments_worker_idx"))
+            .collect();
+        assert_eq!(whole_type(&by_worker, "b"), None, "the worker's own range");
         let sorted = lines(&[
             "Limit  (actual time=1.0..1.0 rows=1 loops=1)",
             "  ->  Sort  (cost=1.0..2.0 rows=9 width=8) (actual time=1.0..1.0 rows=1 loops=1)",
