@@ -220,7 +220,7 @@ impl<C: SqlConnector> SqlStore<C> {
             }
             let got = slice(level, room)?;
             if got.is_empty() {
-                learned.push((level, self.next_at(level, p.now)?));
+                learned.push((level, self.next_at(level, p)?));
             }
             rows.extend(got);
         }
@@ -280,9 +280,16 @@ impl<C: SqlConnector> SqlStore<C> {
         Ok((levels, writes))
     }
 
-    /// When `level`, found without due rows at `now`, next has an execution due.
-    fn next_at(&self, level: Level, now: DateTime<Utc>) -> Result<Next, StoreError> {
-        let rows = self.executions(self.statements.next_at_level(level, now))?;
+    /// When `level`, found without due rows at `p.now`, next has an execution due. A
+    /// skip-locked probe also comes back empty while other claimers hold the level's rows (and
+    /// one of them may roll back, or lock a row it does not claim), so a plain read decides
+    /// first: a level with a due, unpicked row stays probed.
+    fn next_at(&self, level: Level, p: &DueParams<'_>) -> Result<Next, StoreError> {
+        let due = self.statements.due(level, p.now, p.task_names, 1);
+        if !self.executions(due)?.is_empty() {
+            return Ok(Next::Probe);
+        }
+        let rows = self.executions(self.statements.next_at_level(level, p.now))?;
         Ok(rows
             .first()
             .map_or(Next::Never, |e| Next::At(e.execution_time)))
