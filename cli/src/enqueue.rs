@@ -4,7 +4,7 @@ use crate::error::CliError;
 use crate::{backends, progress, store_config, Target};
 use chrono::Utc;
 use docket_core::queue::csv::CsvItems;
-use docket_core::{QueueConfig, WorkQueue};
+use docket_core::WorkQueue;
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -31,6 +31,8 @@ pub struct Args {
     /// 20261130T131727.123Z).
     #[arg(long, value_name = "NAME")]
     batch: Option<String>,
+    #[command(flatten)]
+    order: crate::OrderArg,
 }
 
 /// Rows between two progress updates.
@@ -42,7 +44,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let config = store_config(&args.target.table, false);
     let queue = progress::while_running("connecting", || -> Result<_, CliError> {
         let store = (backend.connect)(&args.target.database_url, config)?;
-        Ok(WorkQueue::new(store, QueueConfig::default())?)
+        Ok(WorkQueue::new(store, args.order.config(&args.task))?)
     })?;
     let stdin = args.csv.as_os_str() == "-";
     let open_error = |e| CliError::File {

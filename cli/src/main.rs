@@ -60,6 +60,31 @@ struct Target {
     table: TableName,
 }
 
+/// A work-queue task type's order, shared by `enqueue` (which normalizes attributes for it)
+/// and `queue --worker` (which lists in it).
+#[derive(Debug, Clone, clap::Args)]
+struct OrderArg {
+    /// Custom order instead of FIFO: comma-separated `attribute[:text|number|timestamp[:asc|desc]]`,
+    /// e.g. `team,score:number:desc` (missing attributes sort last).
+    #[arg(long, value_name = "KEYS", value_parser = parse_order)]
+    order: Option<docket_core::PrimaryOrder>,
+}
+
+impl OrderArg {
+    /// The queue settings: this order for `task`, FIFO for the others.
+    fn config(&self, task: &str) -> docket_core::QueueConfig {
+        let mut config = docket_core::QueueConfig::default();
+        if let Some(order) = &self.order {
+            config.orders.insert(task.to_owned(), order.clone());
+        }
+        config
+    }
+}
+
+fn parse_order(value: &str) -> Result<docket_core::PrimaryOrder, String> {
+    docket_core::PrimaryOrder::parse_custom(value).map_err(|e| e.to_string())
+}
+
 #[derive(Debug, clap::Args)]
 struct MigrateArgs {
     #[command(flatten)]

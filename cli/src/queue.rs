@@ -6,7 +6,7 @@ use crate::{backends, progress, store_config, Target};
 use chrono::{SecondsFormat, Utc};
 use docket_core::queue::{Item, MAX_WORKER_LEN};
 use docket_core::store::DueParams;
-use docket_core::{Execution, QueueConfig, WorkQueue};
+use docket_core::{Execution, WorkQueue};
 
 /// Arguments of `docket queue`.
 #[derive(Debug, clap::Args)]
@@ -30,6 +30,8 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    order: crate::OrderArg,
 }
 
 /// A worker name as the assignments table stores it.
@@ -164,7 +166,7 @@ fn run_worker(args: &Args, worker: &str, task: &str) -> Result<(), CliError> {
     let now = Utc::now();
     let items = progress::while_running("reading the work queue", || -> Result<_, CliError> {
         let store = (backend.connect)(&args.target.database_url, config)?;
-        let queue = WorkQueue::new(store, QueueConfig::default())?;
+        let queue = WorkQueue::new(store, args.order.config(task))?;
         Ok(queue.list_for(worker, task, args.limit)?)
     })?;
     if args.json {

@@ -908,6 +908,65 @@ fn postgres_enqueue_reads_standard_input_and_the_library_shares_the_parser() {
 }
 
 #[test]
+fn postgres_enqueue_and_list_in_a_custom_order() {
+    let space = PgSchema::new();
+    let url = space.url();
+    let dir = tempfile::tempdir().unwrap();
+    docket()
+        .args(["migrate", "--database-url", &url])
+        .assert()
+        .success();
+    let order = "team,score:number:desc";
+    let file = csv_file(
+        &dir,
+        "teams.csv",
+        "id,team,score\nb-1,b,1\na-9,a,9\nnone,,5\na-10,a,10\nbad-later,a,\n",
+    );
+    let with_order = |args: &[&str]| {
+        let mut cmd = docket();
+        cmd.args(args)
+            .args(["--database-url", &url, "--order", order]);
+        cmd
+    };
+    with_order(&["enqueue", "--task", "t", "--csv", &file])
+        .assert()
+        .success();
+    let listed = stdout_of(&mut with_order(&[
+        "queue", "--worker", "w", "--task", "t", "--json",
+    ]));
+    let items: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
+    // Numbers compare as numbers (CSV cells are normalized for the number key), missing last.
+    assert_eq!(
+        item_ids(&items),
+        ["a-10", "a-9", "bad-later", "b-1", "none"]
+    );
+    // FIFO (no --order) lists the same items by row.
+    assert_eq!(
+        item_ids(&worker_queue(&url, "w", "t")),
+        ["b-1", "a-9", "none", "a-10", "bad-later"]
+    );
+    let not_a_number = csv_file(&dir, "nan.csv", "id,team,score\nx,a,lots\n");
+    with_order(&["enqueue", "--task", "t", "--csv", &not_a_number])
+        .assert()
+        .failure()
+        .stderr(contains("CSV line 2").and(contains("not a number")));
+    docket()
+        .args([
+            "queue",
+            "--database-url",
+            &url,
+            "--worker",
+            "w",
+            "--task",
+            "t",
+        ])
+        .args(["--order", "score:int"])
+        .assert()
+        .failure()
+        .stderr(contains("score:int").and(contains("not text, number or timestamp")));
+}
+
+#[test]
 fn postgres_work_queue_commands_before_0004_name_the_migration() {
     let space = PgSchema::new();
     let url = space.url();

@@ -24,6 +24,15 @@ pub enum PrimaryOrder {
 }
 
 impl PrimaryOrder {
+    /// Parses a custom order from comma-separated [`CustomKey::parse`] specs, e.g.
+    /// `team:text:asc,score:number:desc`.
+    pub fn parse_custom(spec: &str) -> Result<Self, DocketError> {
+        spec.split(',')
+            .map(CustomKey::parse)
+            .collect::<Result<Vec<_>, _>>()
+            .map(PrimaryOrder::Custom)
+    }
+
     /// The keys of a custom order (none for the others).
     pub fn custom_keys(&self) -> &[CustomKey] {
         match self {
@@ -67,6 +76,33 @@ pub struct CustomKey {
 }
 
 impl CustomKey {
+    /// Parses `name[:text|number|timestamp[:asc|desc]]` (default `text`, `asc`), e.g.
+    /// `score:number:desc`.
+    pub fn parse(spec: &str) -> Result<Self, DocketError> {
+        let mut parts = spec.trim().split(':');
+        let name = parts.next().unwrap_or_default();
+        let bad = |what: &str| DocketError::InvalidConfig(format!("order key {spec:?}: {what}"));
+        let kind = match parts.next() {
+            None | Some("text") => KeyType::Text,
+            Some("number") => KeyType::Number,
+            Some("timestamp") => KeyType::Timestamp,
+            Some(other) => {
+                return Err(bad(&format!(
+                    "type {other:?} is not text, number or timestamp"
+                )))
+            }
+        };
+        let direction = match parts.next() {
+            None | Some("asc") => Direction::Asc,
+            Some("desc") => Direction::Desc,
+            Some(other) => return Err(bad(&format!("direction {other:?} is not asc or desc"))),
+        };
+        if parts.next().is_some() {
+            return Err(bad("expected name[:type[:direction]]"));
+        }
+        Self::new(name, kind, direction)
+    }
+
     /// A key; the name is validated (see [`AttributeName::parse`]).
     pub fn new(attribute: &str, kind: KeyType, direction: Direction) -> Result<Self, DocketError> {
         Ok(Self {
@@ -201,6 +237,34 @@ mod tests {
         );
         rows.sort_by(|a, b| OrderingPolicy::execution_time().compare(a, b));
         assert_eq!(rows[0].priority, None);
+    }
+
+    #[test]
+    fn custom_orders_parse_from_specs() {
+        let order = PrimaryOrder::parse_custom("team, score:number:desc,at:timestamp").unwrap();
+        let keys: Vec<_> = order
+            .custom_keys()
+            .iter()
+            .map(|k| (k.attribute.as_str(), k.kind, k.direction))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("team", KeyType::Text, Direction::Asc),
+                ("score", KeyType::Number, Direction::Desc),
+                ("at", KeyType::Timestamp, Direction::Asc),
+            ]
+        );
+        for bad in [
+            "",
+            "a:int",
+            "a:text:up",
+            "a:text:asc:x",
+            "a';--:text",
+            "a,,b",
+        ] {
+            assert!(PrimaryOrder::parse_custom(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
