@@ -139,12 +139,16 @@ impl Dialect for MysqlDialect {
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
         let path = key.attribute.json_path();
         match key.kind {
+            // Only string values: anything else (a number a FIFO-time intake left unnormalized,
+            // JSON null) is missing, as on the other backends.
             KeyType::Text | KeyType::Timestamp => {
-                w.push("(JSON_UNQUOTE(JSON_EXTRACT(custom_attributes, ")
+                w.push("(CASE WHEN JSON_TYPE(JSON_EXTRACT(custom_attributes, ")
+                    .bind(path.clone())
+                    .push(")) = 'STRING' THEN JSON_UNQUOTE(JSON_EXTRACT(custom_attributes, ")
                     .bind(path)
                     .push(")) COLLATE ")
                     .push(self.flavor.key_collation())
-                    .push(")");
+                    .push(" END)");
             }
             KeyType::Number => {
                 w.push("(CASE WHEN JSON_TYPE(JSON_EXTRACT(custom_attributes, ")

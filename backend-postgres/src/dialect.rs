@@ -36,10 +36,13 @@ impl Dialect for PgDialect {
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
         let name = key.attribute.as_str();
         match key.kind {
+            // Only string values; anything else is missing, as on the other backends.
             KeyType::Text | KeyType::Timestamp => {
-                w.push("((custom_attributes::jsonb ->> ")
+                w.push("(CASE WHEN jsonb_typeof(custom_attributes::jsonb -> ")
                     .bind(name)
-                    .push(") COLLATE \"C\")");
+                    .push(") = 'string' THEN (custom_attributes::jsonb ->> ")
+                    .bind(name)
+                    .push(") COLLATE \"C\" END)");
             }
             KeyType::Number => {
                 w.push("(CASE WHEN jsonb_typeof(custom_attributes::jsonb -> ")

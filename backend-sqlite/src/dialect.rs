@@ -42,10 +42,14 @@ impl Dialect for SqliteDialect {
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
         let path = key.attribute.json_path();
         match key.kind {
+            // Only string values (json_extract would return numbers as numbers, which SQLite
+            // sorts before all text): anything else is missing, as on the other backends.
             KeyType::Text | KeyType::Timestamp => {
-                w.push("json_extract(custom_attributes, ")
+                w.push("(CASE WHEN json_type(custom_attributes, ")
+                    .bind(path.clone())
+                    .push(") = 'text' THEN json_extract(custom_attributes, ")
                     .bind(path)
-                    .push(")");
+                    .push(") END)");
             }
             KeyType::Number => {
                 w.push("(CASE WHEN json_type(custom_attributes, ")

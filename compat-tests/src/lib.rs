@@ -77,6 +77,7 @@ macro_rules! compat_cases {
             queue_items_are_not_unknown_tasks,
             queue_hostile_input_is_data,
             queue_concurrent_next_for_never_starves,
+            queue_bad_input_is_rejected,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

@@ -220,8 +220,11 @@ pub fn queue_concurrent_workers_never_share_items(h: &dyn Harness, t: Toggle) {
                         "{id} handed to {worker} while held"
                     );
                     claims.lock().unwrap().push((id.clone(), worker.clone()));
-                    held.lock().unwrap().remove(&id);
+                    assert_eq!(item.held_by.as_deref(), Some(worker.as_str()));
+                    assert!(item.assignments <= item.max_assignments, "{id} past max");
                     q.submit(&worker, &item.key).expect("submit");
+                    // Released only once the database released it.
+                    held.lock().unwrap().remove(&id);
                 }
             });
         }
@@ -259,6 +262,10 @@ pub fn queue_concurrent_workers_never_share_items(h: &dyn Harness, t: Toggle) {
             .iter()
             .all(|a| a.status == AssignmentStatus::Submitted));
     }
+    assert!(
+        sees(&q, "fresh").is_empty(),
+        "every item is full and unassignable"
+    );
 }
 
 /// RETURNED and ABANDONED hide an item from that worker only until the deadline; SKIPPED for
@@ -276,11 +283,12 @@ pub fn queue_returned_and_abandoned_hide_until_deadline(h: &dyn Harness, t: Togg
     q.give_back("w1", &key("a")).unwrap();
     assert_eq!(sees(&q, "w1"), ["b"]);
     assert_eq!(sees(&q, "w2"), ["a", "b"]);
+    assert_eq!(take(&q, "w1"), "b", "the claim hides it too");
+    q.give_back("w1", &key("b")).unwrap();
     advance(&ctx, HIDE - StdDuration::from_secs(1));
-    assert_eq!(
-        sees(&q, "w1"),
-        ["b"],
-        "still hidden just before the deadline"
+    assert!(
+        sees(&q, "w1").is_empty(),
+        "both still hidden just before the deadline"
     );
     advance(&ctx, StdDuration::from_secs(1));
     assert_eq!(sees(&q, "w1"), ["a", "b"], "visible again at the deadline");
@@ -533,4 +541,83 @@ pub fn queue_concurrent_next_for_never_starves(h: &dyn Harness, t: Toggle) {
             "{task_type}"
         );
     }
+}
+
+/// Bad input to the queue API is a typed error with nothing written; attribute values a custom
+/// key cannot read (a number under a text key, left unnormalized because the items arrived
+/// under FIFO) count as missing on every backend.
+pub fn queue_bad_input_is_rejected(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let q = queue(&ctx, config());
+    let mut rows = q.resolve(&batch(1, records(&["ok", "bad"]))).unwrap();
+    rows[1].max_assignments = 0;
+    assert!(matches!(
+        q.insert(&rows),
+        Err(DocketError::InvalidItem { .. })
+    ));
+    rows[1].max_assignments = 1;
+    rows[1].custom_attributes = Some(r#"{"note": "a\u0000b"}"#.to_owned());
+    assert!(matches!(
+        q.insert(&rows),
+        Err(DocketError::InvalidItem { .. })
+    ));
+    rows[1].custom_attributes = Some("[1, 2]".to_owned());
+    assert!(matches!(
+        q.insert(&rows),
+        Err(DocketError::InvalidItem { .. })
+    ));
+    let nul = Record {
+        attributes: json!({"note": "a\u{0}b"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        ..Record::new("nul")
+    };
+    assert!(q.enqueue(&batch(1, vec![nul])).is_err());
+    let far = Record {
+        arrives_after: Some(StdDuration::from_secs(10_000 * 366 * 24 * 3600)),
+        ..Record::new("far")
+    };
+    assert!(matches!(
+        q.enqueue(&batch(1, vec![far])),
+        Err(DocketError::InvalidItem { .. })
+    ));
+    assert!(q.list_for("w", TASK, -1).is_err());
+    assert!(sees(&q, "w").is_empty(), "nothing was written");
+    let forever = QueueConfig {
+        hide_for: StdDuration::from_secs(u64::MAX),
+        ..config()
+    };
+    assert!(matches!(
+        WorkQueue::new(Arc::clone(&ctx.store), forever),
+        Err(DocketError::InvalidConfig(_))
+    ));
+
+    let attrs = |v: serde_json::Value| Record {
+        attributes: v.as_object().cloned().unwrap_or_default(),
+        ..Record::default()
+    };
+    let recs = vec![
+        Record {
+            id: "number".into(),
+            ..attrs(json!({"team": 12}))
+        },
+        Record {
+            id: "text".into(),
+            ..attrs(json!({"team": "9"}))
+        },
+        Record {
+            id: "bool".into(),
+            ..attrs(json!({"team": true}))
+        },
+    ];
+    q.enqueue(&batch(1, recs)).unwrap();
+    let mut by_team = config();
+    by_team.orders.insert(
+        TASK.to_owned(),
+        PrimaryOrder::parse_custom("team:text").unwrap(),
+    );
+    let custom = queue(&ctx, by_team);
+    // Only the string is read; the others tie as missing, then go by record order.
+    assert_eq!(sees(&custom, "w"), ["text", "number", "bool"]);
 }

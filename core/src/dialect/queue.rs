@@ -208,7 +208,8 @@ impl Statements<'_> {
             .bind(n)
             .push(", version = version + 1");
         Self::where_item(&mut w, key, "");
-        w.push(" AND max_assignments IS NOT NULL");
+        // No overflow past INTEGER (SQLite would store it and read it back truncated).
+        w.push(" AND max_assignments <= ").bind(i32::MAX - n.max(0));
         w.finish()
     }
 

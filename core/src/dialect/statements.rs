@@ -173,6 +173,10 @@ impl<'d> Statements<'d> {
                 Direction::Desc => " DESC",
             });
         }
+        if !keys.is_empty() {
+            // Ties beyond the keys in record order, so a listing and the claim agree.
+            w.push(", record_date ASC, record_order ASC");
+        }
     }
 
     fn where_key(w: &mut SqlWriter<'_>, key: &ExecutionKey) {

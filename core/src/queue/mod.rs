@@ -284,9 +284,24 @@ pub struct WorkQueue {
     config: Arc<QueueConfig>,
 }
 
-fn chrono(d: Duration) -> chrono::Duration {
-    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+/// The latest instant docket stores: the end of year 9999 (MySQL's `DATETIME` range; the
+/// other backends go further, but every backend must accept the same values).
+fn max_time() -> DateTime<Utc> {
+    chrono::TimeZone::with_ymd_and_hms(&Utc, 9999, 12, 31, 23, 59, 59)
+        .single()
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
+
+/// `t + d`, or `None` past [`max_time`].
+fn after(t: DateTime<Utc>, d: Duration) -> Option<DateTime<Utc>> {
+    chrono::Duration::from_std(d)
+        .ok()
+        .and_then(|d| t.checked_add_signed(d))
+        .filter(|t| *t <= max_time())
+}
+
+/// Longest lease or hide period accepted.
+const MAX_PERIOD: Duration = Duration::from_secs(100 * 366 * 24 * 3600);
 
 fn queue_error(key: &ExecutionKey, reason: String) -> DocketError {
     DocketError::Queue {
@@ -309,6 +324,13 @@ impl WorkQueue {
         clock: Arc<dyn Clock>,
         config: QueueConfig,
     ) -> Result<Self> {
+        for (name, period) in [("lease", config.lease), ("hide_for", config.hide_for)] {
+            if period > MAX_PERIOD {
+                return Err(DocketError::InvalidConfig(format!(
+                    "{name} must be at most 100 years, got {period:?}"
+                )));
+            }
+        }
         store.check_queue_schema()?;
         Ok(Self {
             store,
@@ -363,7 +385,8 @@ impl WorkQueue {
                 Ok(NewItem {
                     key: ExecutionKey::new(&batch.task_type, &r.id),
                     data: r.data.clone(),
-                    available_at: started + chrono(r.arrives_after.unwrap_or_default()),
+                    available_at: after(started, r.arrives_after.unwrap_or_default())
+                        .ok_or_else(|| invalid(&r.id, "it arrives after year 9999".to_owned()))?,
                     record: RecordKey {
                         order: i as i64 + 1,
                         date: r.record_date.map(to_millis).unwrap_or(started),
@@ -384,8 +407,11 @@ impl WorkQueue {
         self.insert(&rows)
     }
 
-    /// Inserts resolved rows in one transaction (all or none).
+    /// Inserts resolved rows in one transaction (all or none), after checking each as
+    /// [`WorkQueue::resolve_at`] would have made it (ids, `max_assignments`, attributes as a
+    /// JSON object without NUL characters, times within year 9999).
     pub fn insert(&self, rows: &[NewItem]) -> Result<u64> {
+        rows.iter().try_for_each(check_row)?;
         Ok(self.store.item_insert_batch(rows)?)
     }
 
@@ -397,7 +423,7 @@ impl WorkQueue {
         crate::task::validate_name("worker", worker, MAX_WORKER_LEN)?;
         let now = self.clock.now();
         let order = self.config.order_of(task_type);
-        let deadline = now + chrono(self.config.lease);
+        let deadline = self.later(now, self.config.lease)?;
         Ok(self
             .store
             .item_next_for(worker, task_type, &order, now, deadline)?)
@@ -405,6 +431,13 @@ impl WorkQueue {
 
     /// The items `worker` would get from [`WorkQueue::next_for`], in order, without claiming.
     pub fn list_for(&self, worker: &str, task_type: &str, limit: i64) -> Result<Vec<Item>> {
+        crate::task::validate_key(task_type, "0")?;
+        crate::task::validate_name("worker", worker, MAX_WORKER_LEN)?;
+        if limit < 0 {
+            return Err(DocketError::InvalidConfig(format!(
+                "limit must not be negative, got {limit}"
+            )));
+        }
         let order = self.config.order_of(task_type);
         Ok(self
             .store
@@ -428,7 +461,7 @@ impl WorkQueue {
 
     fn finish(&self, worker: &str, item: &ExecutionKey, how: Finish) -> Result<()> {
         let now = self.clock.now();
-        let hidden_until = now + chrono(self.config.hide_for);
+        let hidden_until = self.later(now, self.config.hide_for)?;
         if self
             .store
             .assignment_finish(item, worker, how, now, hidden_until)?
@@ -446,7 +479,7 @@ impl WorkQueue {
     /// Returns how many were abandoned.
     pub fn abandon_expired(&self) -> Result<u64> {
         let now = self.clock.now();
-        let hidden_until = now + chrono(self.config.hide_for);
+        let hidden_until = self.later(now, self.config.hide_for)?;
         let mut abandoned = 0;
         for a in self.store.assignment_expired(now)? {
             if self.store.assignment_finish(
@@ -476,6 +509,13 @@ impl WorkQueue {
         }
     }
 
+    /// `now + period`, as a typed error when past year 9999.
+    fn later(&self, now: DateTime<Utc>, period: Duration) -> Result<DateTime<Utc>> {
+        after(now, period).ok_or_else(|| {
+            DocketError::InvalidConfig(format!("{now} + {period:?} is past year 9999"))
+        })
+    }
+
     /// One item.
     pub fn item(&self, item: &ExecutionKey) -> Result<Option<Item>> {
         Ok(self.store.item_get(item)?)
@@ -484,6 +524,46 @@ impl WorkQueue {
     /// The assignments of an item, by worker.
     pub fn assignments(&self, item: &ExecutionKey) -> Result<Vec<Assignment>> {
         Ok(self.store.assignment_list(item)?)
+    }
+}
+
+/// Checks a resolved row (see [`WorkQueue::insert`]).
+fn check_row(row: &NewItem) -> Result<()> {
+    let invalid = |reason: String| DocketError::InvalidItem {
+        item: row.key.task_instance.clone(),
+        reason,
+    };
+    crate::task::validate_key(&row.key.task_name, &row.key.task_instance)?;
+    if row.max_assignments < 1 {
+        return Err(invalid(format!(
+            "max_assignments must be at least 1, got {}",
+            row.max_assignments
+        )));
+    }
+    if let Some(text) = &row.custom_attributes {
+        match serde_json::from_str::<Json>(text) {
+            Ok(value @ Json::Object(_)) if has_nul(&value) => {
+                return Err(invalid("attributes contain a NUL character".into()))
+            }
+            Ok(Json::Object(_)) => {}
+            _ => return Err(invalid("custom_attributes is not a JSON object".into())),
+        }
+    }
+    let years = chrono::Datelike::year(&row.record.date);
+    if !(1000..=9999).contains(&years) || row.available_at > max_time() {
+        return Err(invalid("dates must lie in the years 1000 to 9999".into()));
+    }
+    Ok(())
+}
+
+/// Whether a JSON value holds U+0000 in a string or key (PostgreSQL's `jsonb` refuses it, so
+/// it would break custom ordering there only).
+fn has_nul(value: &Json) -> bool {
+    match value {
+        Json::String(s) => s.contains('\0'),
+        Json::Array(items) => items.iter().any(has_nul),
+        Json::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
     }
 }
 
@@ -501,6 +581,12 @@ pub fn normalize_attributes(
     attributes: &mut Map<String, Json>,
 ) -> std::result::Result<(), (String, String)> {
     attributes.retain(|_, v| !v.is_null());
+    if let Some((name, _)) = attributes
+        .iter()
+        .find(|(k, v)| k.contains('\0') || has_nul(v))
+    {
+        return Err((name.clone(), "contains a NUL character".to_owned()));
+    }
     let PrimaryOrder::Custom(keys) = order else {
         return Ok(());
     };

@@ -29,12 +29,21 @@ pub fn format_record_date(t: DateTime<Utc>) -> String {
 /// an offset (converted to UTC). The error says what was expected.
 pub fn parse_record_date(value: &str) -> Result<DateTime<Utc>, String> {
     let value = value.trim();
-    if let Ok(t) = DateTime::parse_from_rfc3339(value) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    NaiveDateTime::parse_from_str(value, "%Y-%m-%dT%H:%M:%S%.f")
-        .map(|t| t.and_utc())
-        .map_err(|_| format!("{value:?} is not a date of the form YYYY-MM-DDThh:mm:ss[.sss]"))
+    let parsed = match DateTime::parse_from_rfc3339(value) {
+        Ok(t) => Some(t.with_timezone(&Utc)),
+        Err(_) => NaiveDateTime::parse_from_str(value, "%Y-%m-%dT%H:%M:%S%.f")
+            .ok()
+            .map(|t| t.and_utc()),
+    };
+    // Four-digit years only: every backend stores them, and their text sorts as time.
+    parsed
+        .filter(|t| (1000..=9999).contains(&chrono::Datelike::year(t)))
+        .ok_or_else(|| {
+            format!(
+                "{value:?} is not a date of the form YYYY-MM-DDThh:mm:ss[.sss] \
+                 (years 1000 to 9999)"
+            )
+        })
 }
 
 fn write_date<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
@@ -86,6 +95,9 @@ mod tests {
             "2020-03-11",
             "yesterday",
             "2020-03-11T25:00:00",
+            "+10000-01-01T00:00:00",
+            "0999-01-01T00:00:00",
+            "10000-01-01T00:00:00Z",
         ] {
             assert!(parse_record_date(bad).is_err(), "{bad:?}");
         }
