@@ -78,6 +78,7 @@ macro_rules! compat_cases {
             queue_hostile_input_is_data,
             queue_concurrent_next_for_never_starves,
             queue_bad_input_is_rejected,
+            queue_custom_timestamp_key,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

@@ -381,20 +381,28 @@ pub fn queue_custom_order_two_keys(h: &dyn Harness, t: Toggle) {
 pub fn queue_extend_allows_a_third_assignment(h: &dyn Harness, t: Toggle) {
     let ctx = Ctx::new(h, t);
     let q = queue(&ctx, config());
-    q.enqueue(&batch(2, records(&["x"]))).unwrap();
-    for w in ["w1", "w2"] {
+    q.enqueue(&batch(2, records(&["x", "held"]))).unwrap();
+    // Extending a held item keeps it held: nobody else sees it until it is released.
+    assert_eq!(take(&q, "w9"), "x");
+    q.extend(&key("x"), 1).unwrap();
+    assert_eq!(sees(&q, "w8"), ["held"]);
+    q.give_back("w9", &key("x")).unwrap();
+    let x = q.item(&key("x")).unwrap().unwrap();
+    assert_eq!((x.assignments, x.max_assignments), (0, 3));
+    for w in ["w1", "w2", "w3"] {
         assert_eq!(take(&q, w), "x");
         q.submit(w, &key("x")).unwrap();
     }
-    assert!(sees(&q, "w3").is_empty());
+    assert_eq!(sees(&q, "w4"), ["held"]);
     q.extend(&key("x"), 1).unwrap();
-    assert_eq!(sees(&q, "w3"), ["x"]);
-    assert_eq!(take(&q, "w3"), "x");
-    assert!(q.next_for("w4", TASK).unwrap().is_none());
+    assert_eq!(sees(&q, "w4"), ["x", "held"]);
+    assert_eq!(take(&q, "w4"), "x");
+    assert_eq!(take(&q, "w5"), "held");
+    assert!(q.next_for("w6", TASK).unwrap().is_none());
     assert!(q.extend(&key("missing"), 1).is_err());
     assert!(q.extend(&key("x"), 0).is_err());
     let item = q.item(&key("x")).unwrap().unwrap();
-    assert_eq!((item.assignments, item.max_assignments), (3, 3));
+    assert_eq!((item.assignments, item.max_assignments), (4, 4));
 }
 
 /// Without migrations 0003/0004 the queue refuses to start, naming the migration; a batch with
@@ -620,4 +628,51 @@ pub fn queue_bad_input_is_rejected(h: &dyn Harness, t: Toggle) {
     let custom = queue(&ctx, by_team);
     // Only the string is read; the others tie as missing, then go by record order.
     assert_eq!(sees(&custom, "w"), ["text", "number", "bool"]);
+}
+
+/// A timestamp key compares instants, whatever offset or precision the value was written with.
+pub fn queue_custom_timestamp_key(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let mut cfg = config();
+    cfg.orders.insert(
+        TASK.to_owned(),
+        PrimaryOrder::parse_custom("due:timestamp:asc").unwrap(),
+    );
+    let q = queue(&ctx, cfg);
+    let recs = [
+        ("noon-utc", "2021-01-01T12:00:00Z"),
+        ("eleven-utc-as-plus-two", "2021-01-01T13:00:00+02:00"),
+        ("noon-and-a-bit", "2021-01-01T12:00:00.5"),
+        ("last-year", "2020-12-31T23:59:59.999"),
+    ]
+    .iter()
+    .map(|(id, due)| Record {
+        attributes: json!({ "due": due })
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        ..Record::new(*id)
+    })
+    .collect();
+    q.enqueue(&batch(1, recs)).unwrap();
+    assert_eq!(
+        sees(&q, "w"),
+        [
+            "last-year",
+            "eleven-utc-as-plus-two",
+            "noon-utc",
+            "noon-and-a-bit"
+        ]
+    );
+    let bad = Record {
+        attributes: json!({"due": "tomorrow"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        ..Record::new("bad")
+    };
+    assert!(matches!(
+        q.enqueue(&batch(1, vec![bad])),
+        Err(DocketError::InvalidItem { .. })
+    ));
 }
