@@ -81,19 +81,13 @@ fn insert_rows(
     run(conn, &w.finish()).map(drop)
 }
 
-fn chunks(n: u64) -> impl Iterator<Item = (u64, u64)> {
-    (0..n)
-        .step_by(Scenario::CHUNK as usize)
-        .map(move |from| (from, (from + Scenario::CHUNK).min(n)))
-}
-
 fn load_due(
     store: &MysqlStore,
     conn: &mut MysqlConnection,
     s: &Scenario,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), StoreError> {
-    for chunk in chunks(s.due) {
+    for chunk in docket_core::bench::chunks(s.due, Scenario::CHUNK) {
         insert_rows(store, conn, s, "d", chunk, (-3600, 3600))?;
         progress(chunk.1 - chunk.0);
     }
@@ -129,7 +123,7 @@ pub fn load_scenario(
     migrate(store, None)?;
     let mut conn = store.connector().connection()?;
     run(&mut conn, &plain(store, "TRUNCATE TABLE ", ""))?;
-    for chunk in chunks(s.future) {
+    for chunk in docket_core::bench::chunks(s.future, Scenario::CHUNK) {
         insert_rows(store, &mut conn, s, "f", chunk, (1, 86_399))?;
         progress(chunk.1 - chunk.0);
     }
@@ -337,12 +331,6 @@ fn insert_assignments(
     run(conn, &w.finish()).map(drop)
 }
 
-fn queue_chunks(n: u64) -> impl Iterator<Item = (u64, u64)> {
-    (0..n)
-        .step_by(QueueScenario::CHUNK as usize)
-        .map(move |from| (from, (from + QueueScenario::CHUNK).min(n)))
-}
-
 /// Migrates the store's table (every migration, so the work-queue schema is there), empties it
 /// and its assignments table, loads `s` (items of each type in FIFO order, then the worker's
 /// assignments), then analyzes both; `progress` gets the rows written by each chunk.
@@ -361,11 +349,11 @@ pub fn load_queue(
         run(&mut conn, &w.finish())?;
     }
     for t in &s.types {
-        for chunk in queue_chunks(s.items) {
+        for chunk in docket_core::bench::chunks(s.items, QueueScenario::CHUNK) {
             insert_items(store, &mut conn, s, t, chunk)?;
             progress(chunk.1 - chunk.0);
         }
-        for chunk in queue_chunks(s.worked.min(s.items)) {
+        for chunk in docket_core::bench::chunks(s.worked.min(s.items), QueueScenario::CHUNK) {
             insert_assignments(store, &mut conn, s, t, chunk)?;
             progress(chunk.1 - chunk.0);
         }

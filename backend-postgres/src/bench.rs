@@ -58,12 +58,6 @@ fn insert_rows(
     run(conn, &w.finish()).map(drop)
 }
 
-fn chunks(n: u64) -> impl Iterator<Item = (u64, u64)> {
-    (0..n)
-        .step_by(Scenario::CHUNK as usize)
-        .map(move |from| (from, (from + Scenario::CHUNK).min(n)))
-}
-
 /// Inserts the due rows, removes those of the drained levels, then vacuums and analyzes.
 fn load_due(
     store: &PgStore,
@@ -71,7 +65,7 @@ fn load_due(
     s: &Scenario,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), StoreError> {
-    for chunk in chunks(s.due) {
+    for chunk in docket_core::bench::chunks(s.due, Scenario::CHUNK) {
         insert_rows(store, conn, s, "d", chunk, (-3600, 3600))?;
         progress(chunk.1 - chunk.0);
     }
@@ -96,7 +90,7 @@ pub fn load_scenario(
     let mut conn = store.connector().connection()?;
     conn.batch_execute(&plain(store, "TRUNCATE ", ""))
         .map_err(db)?;
-    for chunk in chunks(s.future) {
+    for chunk in docket_core::bench::chunks(s.future, Scenario::CHUNK) {
         insert_rows(store, &mut conn, s, "f", chunk, (1, 86_399))?;
         progress(chunk.1 - chunk.0);
     }
@@ -253,12 +247,6 @@ fn insert_assignments(
     run(conn, &w.finish()).map(drop)
 }
 
-fn queue_chunks(n: u64) -> impl Iterator<Item = (u64, u64)> {
-    (0..n)
-        .step_by(QueueScenario::CHUNK as usize)
-        .map(move |from| (from, (from + QueueScenario::CHUNK).min(n)))
-}
-
 /// Migrates the store's table (every migration, so the work-queue schema is there), empties it
 /// and its assignments table, loads `s` (items of each type in FIFO order, then the worker's
 /// assignments), then vacuums and analyzes both; `progress` gets the rows written by each chunk.
@@ -277,11 +265,11 @@ pub fn load_queue(
         .table(&table.assignments());
     conn.batch_execute(&w.finish().sql).map_err(db)?;
     for t in &s.types {
-        for chunk in queue_chunks(s.items) {
+        for chunk in docket_core::bench::chunks(s.items, QueueScenario::CHUNK) {
             insert_items(store, &mut conn, s, t, chunk)?;
             progress(chunk.1 - chunk.0);
         }
-        for chunk in queue_chunks(s.worked.min(s.items)) {
+        for chunk in docket_core::bench::chunks(s.worked.min(s.items), QueueScenario::CHUNK) {
             insert_assignments(store, &mut conn, s, t, chunk)?;
             progress(chunk.1 - chunk.0);
         }

@@ -57,19 +57,13 @@ fn insert_rows(
     run(conn, &w.finish()).map(drop)
 }
 
-fn chunks(n: u64) -> impl Iterator<Item = (u64, u64)> {
-    (0..n)
-        .step_by(Scenario::CHUNK as usize)
-        .map(move |from| (from, (from + Scenario::CHUNK).min(n)))
-}
-
 fn load_due(
     store: &SqliteStore,
     conn: &mut SqliteConnection,
     s: &Scenario,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), StoreError> {
-    for chunk in chunks(s.due) {
+    for chunk in docket_core::bench::chunks(s.due, Scenario::CHUNK) {
         insert_rows(store, conn, s, "d", chunk, (-3600, 3600))?;
         progress(chunk.1 - chunk.0);
     }
@@ -92,7 +86,7 @@ pub fn load_scenario(
     migrate(store, None)?;
     let mut conn = store.connector().connection()?;
     run(&mut conn, &plain(store, "DELETE FROM ", ""))?;
-    for chunk in chunks(s.future) {
+    for chunk in docket_core::bench::chunks(s.future, Scenario::CHUNK) {
         insert_rows(store, &mut conn, s, "f", chunk, (1, 86_399))?;
         progress(chunk.1 - chunk.0);
     }

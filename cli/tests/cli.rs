@@ -334,10 +334,7 @@ fn explain_all_ends_every_statement_with_a_semicolon_line() {
 fn explain_on_a_sqlite_file_prints_the_query_plan() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_url(&dir);
-    docket()
-        .args(["migrate", "--database-url", &url])
-        .assert()
-        .success();
+    migrate_all(&url);
     docket()
         .args([
             "explain",
@@ -414,10 +411,7 @@ fn postgres_migrate_then_queue() {
 fn postgres_explain_analyzes_without_claiming() {
     let space = PgSchema::new();
     let url = space.url();
-    docket()
-        .args(["migrate", "--database-url", &url])
-        .assert()
-        .success();
+    migrate_all(&url);
     seed(pg_store(&url, true), pg_store(&url, false));
     docket()
         .args([
@@ -592,6 +586,29 @@ fn csv_file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
+/// `docket enqueue --database-url URL --task T --csv FILE`, for more arguments to follow.
+fn enqueue_cmd(url: &str, task: &str, csv: &str) -> Command {
+    let mut cmd = docket();
+    cmd.args([
+        "enqueue",
+        "--database-url",
+        url,
+        "--task",
+        task,
+        "--csv",
+        csv,
+    ]);
+    cmd
+}
+
+/// `docket migrate --database-url URL`: every migration.
+fn migrate_all(url: &str) {
+    docket()
+        .args(["migrate", "--database-url", url])
+        .assert()
+        .success();
+}
+
 /// `docket queue --worker W --task T --json`: the listed items, in order.
 fn worker_queue(url: &str, worker: &str, task: &str) -> Vec<serde_json::Value> {
     let out = stdout_of(docket().args([
@@ -637,26 +654,11 @@ fn postgres_enqueue_csv_then_list_for_a_worker() {
     let url = space.url();
     let dir = tempfile::tempdir().unwrap();
     let good = csv_file(&dir, "good.csv", GOOD_CSV);
-    docket()
-        .args(["migrate", "--database-url", &url])
-        .assert()
-        .success();
+    migrate_all(&url);
 
     let before = Utc::now();
-    docket()
-        .args([
-            "enqueue",
-            "--database-url",
-            &url,
-            "--task",
-            "label",
-            "--csv",
-            &good,
-            "--batch",
-            "b1",
-            "--max-assignments",
-            "2",
-        ])
+    enqueue_cmd(&url, "label", &good)
+        .args(["--batch", "b1", "--max-assignments", "2"])
         .assert()
         .success()
         .stdout(contains(
@@ -734,18 +736,8 @@ fn postgres_enqueue_csv_then_list_for_a_worker() {
     assert_eq!(item_ids(&worker_queue(&url, "w1", "label"))[0], "b1/4");
 
     // The same batch again: the ids exist, the whole batch fails, nothing is added.
-    docket()
-        .args([
-            "enqueue",
-            "--database-url",
-            &url,
-            "--task",
-            "label",
-            "--csv",
-            &good,
-            "--batch",
-            "b1",
-        ])
+    enqueue_cmd(&url, "label", &good)
+        .args(["--batch", "b1"])
         .assert()
         .failure();
     assert_eq!(worker_queue(&url, "w1", "label").len(), 7);
@@ -779,23 +771,8 @@ fn postgres_malformed_csv_names_line_and_column_and_inserts_nothing() {
     let space = PgSchema::new();
     let url = space.url();
     let dir = tempfile::tempdir().unwrap();
-    docket()
-        .args(["migrate", "--database-url", &url])
-        .assert()
-        .success();
-    let enqueue = |file: &str| {
-        docket()
-            .args([
-                "enqueue",
-                "--database-url",
-                &url,
-                "--task",
-                "label",
-                "--csv",
-                file,
-            ])
-            .assert()
-    };
+    migrate_all(&url);
+    let enqueue = |file: &str| enqueue_cmd(&url, "label", file).assert();
     // Row 3 starts on line 5: row 1's quoted text spans two lines.
     let bad_date = csv_file(
         &dir,
@@ -838,18 +815,8 @@ fn postgres_malformed_csv_names_line_and_column_and_inserts_nothing() {
         .failure()
         .stderr(contains("cannot read").and(contains("absent.csv")));
     let good = csv_file(&dir, "good.csv", GOOD_CSV);
-    docket()
-        .args([
-            "enqueue",
-            "--database-url",
-            &url,
-            "--task",
-            "label",
-            "--csv",
-            &good,
-            "--max-assignments",
-            "0",
-        ])
+    enqueue_cmd(&url, "label", &good)
+        .args(["--max-assignments", "0"])
         .assert()
         .failure()
         .stderr(contains("--max-assignments").and(contains("0 is not in 1..")));
@@ -865,10 +832,7 @@ fn postgres_malformed_csv_names_line_and_column_and_inserts_nothing() {
 fn postgres_enqueue_reads_standard_input_and_the_library_shares_the_parser() {
     let space = PgSchema::new();
     let url = space.url();
-    docket()
-        .args(["migrate", "--database-url", &url])
-        .assert()
-        .success();
+    migrate_all(&url);
     docket()
         .args([
             "enqueue",
@@ -912,10 +876,7 @@ fn postgres_enqueue_and_list_in_a_custom_order() {
     let space = PgSchema::new();
     let url = space.url();
     let dir = tempfile::tempdir().unwrap();
-    docket()
-        .args(["migrate", "--database-url", &url])
-        .assert()
-        .success();
+    migrate_all(&url);
     let order = "team,score:number:desc";
     let file = csv_file(
         &dir,
@@ -977,16 +938,7 @@ fn postgres_work_queue_commands_before_0004_name_the_migration() {
         .assert()
         .success()
         .stdout(contains("applied 0003_ordering").and(contains("0004").not()));
-    docket()
-        .args([
-            "enqueue",
-            "--database-url",
-            &url,
-            "--task",
-            "label",
-            "--csv",
-            &good,
-        ])
+    enqueue_cmd(&url, "label", &good)
         .assert()
         .failure()
         .stderr(contains("lacks migration 0004_work_queue"));

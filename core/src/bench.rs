@@ -292,3 +292,11 @@ impl<C: SqlConnector> SqlConnector for Recording<C> {
         })
     }
 }
+
+/// `[from, to)` ranges of at most `size` covering `0..n`: the chunks the loaders insert in
+/// one statement each.
+pub fn chunks(n: u64, size: u64) -> impl Iterator<Item = (u64, u64)> {
+    (0..n)
+        .step_by(size.max(1) as usize)
+        .map(move |from| (from, (from + size.max(1)).min(n)))
+}
