@@ -1,9 +1,14 @@
 //! # docket-diesel
 //!
-//! What docket's diesel backends (PostgreSQL, MySQL/MariaDB, SQLite) share, written once: the
+//! What docket's diesel backends (PostgreSQL, MySQL/MariaDB, SQLite, Oracle) share, written
+//! once: one session and pooled connector generic over a small [`Family`] ([`session`]), the
 //! adapter that runs [`docket_core::migrate`] plans through diesel_migrations' harness, and the
 //! mapping of diesel and r2d2 errors onto [`StoreError`]. Each backend keeps its dialect, its
-//! SQL, its bind and row types.
+//! SQL, and its family: how it binds values and reads columns.
+
+pub mod session;
+
+pub use session::{bound, Cells, DieselConnector, DieselSession, Family, Query};
 
 use diesel::backend::Backend;
 use diesel::connection::BoxableConnection;
@@ -15,14 +20,28 @@ use docket_core::migrate::TableMigration;
 use docket_core::StoreError;
 use std::fmt;
 
-/// A database error.
+/// A diesel error, normalized: a unique-key violation is [`StoreError::Duplicate`] (diesel
+/// reports every backend's code as `UniqueViolation`), a closed connection
+/// [`StoreError::Connection`], a missing row [`StoreError::NotFound`].
 pub fn db(e: diesel::result::Error) -> StoreError {
-    StoreError::Database(e.to_string())
+    use diesel::result::{DatabaseErrorKind as Kind, Error};
+    match e {
+        Error::DatabaseError(Kind::UniqueViolation, _) => StoreError::Duplicate {
+            source: Box::new(e),
+        },
+        Error::DatabaseError(Kind::ClosedConnection, _) | Error::BrokenTransactionManager => {
+            StoreError::connection(e)
+        }
+        Error::NotFound => StoreError::NotFound {
+            source: Box::new(e),
+        },
+        other => StoreError::database(other),
+    }
 }
 
 /// A pool (connection) error.
 pub fn pool(e: r2d2::Error) -> StoreError {
-    StoreError::Connection(e.to_string())
+    StoreError::connection(e)
 }
 
 /// Builds a pool that opens connections only when one is asked for, then checks one out so
@@ -166,6 +185,6 @@ fn run<DB: Backend>(
 ) -> Result<Vec<String>, StoreError> {
     let applied = conn
         .run_pending_migrations(Steps { plan, by_statement })
-        .map_err(|e| StoreError::Database(format!("migration failed: {e}")))?;
+        .map_err(|source| StoreError::Migration { source })?;
     Ok(applied.iter().map(ToString::to_string).collect())
 }

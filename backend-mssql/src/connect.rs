@@ -150,7 +150,7 @@ impl Lease<'_> {
     pub(crate) fn conn(&mut self) -> Result<&mut Conn, StoreError> {
         self.conn
             .as_mut()
-            .ok_or_else(|| StoreError::Connection("connection already returned".into()))
+            .ok_or_else(|| StoreError::connection("connection already returned"))
     }
 }
 

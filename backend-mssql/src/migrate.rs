@@ -67,7 +67,7 @@ pub fn migrate(store: &MssqlStore, up_to: Option<&str>) -> Result<Vec<String>, S
                     binds: Vec::new(),
                 })
                 .map_err(|e| {
-                    StoreError::Database(format!("migration {} failed: {e}", step.version))
+                    StoreError::database(format!("migration {} failed: {e}", step.version))
                 })?;
             }
             s.execute(&Rendered {

@@ -4,22 +4,23 @@
 //! and table rows the storage engine handed to the server.
 
 use crate::dialect::Flavor;
-use crate::store::{bound, MysqlSession};
+use crate::MysqlFamily;
+use docket_diesel::{bound, DieselSession};
 use crate::{migrate, MysqlStore, MIGRATIONS};
 use diesel::sql_types::Text;
 use diesel::{MysqlConnection, QueryableByName, RunQueryDsl};
 use docket_core::bench::{Cost, QueuePlan, QueueScenario, QueueType, Recorded, Scenario};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
-use docket_core::{Store, StoreError};
+use docket_core::{StoreError, StoreInfo};
 use docket_diesel::db;
 use std::time::Instant;
 
 fn run(conn: &mut MysqlConnection, stmt: &Rendered) -> Result<usize, StoreError> {
-    bound(stmt).execute(conn).map_err(db)
+    bound::<MysqlFamily>(stmt).execute(conn).map_err(db)
 }
 
 fn plain(store: &MysqlStore, head: &str, tail: &str) -> Rendered {
-    let mut w = SqlWriter::new(store.connector().mysql_dialect());
+    let mut w = SqlWriter::new(store.connector().meta().dialect);
     w.push(head).table(&store.config().table).push(tail);
     w.finish()
 }
@@ -54,7 +55,7 @@ fn insert_rows(
     (from, to): (u64, u64),
     (start, span): (i64, i64),
 ) -> Result<(), StoreError> {
-    let mut w = SqlWriter::new(store.connector().mysql_dialect());
+    let mut w = SqlWriter::new(store.connector().meta().dialect);
     w.push("INSERT INTO ")
         .table(&store.config().table)
         .push(
@@ -75,7 +76,7 @@ fn insert_rows(
         .push("), FALSE, 0, 1, 1 + FLOOR(RAND() * ")
         .bind(Value::Int(i32::from(s.levels)))
         .push(") FROM ")
-        .push(numbers(store.connector().flavor()))
+        .push(numbers(store.connector().meta().flavor()))
         .push(" WHERE g.n < ")
         .bind(Value::BigInt((to - from) as i64));
     run(conn, &w.finish()).map(drop)
@@ -91,7 +92,7 @@ fn load_due(
         insert_rows(store, conn, s, "d", chunk, (-3600, 3600))?;
         progress(chunk.1 - chunk.0);
     }
-    let mut w = SqlWriter::new(store.connector().mysql_dialect());
+    let mut w = SqlWriter::new(store.connector().meta().dialect);
     w.push("DELETE FROM ")
         .table(&store.config().table)
         .push(" WHERE task_instance LIKE 'd%' AND priority > ")
@@ -107,7 +108,7 @@ fn analyze(store: &MysqlStore, conn: &mut MysqlConnection) -> Result<(), StoreEr
         #[diesel(column_name = "Msg_text")]
         _msg: String,
     }
-    bound(&plain(store, "ANALYZE TABLE ", ""))
+    bound::<MysqlFamily>(&plain(store, "ANALYZE TABLE ", ""))
         .load::<AnalyzeRow>(conn)
         .map_err(db)
         .map(drop)
@@ -149,14 +150,14 @@ pub fn reload_due(
 pub fn drop_scenario(store: &MysqlStore) -> Result<(), StoreError> {
     let mut conn = store.connector().connection()?;
     let table = &store.config().table;
-    let mut w = SqlWriter::new(store.connector().mysql_dialect());
+    let mut w = SqlWriter::new(store.connector().meta().dialect);
     w.push("DROP TABLE IF EXISTS ")
         .table(&table.assignments())
         .push(", ")
         .table(table);
     run(&mut conn, &w.finish())?;
     for m in MIGRATIONS {
-        let mut w = SqlWriter::new(store.connector().mysql_dialect());
+        let mut w = SqlWriter::new(store.connector().meta().dialect);
         w.push("DELETE FROM __diesel_schema_migrations WHERE version = ")
             .bind(format!("{}@{}", m.name, store.config().table).as_str());
         run(&mut conn, &w.finish())?;
@@ -192,7 +193,7 @@ pub fn measure(store: &MysqlStore, stmts: &[Recorded]) -> Result<Cost, StoreErro
     for r in stmts {
         let before = handler_reads(&mut conn)?;
         let started = Instant::now();
-        r.replay(&mut MysqlSession(&mut conn))?;
+        r.replay(&mut DieselSession::<MysqlFamily>(&mut conn))?;
         let micros = started.elapsed().as_micros() as u64;
         let after = handler_reads(&mut conn)?;
         total = total
@@ -209,7 +210,7 @@ pub fn measure(store: &MysqlStore, stmts: &[Recorded]) -> Result<Cost, StoreErro
 /// database to do so), so a benchmark can run in a database of its own. Returns whether it was
 /// created. The name must be a plain identifier (letters, digits, `_`).
 pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
-    let bad = |reason: &str| StoreError::Database(format!("database URL {url:?}: {reason}"));
+    let bad = |reason: &str| StoreError::database(format!("database URL {url:?}: {reason}"));
     let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
     let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no database"))?;
     let (name, query) = path.split_once('?').unwrap_or((path, ""));
@@ -221,7 +222,7 @@ pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
         if query.is_empty() { "" } else { "?" }
     );
     let mut conn = <MysqlConnection as diesel::Connection>::establish(&admin)
-        .map_err(|e| StoreError::Database(format!("connecting to {admin:?}: {e}")))?;
+        .map_err(|e| StoreError::database(format!("connecting to {admin:?}: {e}")))?;
     #[derive(QueryableByName)]
     struct NameRow {
         #[diesel(sql_type = Text)]
@@ -256,7 +257,7 @@ fn insert_items(
     let n = || Value::BigInt(from as i64);
     let batch = || Value::BigInt(QueueScenario::BATCH as i64);
     let worked = || Value::BigInt(s.worked as i64);
-    let mut w = SqlWriter::new(store.connector().mysql_dialect());
+    let mut w = SqlWriter::new(store.connector().meta().dialect);
     w.push("INSERT INTO ")
         .table(&store.config().table)
         .push(
@@ -291,7 +292,7 @@ fn insert_items(
         .push(" OR 1 < ")
         .bind(t.max_assignments)
         .push(" FROM ")
-        .push(numbers(store.connector().flavor()))
+        .push(numbers(store.connector().meta().flavor()))
         .push(" WHERE g.n < ")
         .bind(Value::BigInt((to - from) as i64));
     run(conn, &w.finish()).map(drop)
@@ -306,7 +307,7 @@ fn insert_assignments(
     (from, to): (u64, u64),
 ) -> Result<(), StoreError> {
     let at = s.available_at();
-    let mut w = SqlWriter::new(store.connector().mysql_dialect());
+    let mut w = SqlWriter::new(store.connector().meta().dialect);
     w.push("INSERT INTO ")
         .table(&store.config().table.assignments())
         .push(
@@ -325,7 +326,7 @@ fn insert_assignments(
         .push(", ")
         .bind(at)
         .push(" FROM ")
-        .push(numbers(store.connector().flavor()))
+        .push(numbers(store.connector().meta().flavor()))
         .push(" WHERE g.n < ")
         .bind(Value::BigInt((to - from) as i64));
     run(conn, &w.finish()).map(drop)
@@ -342,7 +343,7 @@ pub fn load_queue(
     migrate(store, None)?;
     let mut conn = store.connector().connection()?;
     let table = &store.config().table;
-    let dialect = store.connector().mysql_dialect();
+    let dialect = store.connector().meta().dialect;
     for t in [table.clone(), table.assignments()] {
         let mut w = SqlWriter::new(dialect);
         w.push("TRUNCATE TABLE ").table(&t);
@@ -367,7 +368,7 @@ pub fn load_queue(
         #[diesel(column_name = "Msg_text")]
         _msg: String,
     }
-    bound(&w.finish())
+    bound::<MysqlFamily>(&w.finish())
         .load::<AnalyzeRow>(&mut conn)
         .map_err(db)
         .map(drop)
@@ -468,7 +469,7 @@ fn walk_plan(v: &serde_json::Value, acc: &mut Walked) {
 /// assignment lookups and any filesort or full scan of the item table, from the JSON.
 pub fn queue_plan(store: &MysqlStore, stmt: &Rendered) -> Result<QueuePlan, StoreError> {
     use diesel::connection::SimpleConnection;
-    let mariadb = store.connector().flavor() == Flavor::MariaDb;
+    let mariadb = store.connector().meta().flavor() == Flavor::MariaDb;
     let explained = Rendered {
         sql: format!(
             "{} {}",
@@ -489,11 +490,11 @@ pub fn queue_plan(store: &MysqlStore, stmt: &Rendered) -> Result<QueuePlan, Stor
     let before = handler_reads(&mut conn);
     let started = Instant::now();
     let text = if mariadb {
-        bound(&explained)
+        bound::<MysqlFamily>(&explained)
             .load::<AnalyzeJson>(&mut *conn)
             .map(|rows| rows.into_iter().map(|r| r.plan).collect::<Vec<_>>())
     } else {
-        bound(&explained)
+        bound::<MysqlFamily>(&explained)
             .load::<ExplainAnalyze>(&mut *conn)
             .map(|rows| rows.into_iter().map(|r| r.plan).collect::<Vec<_>>())
     }

@@ -1,16 +1,15 @@
-//! The connection pool and the [`SqlConnector`] on it.
+//! The connection pool: a [`DieselConnector`] of the MySQL family.
 
-use crate::dialect::{Flavor, MysqlDialect};
-use crate::store::MysqlSession;
+use crate::dialect::Flavor;
+use crate::family::{MysqlFamily, MysqlMeta};
 use crate::MysqlStore;
 use diesel::connection::SimpleConnection;
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::sql_types::Text;
-use diesel::{Connection, MysqlConnection, QueryableByName, RunQueryDsl};
-use docket_core::dialect::Dialect;
-use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
+use diesel::{MysqlConnection, QueryableByName, RunQueryDsl};
+use docket_core::store::sql::SqlStore;
 use docket_core::{StoreConfig, StoreError};
-use docket_diesel::{db, pool, TxError};
+use docket_diesel::{db, pool, DieselConnector};
 use std::time::Duration;
 
 /// Pool and session settings.
@@ -67,47 +66,9 @@ impl CustomizeConnection<MysqlConnection, diesel::r2d2::Error> for SessionSetup 
     }
 }
 
-/// A pool of `MysqlConnection`s to one MySQL or MariaDB server.
-#[derive(Clone)]
-pub struct MysqlConnector {
-    pool: Pool<ConnectionManager<MysqlConnection>>,
-    dialect: &'static MysqlDialect,
-    server_version: (u32, u32, u32),
-}
-
-impl std::fmt::Debug for MysqlConnector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MysqlConnector")
-            .field("flavor", &self.dialect.flavor())
-            .field("server_version", &self.server_version)
-            .field("state", &self.pool.state())
-            .finish()
-    }
-}
-
-impl MysqlConnector {
-    /// A raw pooled connection (for migrations and tooling).
-    pub fn connection(
-        &self,
-    ) -> Result<PooledConnection<ConnectionManager<MysqlConnection>>, StoreError> {
-        self.pool.get().map_err(pool)
-    }
-
-    /// The server flavor, recognized at connect time.
-    pub fn flavor(&self) -> Flavor {
-        self.dialect.flavor()
-    }
-
-    /// The server's `(major, minor, patch)` version.
-    pub fn server_version(&self) -> (u32, u32, u32) {
-        self.server_version
-    }
-
-    /// The dialect of this server's flavor.
-    pub fn mysql_dialect(&self) -> &'static MysqlDialect {
-        self.dialect
-    }
-}
+/// A pool of `MysqlConnection`s; its [`meta`](DieselConnector::meta) holds the server's flavor
+/// and version.
+pub type MysqlConnector = DieselConnector<MysqlFamily>;
 
 /// Connects with default settings. Fails if no connection can be made, or if the server is
 /// older than the flavor's [`Flavor::min_version`].
@@ -144,7 +105,7 @@ pub fn connect_with(
             .version
     };
     let (flavor, server_version) = Flavor::from_version(&text)
-        .ok_or_else(|| StoreError::Connection(format!("unrecognized server version {text:?}")))?;
+        .ok_or_else(|| StoreError::connection(format!("unrecognized server version {text:?}")))?;
     if server_version < flavor.min_version() {
         return Err(StoreError::Unsupported {
             backend: "mysql",
@@ -154,39 +115,12 @@ pub fn connect_with(
             },
         });
     }
-    let connector = MysqlConnector {
-        pool: connections,
+    let meta = MysqlMeta {
         dialect: flavor.dialect(),
         server_version,
     };
-    Ok(SqlStore::new(connector, config))
-}
-
-impl SqlConnector for MysqlConnector {
-    fn dialect(&self) -> &'static dyn Dialect {
-        self.dialect
-    }
-
-    fn with_session<T>(
-        &self,
-        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.connection()?;
-        f(&mut MysqlSession(&mut conn))
-    }
-
-    /// Transactions run at READ COMMITTED: a claim's `SELECT ... FOR UPDATE SKIP LOCKED` then
-    /// takes record locks only, not REPEATABLE READ's next-key (gap) locks, which would make
-    /// concurrent inserts of new executions wait for claimers.
-    fn in_transaction<T>(
-        &self,
-        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.connection()?;
-        // Applies to the next transaction only, which `transaction` begins right after.
-        conn.batch_execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
-            .map_err(db)?;
-        conn.transaction::<T, TxError, _>(|c| f(&mut MysqlSession(c)).map_err(TxError::Store))
-            .map_err(StoreError::from)
-    }
+    Ok(SqlStore::new(
+        MysqlConnector::new(connections, meta.dialect, meta),
+        config,
+    ))
 }

@@ -1,6 +1,7 @@
 //! Query plans for tooling (`docket explain --database-url mysql://...`).
 
-use crate::store::bound;
+use crate::MysqlFamily;
+use docket_diesel::bound;
 use crate::MysqlStore;
 use diesel::sql_types::Text;
 use diesel::{QueryableByName, RunQueryDsl};
@@ -23,7 +24,7 @@ pub fn explain_plan(store: &MysqlStore, stmt: &Rendered) -> Result<Vec<String>, 
         binds: stmt.binds.clone(),
     };
     let mut conn = store.connector().connection()?;
-    let rows = bound(&explained).load::<PlanRow>(&mut *conn).map_err(db)?;
+    let rows = bound::<MysqlFamily>(&explained).load::<PlanRow>(&mut *conn).map_err(db)?;
     Ok(rows
         .iter()
         .flat_map(|r| r.plan.lines().map(str::to_owned))

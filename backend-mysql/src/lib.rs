@@ -28,16 +28,17 @@
 //! # Ok::<(), docket_core::StoreError>(())
 //! ```
 
+#[cfg(feature = "bench")]
 pub mod bench;
 mod connect;
 mod dialect;
-mod error;
 mod explain;
+mod family;
 mod migrate;
-mod store;
 
 pub use connect::{connect, connect_with, MysqlConnector, MysqlOptions};
 pub use dialect::{Flavor, MysqlDialect};
+pub use family::{MysqlFamily, MysqlMeta};
 pub use explain::explain_plan;
 pub use migrate::{migrate, MIGRATIONS};
 

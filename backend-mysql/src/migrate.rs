@@ -4,8 +4,8 @@
 //! so the templates need no `{name}` prefix.
 
 use crate::MysqlStore;
-use docket_core::migrate::{plan, MigrationFile, TableMigration};
-use docket_core::{Store, StoreError};
+use docket_core::migrate::MigrationFile;
+use docket_core::{StoreError, StoreInfo};
 
 /// The migrations this backend ships, in order.
 pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!(
@@ -18,15 +18,5 @@ pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!(
 /// Applies pending migrations to the store's table, up to and including `up_to`
 /// (a name such as `0001_base`; `None` = all). Returns the versions applied now.
 pub fn migrate(store: &MysqlStore, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-    let dialect = store.connector().mysql_dialect();
-    let collation = dialect.flavor().key_collation();
-    let steps = plan(MIGRATIONS, dialect, &store.config().table, up_to)?
-        .into_iter()
-        .map(|m| TableMigration {
-            up: m.up.replace("{collation}", collation),
-            down: m.down.replace("{collation}", collation),
-            ..m
-        })
-        .collect();
-    docket_diesel::run_migrations(&mut *store.connector().connection()?, steps)
+    store.migrate(up_to)
 }

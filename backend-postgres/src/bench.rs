@@ -3,18 +3,19 @@
 //! caller can show progress; costs are read from `EXPLAIN (ANALYZE, BUFFERS)`.
 
 use crate::dialect::PgDialect;
-use crate::store::bound;
+use crate::PgFamily;
+use docket_diesel::bound;
 use crate::{migrate, PgStore, MIGRATIONS};
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::Text;
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 use docket_core::bench::{Cost, QueuePlan, QueueScenario, Recorded, Scenario};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
-use docket_core::{Store, StoreError};
+use docket_core::{StoreError, StoreInfo};
 use docket_diesel::db;
 
 fn run(conn: &mut PgConnection, stmt: &Rendered) -> Result<usize, StoreError> {
-    bound(stmt).execute(conn).map_err(db)
+    bound::<PgFamily>(stmt).execute(conn).map_err(db)
 }
 
 fn plain(store: &PgStore, head: &str, tail: &str) -> String {
@@ -138,7 +139,7 @@ pub fn drop_scenario(store: &PgStore) -> Result<(), StoreError> {
 /// server's `postgres` database to do so), so a benchmark can run in a database of its own.
 /// Returns whether it was created. The name must be a plain identifier (letters, digits, `_`).
 pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
-    let bad = |reason: &str| StoreError::Database(format!("database URL {url:?}: {reason}"));
+    let bad = |reason: &str| StoreError::database(format!("database URL {url:?}: {reason}"));
     let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
     let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no database"))?;
     let (name, query) = path.split_once('?').unwrap_or((path, ""));
@@ -150,11 +151,11 @@ pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
         if query.is_empty() { "" } else { "?" }
     );
     let mut conn = <PgConnection as diesel::Connection>::establish(&admin)
-        .map_err(|e| StoreError::Database(format!("connecting to {admin:?}: {e}")))?;
+        .map_err(|e| StoreError::database(format!("connecting to {admin:?}: {e}")))?;
     let mut w = SqlWriter::new(&PgDialect);
     w.push("SELECT datname AS name FROM pg_database WHERE datname = ")
         .bind(name);
-    let found = bound(&w.finish()).load::<NameRow>(&mut conn).map_err(db)?;
+    let found = bound::<PgFamily>(&w.finish()).load::<NameRow>(&mut conn).map_err(db)?;
     if !found.is_empty() {
         return Ok(false);
     }
@@ -443,7 +444,7 @@ pub fn measure(store: &PgStore, stmts: &[Recorded]) -> Result<Cost, StoreError> 
             binds: stmt.binds.clone(),
         };
         conn.batch_execute("BEGIN").map_err(db)?;
-        let plan = bound(&explained).load::<PlanRow>(&mut *conn).map_err(db);
+        let plan = bound::<PgFamily>(&explained).load::<PlanRow>(&mut *conn).map_err(db);
         let rollback = conn.batch_execute("ROLLBACK").map_err(db);
         let lines: Vec<String> = plan?.into_iter().map(|r| r.line).collect();
         rollback?;

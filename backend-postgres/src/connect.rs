@@ -1,14 +1,13 @@
-//! The connection pool and the [`SqlConnector`] on it.
+//! The connection pool: a [`DieselConnector`] of the PostgreSQL family.
 
 use crate::dialect::PgDialect;
-use crate::store::PgSession;
+use crate::family::PgFamily;
 use crate::PgStore;
 use diesel::r2d2::{ConnectionManager, Pool};
-use diesel::{Connection, PgConnection};
-use docket_core::dialect::Dialect;
-use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
+use diesel::PgConnection;
+use docket_core::store::sql::SqlStore;
 use docket_core::{StoreConfig, StoreError};
-use docket_diesel::{pool, TxError};
+use docket_diesel::DieselConnector;
 use std::time::Duration;
 
 /// Pool settings.
@@ -30,27 +29,7 @@ impl Default for PgOptions {
 }
 
 /// A pool of `PgConnection`s.
-#[derive(Clone)]
-pub struct PgConnector {
-    pool: Pool<ConnectionManager<PgConnection>>,
-}
-
-impl std::fmt::Debug for PgConnector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgConnector")
-            .field("state", &self.pool.state())
-            .finish()
-    }
-}
-
-impl PgConnector {
-    /// A raw pooled connection (for migrations and tooling).
-    pub fn connection(
-        &self,
-    ) -> Result<diesel::r2d2::PooledConnection<ConnectionManager<PgConnection>>, StoreError> {
-        self.pool.get().map_err(pool)
-    }
-}
+pub type PgConnector = DieselConnector<PgFamily>;
 
 /// Connects with default pool settings. Fails if no connection can be made.
 pub fn connect(url: &str, config: StoreConfig) -> Result<PgStore, StoreError> {
@@ -72,28 +51,5 @@ pub fn connect_with(
             .test_on_check_out(false),
         ConnectionManager::<PgConnection>::new(url),
     )?;
-    Ok(SqlStore::new(PgConnector { pool }, config))
-}
-
-impl SqlConnector for PgConnector {
-    fn dialect(&self) -> &'static dyn Dialect {
-        &PgDialect
-    }
-
-    fn with_session<T>(
-        &self,
-        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.connection()?;
-        f(&mut PgSession(&mut conn))
-    }
-
-    fn in_transaction<T>(
-        &self,
-        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.connection()?;
-        conn.transaction::<T, TxError, _>(|c| f(&mut PgSession(c)).map_err(TxError::Store))
-            .map_err(StoreError::from)
-    }
+    Ok(SqlStore::new(PgConnector::new(pool, &PgDialect, ()), config))
 }

@@ -11,15 +11,17 @@
 //! # Ok::<(), docket_core::StoreError>(())
 //! ```
 
+#[cfg(feature = "bench")]
 pub mod bench;
 mod connect;
 mod dialect;
 mod explain;
+mod family;
 mod migrate;
-mod store;
 
 pub use connect::{connect, connect_with, PgConnector, PgOptions};
 pub use dialect::PgDialect;
+pub use family::PgFamily;
 pub use explain::explain_plan;
 pub use migrate::{migrate, MIGRATIONS};
 

@@ -1,10 +1,9 @@
 //! Embedded migrations: PostgreSQL SQL, templated by table through
 //! [`docket_core::migrate::plan`], run by diesel_migrations' harness.
 
-use crate::dialect::PgDialect;
 use crate::PgStore;
-use docket_core::migrate::{plan, MigrationFile};
-use docket_core::{Store, StoreError};
+use docket_core::migrate::MigrationFile;
+use docket_core::{StoreError, StoreInfo};
 
 /// The migrations this backend ships, in order.
 pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!(
@@ -17,6 +16,5 @@ pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!(
 /// Applies pending migrations to the store's table, up to and including `up_to`
 /// (a name such as `0001_base`; `None` = all). Returns the versions applied now.
 pub fn migrate(store: &PgStore, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-    let steps = plan(MIGRATIONS, &PgDialect, &store.config().table, up_to)?;
-    docket_diesel::run_migrations(&mut *store.connector().connection()?, steps)
+    store.migrate(up_to)
 }

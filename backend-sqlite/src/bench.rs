@@ -3,17 +3,18 @@
 //! SQL, so costs are wall time only (`Cost::reads` stays 0).
 
 use crate::dialect::SqliteDialect;
-use crate::store::{bound, SqliteSession};
+use crate::SqliteFamily;
+use docket_diesel::{bound, DieselSession};
 use crate::{migrate, SqliteStore, MIGRATIONS};
 use diesel::{RunQueryDsl, SqliteConnection};
 use docket_core::bench::{Cost, Recorded, Scenario};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
-use docket_core::{Store, StoreError};
+use docket_core::{StoreError, StoreInfo};
 use docket_diesel::db;
 use std::time::Instant;
 
 fn run(conn: &mut SqliteConnection, stmt: &Rendered) -> Result<usize, StoreError> {
-    bound(stmt).execute(conn).map_err(db)
+    bound::<SqliteFamily>(stmt).execute(conn).map_err(db)
 }
 
 fn plain(store: &SqliteStore, head: &str, tail: &str) -> Rendered {
@@ -126,7 +127,7 @@ pub fn measure(store: &SqliteStore, stmts: &[Recorded]) -> Result<Cost, StoreErr
     let mut total = Cost::default();
     for r in stmts {
         let started = Instant::now();
-        r.replay(&mut SqliteSession(&mut conn))?;
+        r.replay(&mut DieselSession::<SqliteFamily>(&mut conn))?;
         total = total
             + Cost {
                 reads: 0,

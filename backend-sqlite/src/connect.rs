@@ -1,19 +1,18 @@
-//! The connection pool and the [`SqlConnector`] on it.
+//! The connection pool: a [`DieselConnector`] of the SQLite family.
 //!
 //! Every pooled connection gets a busy timeout and WAL mode (see [`SqliteOptions`]), so several
 //! threads and several processes on one file wait for the write lock instead of failing with
 //! `database is locked`, and readers never block the writer.
 
 use crate::dialect::SqliteDialect;
-use crate::store::SqliteSession;
+use crate::family::SqliteFamily;
 use crate::SqliteStore;
 use diesel::connection::SimpleConnection;
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::SqliteConnection;
-use docket_core::dialect::Dialect;
-use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
+use docket_core::store::sql::SqlStore;
 use docket_core::{StoreConfig, StoreError};
-use docket_diesel::{pool, TxError};
+use docket_diesel::DieselConnector;
 use std::time::Duration;
 
 /// Pool and connection settings.
@@ -59,27 +58,7 @@ impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for Pragmas {
 }
 
 /// A pool of `SqliteConnection`s on one database file.
-#[derive(Clone)]
-pub struct SqliteConnector {
-    pool: Pool<ConnectionManager<SqliteConnection>>,
-}
-
-impl std::fmt::Debug for SqliteConnector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteConnector")
-            .field("state", &self.pool.state())
-            .finish()
-    }
-}
-
-impl SqliteConnector {
-    /// A raw pooled connection (for migrations and tooling).
-    pub fn connection(
-        &self,
-    ) -> Result<PooledConnection<ConnectionManager<SqliteConnection>>, StoreError> {
-        self.pool.get().map_err(pool)
-    }
-}
+pub type SqliteConnector = DieselConnector<SqliteFamily>;
 
 /// The database file named by `url`: `sqlite://PATH` or `sqlite:PATH` (so `sqlite:///tmp/a.db`
 /// is the absolute path `/tmp/a.db` and `sqlite://a.db` is relative), or a plain path.
@@ -104,7 +83,7 @@ pub fn connect_with(
     let path = database_path(url);
     if path.is_empty() || path == ":memory:" {
         // An in-memory database is private to one connection: a pool would see several.
-        return Err(StoreError::Connection(format!(
+        return Err(StoreError::connection(format!(
             "{url:?} names no database file; docket's SQLite backend needs a file \
              (sqlite://PATH) that every pooled connection and process can open"
         )));
@@ -118,33 +97,8 @@ pub fn connect_with(
             })),
         ConnectionManager::<SqliteConnection>::new(path),
     )?;
-    Ok(SqlStore::new(SqliteConnector { pool }, config))
-}
-
-impl SqlConnector for SqliteConnector {
-    fn dialect(&self) -> &'static dyn Dialect {
-        &SqliteDialect
-    }
-
-    fn with_session<T>(
-        &self,
-        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.connection()?;
-        f(&mut SqliteSession(&mut conn))
-    }
-
-    // BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout). A
-    // deferred transaction that reads first could not upgrade to a writer once another
-    // connection committed, and would fail with SQLITE_BUSY instead of waiting.
-    fn in_transaction<T>(
-        &self,
-        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.connection()?;
-        conn.immediate_transaction::<T, TxError, _>(|c| {
-            f(&mut SqliteSession(c)).map_err(TxError::Store)
-        })
-        .map_err(StoreError::from)
-    }
+    Ok(SqlStore::new(
+        SqliteConnector::new(pool, &SqliteDialect, ()),
+        config,
+    ))
 }

@@ -17,16 +17,17 @@
 //! # Ok::<(), docket_core::StoreError>(())
 //! ```
 
+#[cfg(feature = "bench")]
 pub mod bench;
 mod connect;
 mod dialect;
-mod error;
 mod explain;
+mod family;
 mod migrate;
-mod store;
 
 pub use connect::{connect, connect_with, database_path, SqliteConnector, SqliteOptions};
 pub use dialect::SqliteDialect;
+pub use family::SqliteFamily;
 pub use explain::explain_plan;
 pub use migrate::{migrate, MIGRATIONS};
 

@@ -3,9 +3,9 @@
 //! `bench` module; nothing here runs in a scheduler.
 
 use crate::dialect::{Dialect, Rendered};
-use crate::queue::{Assignment, Item};
+use crate::ident::TableName;
 use crate::store::sql::{SqlConnector, SqlSession};
-use crate::store::{Execution, TaskSummary};
+use crate::store::Row;
 use crate::StoreError;
 use chrono::{DateTime, Utc};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -138,21 +138,8 @@ impl std::ops::Add for Cost {
 pub enum Call {
     /// [`SqlSession::execute`].
     Execute,
-    /// [`SqlSession::query_executions`].
-    Executions {
-        /// Whether the select list has `priority`.
-        with_priority: bool,
-    },
-    /// [`SqlSession::query_levels`].
-    Levels,
-    /// [`SqlSession::query_summaries`].
-    Summaries,
-    /// [`SqlSession::query_strings`].
-    Strings,
-    /// [`SqlSession::query_items`].
-    Items,
-    /// [`SqlSession::query_assignments`].
-    Assignments,
+    /// [`SqlSession::query`].
+    Query,
 }
 
 /// One statement a store sent.
@@ -168,18 +155,10 @@ impl Recorded {
     /// Replays the statement on `session` the way it first ran; returns the rows or rows
     /// affected.
     pub fn replay(&self, session: &mut dyn SqlSession) -> Result<u64, StoreError> {
-        let n = match self.call {
-            Call::Execute => return session.execute(&self.stmt),
-            Call::Executions { with_priority } => {
-                session.query_executions(&self.stmt, with_priority)?.len()
-            }
-            Call::Levels => session.query_levels(&self.stmt)?.len(),
-            Call::Summaries => session.query_summaries(&self.stmt)?.len(),
-            Call::Strings => session.query_strings(&self.stmt)?.len(),
-            Call::Items => session.query_items(&self.stmt)?.len(),
-            Call::Assignments => session.query_assignments(&self.stmt)?.len(),
-        };
-        Ok(n as u64)
+        match self.call {
+            Call::Execute => session.execute(&self.stmt),
+            Call::Query => Ok(session.query(&self.stmt)?.len() as u64),
+        }
     }
 }
 
@@ -233,33 +212,9 @@ impl SqlSession for RecordingSession<'_> {
         self.note(Call::Execute, stmt);
         self.inner.execute(stmt)
     }
-    fn query_executions(
-        &mut self,
-        stmt: &Rendered,
-        with_priority: bool,
-    ) -> Result<Vec<Execution>, StoreError> {
-        self.note(Call::Executions { with_priority }, stmt);
-        self.inner.query_executions(stmt, with_priority)
-    }
-    fn query_levels(&mut self, stmt: &Rendered) -> Result<Vec<i16>, StoreError> {
-        self.note(Call::Levels, stmt);
-        self.inner.query_levels(stmt)
-    }
-    fn query_summaries(&mut self, stmt: &Rendered) -> Result<Vec<TaskSummary>, StoreError> {
-        self.note(Call::Summaries, stmt);
-        self.inner.query_summaries(stmt)
-    }
-    fn query_strings(&mut self, stmt: &Rendered) -> Result<Vec<String>, StoreError> {
-        self.note(Call::Strings, stmt);
-        self.inner.query_strings(stmt)
-    }
-    fn query_items(&mut self, stmt: &Rendered) -> Result<Vec<Item>, StoreError> {
-        self.note(Call::Items, stmt);
-        self.inner.query_items(stmt)
-    }
-    fn query_assignments(&mut self, stmt: &Rendered) -> Result<Vec<Assignment>, StoreError> {
-        self.note(Call::Assignments, stmt);
-        self.inner.query_assignments(stmt)
+    fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
+        self.note(Call::Query, stmt);
+        self.inner.query(stmt)
     }
 }
 
@@ -290,6 +245,10 @@ impl<C: SqlConnector> SqlConnector for Recording<C> {
                 log: &self.log,
             })
         })
+    }
+
+    fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
+        self.inner.migrate(table, up_to)
     }
 }
 

@@ -2,6 +2,9 @@
 
 use thiserror::Error;
 
+/// A boxed error from a driver or pool, kept as the source of a [`StoreError`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// What a store (a backend) can report. Backends map their driver errors onto these variants in
 /// their own `error.rs`, so the engine and the shared test suite never see a driver type.
 #[derive(Debug, Error)]
@@ -24,12 +27,65 @@ pub enum StoreError {
         /// The missing capability.
         capability: &'static str,
     },
-    /// Could not get a connection (server down, pool exhausted, bad URL).
-    #[error("connection failed: {0}")]
-    Connection(String),
+    /// Could not get a connection (server down, refused, bad URL or credentials, pool
+    /// exhausted).
+    #[error("connection failed: {source}")]
+    Connection {
+        /// The driver's or pool's error.
+        #[source]
+        source: BoxError,
+    },
     /// The database rejected a statement or the driver failed.
-    #[error("database error: {0}")]
-    Database(String),
+    #[error("database error: {source}")]
+    Database {
+        /// The driver's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A unique key was violated (normalized by every session, whatever the driver's code).
+    #[error("duplicate key: {source}")]
+    Duplicate {
+        /// The driver's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A statement expected to return a row returned none.
+    #[error("not found: {source}")]
+    NotFound {
+        /// The driver's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A transaction found the rows in another state than it needs (another process changed
+    /// them meanwhile); it was rolled back and nothing changed.
+    #[error("{what}; rolled back")]
+    Conflict {
+        /// What did not hold, e.g. "claimed 3 of 4 locked rows".
+        what: String,
+    },
+    /// A work-queue item id that already exists; its batch was rolled back.
+    #[error("item {item} of {task} already exists; batch rolled back")]
+    DuplicateItem {
+        /// Task type.
+        task: String,
+        /// Item id.
+        item: String,
+    },
+    /// A migration name that the backend does not ship.
+    #[error("unknown migration {name:?}; known: {known}")]
+    UnknownMigration {
+        /// The name asked for.
+        name: String,
+        /// The names the backend ships.
+        known: String,
+    },
+    /// A migration failed to apply (nothing of it is recorded as applied).
+    #[error("migration failed: {source}")]
+    Migration {
+        /// The harness's or database's error.
+        #[source]
+        source: BoxError,
+    },
     /// A stored value could not be turned into the model (e.g. out-of-range number).
     #[error("invalid stored value in column {column}: {reason}")]
     Decode {
@@ -38,6 +94,27 @@ pub enum StoreError {
         /// Why decoding failed.
         reason: String,
     },
+}
+
+impl StoreError {
+    /// A [`StoreError::Database`] from a driver error or a message.
+    pub fn database(source: impl Into<BoxError>) -> Self {
+        Self::Database {
+            source: source.into(),
+        }
+    }
+
+    /// A [`StoreError::Connection`] from a driver or pool error or a message.
+    pub fn connection(source: impl Into<BoxError>) -> Self {
+        Self::Connection {
+            source: source.into(),
+        }
+    }
+
+    /// A [`StoreError::Conflict`].
+    pub fn conflict(what: impl Into<String>) -> Self {
+        Self::Conflict { what: what.into() }
+    }
 }
 
 /// Errors of the client API and the scheduler.

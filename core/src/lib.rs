@@ -5,6 +5,7 @@
 //! engine and the client API. This crate names no database; a backend crate (for example
 //! `docket-postgres`) supplies a [`Dialect`](dialect::Dialect) and a [`Store`].
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod clock;
 pub mod dialect;
@@ -14,6 +15,7 @@ pub mod listener;
 pub mod migrate;
 pub mod ordering;
 pub mod queue;
+pub mod records;
 pub mod schedule;
 pub mod scheduler;
 pub mod store;
@@ -31,7 +33,8 @@ pub use scheduler::{
     config::{PollingStrategy, SchedulerConfig},
     Scheduler,
 };
-pub use store::{Execution, ExecutionKey, Store, StoreConfig};
+pub use records::{Execution, ExecutionKey, ListFilter, TaskSummary};
+pub use store::{ExecutionStore, QueueStore, Store, StoreConfig, StoreInfo};
 pub use task::{
     DeadExecutionPolicy, ExecutionContext, FailurePolicy, Priority, Task, TaskDescriptor,
     TaskError, TaskInstance,

@@ -1,6 +1,6 @@
 //! A hook for observing the scheduler (besides `tracing` events and `metrics`).
 
-use crate::store::Execution;
+use crate::records::Execution;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 

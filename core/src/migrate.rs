@@ -6,6 +6,15 @@ use crate::dialect::{Dialect, SqlWriter};
 use crate::error::StoreError;
 use crate::ident::TableName;
 
+/// Name of the migration that creates the executions table.
+pub const MIGRATION_BASE: &str = "0001_base";
+/// Name of the migration that adds the nullable `priority` column and its index.
+pub const MIGRATION_PRIORITY: &str = "0002_priority";
+/// Name of the migration that adds record date, record order and custom attributes.
+pub const MIGRATION_ORDERING: &str = "0003_ordering";
+/// Name of the migration that adds the work-queue columns and the assignments table.
+pub const MIGRATION_WORK_QUEUE: &str = "0004_work_queue";
+
 /// One migration as shipped: `{table}` in the SQL stands for the quoted table name, `{name}`
 /// for its unqualified name (for index names), `{assignments}` for the quoted work-queue
 /// assignments table (`<table>_assignments`, same schema).
@@ -60,10 +69,10 @@ pub fn plan(
         Some(last) => {
             files.iter().position(|f| f.name == last).ok_or_else(|| {
                 let known: Vec<_> = files.iter().map(|f| f.name).collect();
-                StoreError::Database(format!(
-                    "unknown migration {last:?}; known: {}",
-                    known.join(", ")
-                ))
+                StoreError::UnknownMigration {
+                    name: last.to_owned(),
+                    known: known.join(", "),
+                }
             })? + 1
         }
     };
@@ -83,11 +92,14 @@ pub fn plan(
         .map(|f| {
             let version = format!("{}@{table}", f.name);
             if version.len() > MAX_VERSION_LEN {
-                return Err(StoreError::Database(format!(
-                    "table name {table} is too long to record migration {} \
-                     (versions are at most {MAX_VERSION_LEN} characters)",
-                    f.name
-                )));
+                return Err(StoreError::Migration {
+                    source: format!(
+                        "table name {table} is too long to record migration {} \
+                         (versions are at most {MAX_VERSION_LEN} characters)",
+                        f.name
+                    )
+                    .into(),
+                });
             }
             Ok(TableMigration {
                 version,

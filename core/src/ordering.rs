@@ -5,7 +5,7 @@
 //! (for example `UPDATE ... RETURNING`).
 
 use crate::error::DocketError;
-use crate::store::Execution;
+use crate::records::Execution;
 use std::cmp::Ordering;
 
 /// The primary ordering, applied after priority (when enabled).
@@ -204,7 +204,7 @@ impl OrderingPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Execution;
+    use crate::records::Execution;
     use chrono::{TimeZone, Utc};
 
     fn exec(priority: Option<i16>, secs: i64) -> Execution {

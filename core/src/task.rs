@@ -3,7 +3,7 @@
 
 use crate::error::DocketError;
 use crate::schedule::Schedule;
-use crate::store::{Execution, NewExecution};
+use crate::records::{Execution, NewExecution};
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use std::fmt;

@@ -30,7 +30,7 @@ pub fn connect(
         "mssql" => Arc::new(docket_mssql::connect(url, config)?),
         "oracle" => Arc::new(docket_oracle::connect(url, config)?),
         other => {
-            return Err(StoreError::Connection(format!(
+            return Err(StoreError::connection(format!(
                 "no backend called {other:?} in the compat tests"
             )))
         }

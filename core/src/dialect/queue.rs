@@ -4,8 +4,7 @@
 use super::statements::{Level, Statements};
 use super::{Rendered, SqlWriter, Value};
 use crate::ordering::PrimaryOrder;
-use crate::queue::{AssignmentStatus, Finish, NewItem};
-use crate::store::ExecutionKey;
+use crate::records::{AssignmentStatus, ExecutionKey, Finish, NewItem};
 use chrono::{DateTime, Utc};
 
 /// The item columns, in select-list order.

@@ -6,7 +6,7 @@
 use super::{Dialect, LockAndFetch, Rendered, SqlWriter, Value};
 use crate::ident::TableName;
 use crate::ordering::{Direction, OrderingPolicy, PrimaryOrder};
-use crate::store::{Changes, ExecutionKey, Guard, ListFilter, NewExecution, PickChange};
+use crate::records::{Changes, ExecutionKey, Guard, ListFilter, NewExecution, PickChange};
 use chrono::{DateTime, Utc};
 
 /// The columns of the executions table.

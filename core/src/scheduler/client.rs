@@ -3,9 +3,10 @@
 
 use crate::clock::{to_micros, Clock, SystemClock};
 use crate::error::{DocketError, Result};
-use crate::store::{
-    Changes, Execution, ExecutionKey, Guard, ListFilter, NewExecution, Store, TaskSummary,
+use crate::records::{
+    Changes, Execution, ExecutionKey, Guard, ListFilter, NewExecution, TaskSummary,
 };
+use crate::store::{ExecutionStore, Instrumented};
 use crate::task::{Priority, TaskInstance};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -27,7 +28,7 @@ type Waker = Arc<dyn Fn() + Send + Sync>;
 /// Schedules and inspects executions. Cheap to clone.
 #[derive(Clone)]
 pub struct SchedulerClient {
-    store: Arc<dyn Store>,
+    store: Arc<dyn ExecutionStore>,
     clock: Arc<dyn Clock>,
     /// Known tasks and their default priorities (`None`: accept any task name).
     tasks: Option<Arc<HashMap<String, Priority>>>,
@@ -45,12 +46,13 @@ impl std::fmt::Debug for SchedulerClient {
 impl SchedulerClient {
     /// A client with no scheduler: any task name is accepted and gets
     /// [`Priority::MEDIUM`] by default. Checks the schema first.
-    pub fn new(store: Arc<dyn Store>) -> Result<Self> {
+    pub fn new(store: Arc<dyn ExecutionStore>) -> Result<Self> {
         Self::with_clock(store, Arc::new(SystemClock))
     }
 
     /// As [`SchedulerClient::new`], with an injected clock.
-    pub fn with_clock(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Result<Self> {
+    pub fn with_clock(store: Arc<dyn ExecutionStore>, clock: Arc<dyn Clock>) -> Result<Self> {
+        let store: Arc<dyn ExecutionStore> = Arc::new(Instrumented::new(store));
         store.check_schema()?;
         Ok(Self {
             store,
@@ -61,7 +63,7 @@ impl SchedulerClient {
     }
 
     pub(crate) fn for_scheduler(
-        store: Arc<dyn Store>,
+        store: Arc<dyn ExecutionStore>,
         clock: Arc<dyn Clock>,
         tasks: HashMap<String, Priority>,
         waker: Waker,
@@ -75,7 +77,7 @@ impl SchedulerClient {
     }
 
     /// The store.
-    pub fn store(&self) -> &Arc<dyn Store> {
+    pub fn store(&self) -> &Arc<dyn ExecutionStore> {
         &self.store
     }
 

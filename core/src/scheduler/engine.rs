@@ -6,8 +6,9 @@ use super::config::{PollingStrategy, SchedulerConfig};
 use crate::clock::Clock;
 use crate::error::StoreError;
 use crate::listener::{SchedulerEvent, SchedulerListener};
-use crate::store::NewExecution;
-use crate::store::{Changes, DueParams, Execution, ExecutionKey, Guard, PickChange, Store};
+use crate::records::NewExecution;
+use crate::records::{Changes, DueParams, Execution, ExecutionKey, Guard, PickChange};
+use crate::store::ExecutionStore;
 use crate::task::{DeadExecutionPolicy, ExecutionContext, Task, RECURRING_INSTANCE};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -27,7 +28,7 @@ pub(crate) enum Job {
 }
 
 pub(crate) struct Engine {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn ExecutionStore>,
     pub clock: Arc<dyn Clock>,
     pub config: SchedulerConfig,
     pub tasks: HashMap<String, Task>,
@@ -46,7 +47,7 @@ fn chrono(d: std::time::Duration) -> chrono::Duration {
 
 impl Engine {
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn ExecutionStore>,
         clock: Arc<dyn Clock>,
         config: SchedulerConfig,
         tasks: HashMap<String, Task>,

@@ -8,7 +8,7 @@ mod engine;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{DocketError, Result};
 use crate::listener::SchedulerListener;
-use crate::store::Store;
+use crate::store::{ExecutionStore, Instrumented};
 use crate::task::Task;
 use client::SchedulerClient;
 use config::SchedulerConfig;
@@ -23,7 +23,7 @@ use tracing::{error, info};
 
 /// Builds a [`Scheduler`].
 pub struct SchedulerBuilder {
-    store: Arc<dyn Store>,
+    store: Arc<dyn ExecutionStore>,
     tasks: Vec<Task>,
     config: SchedulerConfig,
     clock: Arc<dyn Clock>,
@@ -175,9 +175,9 @@ impl std::fmt::Debug for Scheduler {
 
 impl Scheduler {
     /// Starts building a scheduler on `store`.
-    pub fn builder(store: Arc<dyn Store>) -> SchedulerBuilder {
+    pub fn builder(store: Arc<dyn ExecutionStore>) -> SchedulerBuilder {
         SchedulerBuilder {
-            store,
+            store: Arc::new(Instrumented::new(store)),
             tasks: Vec::new(),
             config: SchedulerConfig::default(),
             clock: Arc::new(SystemClock),

@@ -1,10 +1,11 @@
 //! The [`Store`] for every SQL backend, written once: render with
 //! [`Statements`], run through the backend's [`SqlConnector`].
 
+use super::row::decode_all;
 use super::*;
 use crate::dialect::queue::ForWorker;
 use crate::dialect::{Dialect, Level, LockAndFetch, Rendered, Statements};
-use crate::queue::{MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
+use crate::migrate::{MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 use std::sync::{Mutex, MutexGuard};
 
 /// Candidates a two-phase `next_for` reads per round (see `Capabilities::claim_locks_examined_rows`).
@@ -84,44 +85,19 @@ struct LevelState {
     writes: u64,
 }
 
-/// One database session (a pooled connection, possibly inside a transaction).
+/// One database session (a pooled connection, possibly inside a transaction): runs a rendered
+/// statement and returns what the database said, with errors normalized
+/// ([`StoreError::Duplicate`] for a unique-key violation, [`StoreError::Connection`] for a lost
+/// connection, [`StoreError::Database`] for the rest). Rows are decoded into records once, in
+/// core ([`super::row`]).
 pub trait SqlSession {
     /// Runs a statement; returns affected rows.
     fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError>;
-    /// Runs a query returning execution rows. `with_priority` says whether the select list
-    /// includes `priority`.
-    fn query_executions(
-        &mut self,
-        stmt: &Rendered,
-        with_priority: bool,
-    ) -> Result<Vec<Execution>, StoreError>;
-    /// Runs [`Statements::priority_levels`]: one small-integer column named `level`.
-    fn query_levels(&mut self, stmt: &Rendered) -> Result<Vec<i16>, StoreError>;
-    /// Runs [`Statements::summary`].
-    fn query_summaries(&mut self, stmt: &Rendered) -> Result<Vec<TaskSummary>, StoreError>;
-    /// Runs a query returning one text column named `name`.
-    fn query_strings(&mut self, stmt: &Rendered) -> Result<Vec<String>, StoreError>;
-    /// Runs a query returning the [`ITEM_COLUMNS`](crate::dialect::queue::ITEM_COLUMNS) of
-    /// work-queue items. The default reports the work queue as unsupported, for backends whose
-    /// [`Capabilities::work_queue`] is false (the store never sends them queue statements).
-    fn query_items(&mut self, _stmt: &Rendered) -> Result<Vec<Item>, StoreError> {
-        Err(unsupported_queue())
-    }
-    /// Runs a query returning the [`ASSIGNMENT_COLUMNS`](crate::dialect::queue::ASSIGNMENT_COLUMNS) and `updated_at` of assignments;
-    /// backends decode the status with [`AssignmentStatus::decode`](crate::queue::AssignmentStatus::decode).
-    fn query_assignments(&mut self, _stmt: &Rendered) -> Result<Vec<Assignment>, StoreError> {
-        Err(unsupported_queue())
-    }
+    /// Runs a query; returns its rows, each column named as the statement names it.
+    fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError>;
 }
 
-fn unsupported_queue() -> StoreError {
-    StoreError::Unsupported {
-        backend: "this backend",
-        capability: "the work queue",
-    }
-}
-
-/// What a SQL backend supplies: its dialect and sessions from its pool.
+/// What a SQL backend supplies: its dialect, sessions from its pool, and its migrations.
 pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
     /// The backend's dialect.
     fn dialect(&self) -> &'static dyn Dialect;
@@ -135,6 +111,9 @@ pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
         &self,
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError>;
+    /// Applies the backend's pending migrations for `table` up to `up_to` (all when `None`);
+    /// returns the versions applied now.
+    fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError>;
 }
 
 /// The generic SQL store.
@@ -177,10 +156,12 @@ impl<C: SqlConnector> SqlStore<C> {
         self.config.ordering.priority
     }
 
+    fn rows(&self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
+        self.connector.with_session(&mut |s| s.query(stmt))
+    }
+
     fn executions(&self, stmt: Rendered) -> Result<Vec<Execution>, StoreError> {
-        let with_priority = self.priority();
-        self.connector
-            .with_session(&mut |s| s.query_executions(&stmt, with_priority))
+        decode_all(self.rows(&stmt)?, Execution::from_row)
     }
 
     fn execute(&self, stmt: Rendered) -> Result<u64, StoreError> {
@@ -258,9 +239,12 @@ impl<C: SqlConnector> SqlStore<C> {
             state.writes
         };
         let stmt = self.statements.priority_levels();
-        let found = self
-            .connector
-            .with_session(&mut |s| s.query_levels(&stmt))?;
+        let found = decode_all(self.rows(&stmt)?, |r| {
+            r.opt_i16("level")?.ok_or(StoreError::Decode {
+                column: "level",
+                reason: "NULL level".into(),
+            })
+        })?;
         let levels = (found.len() <= MAX_PROBED_LEVELS).then(|| {
             found
                 .into_iter()
@@ -329,17 +313,16 @@ impl<C: SqlConnector> SqlStore<C> {
         let select = self
             .statements
             .due_for_update(level, p.now, p.task_names, limit);
-        let with_priority = self.priority();
         self.connector.in_transaction(&mut |s| {
-            let mut rows = s.query_executions(&select, with_priority)?;
+            let mut rows = decode_all(s.query(&select)?, Execution::from_row)?;
             if rows.is_empty() {
                 return Ok(rows);
             }
             let keys: Vec<_> = rows.iter().map(Execution::key).collect();
             let claimed = s.execute(&self.statements.claim_keys(&keys, picked_by, p.now))?;
             if claimed != rows.len() as u64 {
-                return Err(StoreError::Database(format!(
-                    "claimed {claimed} of {} locked rows; rolled back",
+                return Err(StoreError::conflict(format!(
+                    "claimed {claimed} of {} locked rows",
                     rows.len()
                 )));
             }
@@ -358,19 +341,19 @@ impl<C: SqlConnector> SqlStore<C> {
     }
 
     fn exists(&self, stmt: Rendered) -> Result<bool, StoreError> {
-        let found = self
-            .connector
-            .with_session(&mut |s| s.query_strings(&stmt))?;
-        Ok(!found.is_empty())
+        Ok(!self.rows(&stmt)?.is_empty())
+    }
+
+    fn names(&self, stmt: Rendered) -> Result<Vec<String>, StoreError> {
+        decode_all(self.rows(&stmt)?, |r| r.text("name"))
     }
 
     fn items(&self, stmt: Rendered) -> Result<Vec<Item>, StoreError> {
-        self.connector.with_session(&mut |s| s.query_items(&stmt))
+        decode_all(self.rows(&stmt)?, Item::from_row)
     }
 
     fn assignments(&self, stmt: Rendered) -> Result<Vec<Assignment>, StoreError> {
-        self.connector
-            .with_session(&mut |s| s.query_assignments(&stmt))
+        decode_all(self.rows(&stmt)?, Assignment::from_row)
     }
 
     /// In one transaction: locks the first row `select` returns and claims it for `q.worker`,
@@ -383,7 +366,8 @@ impl<C: SqlConnector> SqlStore<C> {
     ) -> Result<Option<Item>, StoreError> {
         let st = &self.statements;
         self.connector.in_transaction(&mut |s| {
-            let Some(mut item) = s.query_items(select)?.into_iter().next() else {
+            let first = s.query(select)?.into_iter().next();
+            let Some(mut item) = first.map(|mut r| Item::from_row(&mut r)).transpose()? else {
                 return Ok(None);
             };
             Self::one_row(s, &st.item_claim(&item.key, q.worker), "claiming the item")?;
@@ -400,14 +384,14 @@ impl<C: SqlConnector> SqlStore<C> {
     fn one_row(s: &mut dyn SqlSession, stmt: &Rendered, what: &str) -> Result<(), StoreError> {
         match s.execute(stmt)? {
             1 => Ok(()),
-            n => Err(StoreError::Database(format!(
-                "{what} changed {n} rows instead of 1; rolled back"
+            n => Err(StoreError::conflict(format!(
+                "{what} changed {n} rows instead of 1"
             ))),
         }
     }
 }
 
-impl<C: SqlConnector> Store for SqlStore<C> {
+impl<C: SqlConnector> StoreInfo for SqlStore<C> {
     fn backend(&self) -> &'static str {
         self.connector.dialect().name()
     }
@@ -419,6 +403,16 @@ impl<C: SqlConnector> Store for SqlStore<C> {
     fn config(&self) -> &StoreConfig {
         &self.config
     }
+
+    fn migrate(&self, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
+        let applied = self.connector.migrate(&self.config.table, up_to)?;
+        // A migration may add levels (or the priority column): start the level cache over.
+        self.wrote(None, None);
+        Ok(applied)
+    }
+}
+
+impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
 
     fn check_schema(&self) -> Result<(), StoreError> {
         let missing = |name, feature| StoreError::MissingMigration {
@@ -435,8 +429,10 @@ impl<C: SqlConnector> Store for SqlStore<C> {
         Ok(())
     }
 
+    // "Already exists" is decided here for every backend: an insert that adds no row (an
+    // insert-if-absent clause) or that violates the key (backends without one) inserted nothing.
     fn execution_insert(&self, row: &NewExecution) -> Result<bool, StoreError> {
-        let inserted = self.execute(self.statements.insert(row))? == 1;
+        let inserted = absent_if_duplicate(self.execute(self.statements.insert(row)))? == 1;
         if inserted {
             self.wrote(Some(row.priority), Some(row.execution_time));
         }
@@ -446,7 +442,9 @@ impl<C: SqlConnector> Store for SqlStore<C> {
     fn execution_insert_batch(&self, rows: &[NewExecution]) -> Result<u64, StoreError> {
         let stmts: Vec<_> = rows.iter().map(|r| self.statements.insert(r)).collect();
         let inserted = self.connector.in_transaction(&mut |s| {
-            stmts.iter().try_fold(0, |n, stmt| Ok(n + s.execute(stmt)?))
+            stmts
+                .iter()
+                .try_fold(0, |n, stmt| Ok(n + absent_if_duplicate(s.execute(stmt))?))
         })?;
         for row in rows {
             self.wrote(Some(row.priority), Some(row.execution_time));
@@ -532,16 +530,12 @@ impl<C: SqlConnector> Store for SqlStore<C> {
     }
 
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {
-        let stmt = self.statements.summary();
-        self.connector
-            .with_session(&mut |s| s.query_summaries(&stmt))
+        decode_all(self.rows(&self.statements.summary())?, TaskSummary::from_row)
     }
 
     fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError> {
-        let stmt = self
-            .statements
-            .unresolved_names(known, self.has_column("max_assignments")?);
-        self.connector.with_session(&mut |s| s.query_strings(&stmt))
+        let items = self.has_column("max_assignments")?;
+        self.names(self.statements.unresolved_names(known, items))
     }
 
     fn execution_delete_unresolved(
@@ -555,6 +549,9 @@ impl<C: SqlConnector> Store for SqlStore<C> {
         self.execute(self.statements.delete_unresolved(known, before, items))
     }
 
+}
+
+impl<C: SqlConnector> QueueStore for SqlStore<C> {
     fn check_queue_schema(&self) -> Result<(), StoreError> {
         if !self.capabilities().work_queue {
             return Err(StoreError::Unsupported {
@@ -579,8 +576,7 @@ impl<C: SqlConnector> Store for SqlStore<C> {
         Ok(())
     }
 
-    // Each insert must add its row: a session may report a duplicate key as 0 rows instead of
-    // an error (MySQL's, for schedule-if-not-exists), and an existing id fails the batch.
+    // Each insert must add its row: an existing id fails the batch.
     fn item_insert_batch(&self, rows: &[NewItem]) -> Result<u64, StoreError> {
         let stmts: Vec<_> = rows
             .iter()
@@ -588,11 +584,11 @@ impl<C: SqlConnector> Store for SqlStore<C> {
             .collect();
         self.connector.in_transaction(&mut |s| {
             for (key, stmt) in &stmts {
-                if s.execute(stmt)? != 1 {
-                    return Err(StoreError::Database(format!(
-                        "item {} of {} already exists; batch rolled back",
-                        key.task_instance, key.task_name
-                    )));
+                if absent_if_duplicate(s.execute(stmt))? != 1 {
+                    return Err(StoreError::DuplicateItem {
+                        task: key.task_name.clone(),
+                        item: key.task_instance.clone(),
+                    });
                 }
             }
             Ok(stmts.len() as u64)
@@ -707,5 +703,13 @@ impl<C: SqlConnector> Store for SqlStore<C> {
 
     fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError> {
         self.assignments(self.statements.assignment_list(key))
+    }
+}
+
+/// A duplicate-key error as "no row inserted".
+fn absent_if_duplicate(result: Result<u64, StoreError>) -> Result<u64, StoreError> {
+    match result {
+        Err(StoreError::Duplicate { .. }) => Ok(0),
+        other => other,
     }
 }

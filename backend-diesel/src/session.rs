@@ -1,0 +1,182 @@
+//! One session and one pooled connector for every diesel backend, generic over a small
+//! [`Family`]: how the backend binds a [`Value`], how it reads a column into a [`Cell`], and how
+//! it begins a transaction. Everything else (running statements, reading rows by column name,
+//! normalizing errors, the pool) is written once here.
+
+use crate::{db, pool, run_migrations, TxError};
+use diesel::backend::Backend;
+use diesel::deserialize::{self, QueryableByName};
+use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+use diesel::r2d2::{ConnectionManager, Pool, PooledConnection, R2D2Connection};
+use diesel::row::{Field, NamedRow};
+use diesel::QueryResult;
+use diesel_migrations::MigrationHarness;
+use docket_core::dialect::{Dialect, Rendered, Value};
+use docket_core::ident::TableName;
+use docket_core::migrate::{plan, MigrationFile, TableMigration};
+use docket_core::store::sql::{SqlConnector, SqlSession};
+use docket_core::store::{Cell, Row};
+use docket_core::StoreError;
+use std::marker::PhantomData;
+
+/// The query type every family binds and runs.
+pub type Query<'a, F> = BoxedSqlQuery<'a, <F as Family>::Backend, SqlQuery>;
+
+/// What one diesel backend (PostgreSQL, MySQL/MariaDB, SQLite) does its own way.
+pub trait Family: Sized + Send + Sync + 'static {
+    /// diesel's backend type.
+    type Backend: Backend;
+    /// The connection type.
+    type Connection: R2D2Connection<Backend = Self::Backend>
+        + MigrationHarness<Self::Backend>
+        + Send
+        + 'static;
+    /// What the connector knows besides its pool (e.g. the server flavor and version).
+    type Meta: Clone + std::fmt::Debug + Send + Sync + 'static;
+
+    /// The migrations the backend ships.
+    const MIGRATIONS: &'static [MigrationFile];
+
+    /// Binds one value with its SQL type (and the backend's timestamp encoding).
+    fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self>;
+    /// Reads one non-NULL column by the type the driver reports.
+    fn cell(raw: <Self::Backend as Backend>::RawValue<'_>) -> deserialize::Result<Cell>;
+    /// Runs a query returning rows.
+    fn load(conn: &mut Self::Connection, q: Query<'_, Self>) -> QueryResult<Vec<Cells<Self>>>;
+    /// Runs a statement; returns affected rows.
+    fn execute(conn: &mut Self::Connection, q: Query<'_, Self>) -> QueryResult<usize>;
+    /// Fills what the migration templates leave to the server (e.g. MySQL's collation).
+    fn prepare_migrations(
+        _meta: &Self::Meta,
+        _table: &TableName,
+        steps: Vec<TableMigration>,
+    ) -> Vec<TableMigration> {
+        steps
+    }
+    /// Runs `f` in a transaction (the backend's kind: isolation level, immediate locking).
+    fn transaction<T>(
+        conn: &mut Self::Connection,
+        f: impl FnOnce(&mut Self::Connection) -> Result<T, TxError>,
+    ) -> Result<T, TxError>;
+}
+
+/// One result row as diesel hands it over.
+pub struct Cells<F>(Row, PhantomData<F>);
+
+impl<F: Family> QueryableByName<F::Backend> for Cells<F> {
+    fn build<'a>(row: &impl NamedRow<'a, F::Backend>) -> deserialize::Result<Self> {
+        let mut cells = Vec::with_capacity(row.field_count());
+        for i in 0..row.field_count() {
+            let field = diesel::row::Row::get(row, i).ok_or("a column the row said it had is missing")?;
+            let name = field.field_name().unwrap_or_default().to_owned();
+            let cell = match field.value() {
+                None => Cell::Null,
+                Some(raw) => F::cell(raw)?,
+            };
+            cells.push((name, cell));
+        }
+        Ok(Cells(Row::new(cells), PhantomData))
+    }
+}
+
+/// A rendered statement with every value bound.
+pub fn bound<F: Family>(stmt: &Rendered) -> Query<'_, F> {
+    let q = diesel::sql_query(stmt.sql.as_str()).into_boxed::<F::Backend>();
+    stmt.binds.iter().fold(q, F::bind)
+}
+
+/// One connection seen as a [`SqlSession`].
+pub struct DieselSession<'c, F: Family>(pub &'c mut F::Connection);
+
+impl<F: Family> SqlSession for DieselSession<'_, F> {
+    fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError> {
+        Ok(F::execute(self.0, bound::<F>(stmt)).map_err(db)? as u64)
+    }
+
+    fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
+        let rows = F::load(self.0, bound::<F>(stmt)).map_err(db)?;
+        Ok(rows.into_iter().map(|c| c.0).collect())
+    }
+}
+
+/// A pool of one family's connections, as a [`SqlConnector`].
+pub struct DieselConnector<F: Family> {
+    pool: Pool<ConnectionManager<F::Connection>>,
+    dialect: &'static dyn Dialect,
+    meta: F::Meta,
+}
+
+impl<F: Family> Clone for DieselConnector<F> {
+    fn clone(&self) -> Self {
+        Self {
+            pool: self.pool.clone(),
+            dialect: self.dialect,
+            meta: self.meta.clone(),
+        }
+    }
+}
+
+impl<F: Family> std::fmt::Debug for DieselConnector<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DieselConnector")
+            .field("backend", &self.dialect.name())
+            .field("meta", &self.meta)
+            .field("state", &self.pool.state())
+            .finish()
+    }
+}
+
+impl<F: Family> DieselConnector<F> {
+    /// A connector on `pool` speaking `dialect`.
+    pub fn new(
+        pool: Pool<ConnectionManager<F::Connection>>,
+        dialect: &'static dyn Dialect,
+        meta: F::Meta,
+    ) -> Self {
+        Self {
+            pool,
+            dialect,
+            meta,
+        }
+    }
+
+    /// A raw pooled connection (for migrations and tooling).
+    pub fn connection(&self) -> Result<PooledConnection<ConnectionManager<F::Connection>>, StoreError> {
+        self.pool.get().map_err(pool)
+    }
+
+    /// What the connector knows besides its pool.
+    pub fn meta(&self) -> &F::Meta {
+        &self.meta
+    }
+}
+
+impl<F: Family> SqlConnector for DieselConnector<F> {
+    fn dialect(&self) -> &'static dyn Dialect {
+        self.dialect
+    }
+
+    fn with_session<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.connection()?;
+        f(&mut DieselSession::<F>(&mut conn))
+    }
+
+    fn in_transaction<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.connection()?;
+        F::transaction(&mut conn, |c| {
+            f(&mut DieselSession::<F>(c)).map_err(TxError::Store)
+        })
+        .map_err(StoreError::from)
+    }
+
+    fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
+        let steps = F::prepare_migrations(&self.meta, table, plan(F::MIGRATIONS, self.dialect, table, up_to)?);
+        run_migrations(&mut *self.connection()?, steps)
+    }
+}

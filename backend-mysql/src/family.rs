@@ -1,0 +1,118 @@
+//! The MySQL/MariaDB [`Family`]: binds each [`Value`] with its SQL type and reads columns by the
+//! type the server reports.
+//!
+//! Times are stored in `DATETIME(6)` columns, which carry no zone: docket writes and reads them
+//! as UTC wall-clock values, so the session `time_zone` never shifts them (it only affects
+//! `TIMESTAMP` columns and `NOW()`, which docket does not use).
+
+use crate::dialect::{Flavor, MysqlDialect};
+use crate::migrate::MIGRATIONS;
+use chrono::{DateTime, NaiveDateTime};
+use diesel::connection::SimpleConnection;
+use diesel::deserialize::{self, FromSql};
+use diesel::mysql::{Mysql, MysqlConnection, MysqlType, MysqlValue};
+use diesel::sql_types::{BigInt, Binary, Bool, Datetime, Double, Integer, Nullable, SmallInt, Text};
+use diesel::{Connection, QueryResult, RunQueryDsl};
+use docket_core::dialect::Value;
+use docket_core::ident::TableName;
+use docket_core::migrate::{MigrationFile, TableMigration};
+use docket_core::store::Cell;
+use docket_diesel::{Cells, Family, Query, TxError};
+
+/// MySQL 8 and MariaDB over diesel's `MysqlConnection` (libmysqlclient).
+#[derive(Debug, Clone, Copy)]
+pub struct MysqlFamily;
+
+/// What a MySQL connector learned from its server.
+#[derive(Debug, Clone, Copy)]
+pub struct MysqlMeta {
+    /// The dialect of the server's flavor.
+    pub dialect: &'static MysqlDialect,
+    /// `(major, minor, patch)` of the server.
+    pub server_version: (u32, u32, u32),
+}
+
+impl MysqlMeta {
+    /// MySQL or MariaDB.
+    pub fn flavor(&self) -> Flavor {
+        self.dialect.flavor()
+    }
+}
+
+impl Family for MysqlFamily {
+    type Backend = Mysql;
+    type Connection = MysqlConnection;
+    type Meta = MysqlMeta;
+    const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
+
+    fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self> {
+        match value {
+            Value::Text(v) => q.bind::<Nullable<Text>, _>(v.as_deref()),
+            Value::Bytes(v) => q.bind::<Nullable<Binary>, _>(v.as_deref()),
+            Value::Timestamp(v) => {
+                q.bind::<Nullable<Datetime>, _>(v.as_ref().map(DateTime::naive_utc))
+            }
+            Value::SmallInt(v) => q.bind::<Nullable<SmallInt>, _>(*v),
+            Value::Int(v) => q.bind::<Integer, _>(*v),
+            Value::BigInt(v) => q.bind::<BigInt, _>(*v),
+            Value::Bool(v) => q.bind::<Bool, _>(*v),
+        }
+    }
+
+    fn cell(raw: MysqlValue<'_>) -> deserialize::Result<Cell> {
+        use MysqlType as T;
+        Ok(match raw.value_type() {
+            T::Tiny | T::UnsignedTiny | T::Short | T::UnsignedShort | T::Long
+            | T::UnsignedLong | T::LongLong | T::UnsignedLongLong => {
+                Cell::Int(<i64 as FromSql<BigInt, Mysql>>::from_sql(raw)?)
+            }
+            // `SUM` comes back as DECIMAL: keep its text, the decoders read whole numbers.
+            T::Numeric => Cell::Decimal(String::from_utf8(raw.as_bytes().to_vec())?),
+            T::Float | T::Double => Cell::Float(<f64 as FromSql<Double, Mysql>>::from_sql(raw)?),
+            T::DateTime | T::Timestamp => Cell::Timestamp(
+                <NaiveDateTime as FromSql<Datetime, Mysql>>::from_sql(raw)?.and_utc(),
+            ),
+            T::String | T::Enum | T::Set => match String::from_utf8(raw.as_bytes().to_vec()) {
+                Ok(text) => Cell::Text(text),
+                Err(e) => Cell::Bytes(e.into_bytes()),
+            },
+            T::Blob | T::Bit => Cell::Bytes(raw.as_bytes().to_vec()),
+            other => return Err(format!("unsupported MySQL column type {other:?}").into()),
+        })
+    }
+
+    fn prepare_migrations(
+        meta: &MysqlMeta,
+        _table: &TableName,
+        steps: Vec<TableMigration>,
+    ) -> Vec<TableMigration> {
+        let collation = meta.flavor().key_collation();
+        steps
+            .into_iter()
+            .map(|m| TableMigration {
+                up: m.up.replace("{collation}", collation),
+                down: m.down.replace("{collation}", collation),
+                ..m
+            })
+            .collect()
+    }
+
+    fn load(conn: &mut MysqlConnection, q: Query<'_, Self>) -> QueryResult<Vec<Cells<Self>>> {
+        q.load(conn)
+    }
+
+    fn execute(conn: &mut MysqlConnection, q: Query<'_, Self>) -> QueryResult<usize> {
+        q.execute(conn)
+    }
+
+    /// READ COMMITTED: a claim's locking read then locks only the rows it returns' index
+    /// records, not gaps, so concurrent claimers skip each other instead of waiting.
+    fn transaction<T>(
+        conn: &mut MysqlConnection,
+        f: impl FnOnce(&mut MysqlConnection) -> Result<T, TxError>,
+    ) -> Result<T, TxError> {
+        // Applies to the next transaction only, which `transaction` begins right after.
+        conn.batch_execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")?;
+        conn.transaction(f)
+    }
+}

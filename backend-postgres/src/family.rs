@@ -1,0 +1,75 @@
+//! The PostgreSQL [`Family`]: binds each [`Value`] with its SQL type and reads columns by their
+//! type OID. Times are `TIMESTAMPTZ`, read and written as UTC instants.
+
+use crate::migrate::MIGRATIONS;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::deserialize::{self, FromSql};
+use diesel::pg::{Pg, PgConnection, PgValue};
+use diesel::sql_types::{
+    BigInt, Binary, Bool, Double, Float, Integer, Nullable, SmallInt, Text, Timestamp,
+    Timestamptz,
+};
+use diesel::{Connection, QueryResult, RunQueryDsl};
+use docket_core::dialect::Value;
+use docket_core::migrate::MigrationFile;
+use docket_core::store::Cell;
+use docket_diesel::{Cells, Family, Query, TxError};
+
+/// PostgreSQL over diesel's `PgConnection`.
+#[derive(Debug, Clone, Copy)]
+pub struct PgFamily;
+
+impl Family for PgFamily {
+    type Backend = Pg;
+    type Connection = PgConnection;
+    type Meta = ();
+    const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
+
+    fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self> {
+        match value {
+            Value::Text(v) => q.bind::<Nullable<Text>, _>(v.as_deref()),
+            Value::Bytes(v) => q.bind::<Nullable<Binary>, _>(v.as_deref()),
+            Value::Timestamp(v) => q.bind::<Nullable<Timestamptz>, _>(*v),
+            Value::SmallInt(v) => q.bind::<Nullable<SmallInt>, _>(*v),
+            Value::Int(v) => q.bind::<Integer, _>(*v),
+            Value::BigInt(v) => q.bind::<BigInt, _>(*v),
+            Value::Bool(v) => q.bind::<Bool, _>(*v),
+        }
+    }
+
+    fn cell(raw: PgValue<'_>) -> deserialize::Result<Cell> {
+        Ok(match raw.get_oid().get() {
+            16 => Cell::Bool(<bool as FromSql<Bool, Pg>>::from_sql(raw)?),
+            20 => Cell::Int(<i64 as FromSql<BigInt, Pg>>::from_sql(raw)?),
+            21 => Cell::Int(<i16 as FromSql<SmallInt, Pg>>::from_sql(raw)?.into()),
+            23 => Cell::Int(<i32 as FromSql<Integer, Pg>>::from_sql(raw)?.into()),
+            700 => Cell::Float(<f32 as FromSql<Float, Pg>>::from_sql(raw)?.into()),
+            701 => Cell::Float(<f64 as FromSql<Double, Pg>>::from_sql(raw)?),
+            17 => Cell::Bytes(<Vec<u8> as FromSql<Binary, Pg>>::from_sql(raw)?),
+            1184 => Cell::Timestamp(<DateTime<Utc> as FromSql<Timestamptz, Pg>>::from_sql(raw)?),
+            1114 => Cell::Timestamp(
+                <NaiveDateTime as FromSql<Timestamp, Pg>>::from_sql(raw)?.and_utc(),
+            ),
+            // text, varchar, bpchar, name, json, unknown: text in the binary protocol.
+            25 | 1043 | 1042 | 19 | 114 | 705 => {
+                Cell::Text(<String as FromSql<Text, Pg>>::from_sql(raw)?)
+            }
+            oid => return Err(format!("unsupported PostgreSQL column type (oid {oid})").into()),
+        })
+    }
+
+    fn load(conn: &mut PgConnection, q: Query<'_, Self>) -> QueryResult<Vec<Cells<Self>>> {
+        q.load(conn)
+    }
+
+    fn execute(conn: &mut PgConnection, q: Query<'_, Self>) -> QueryResult<usize> {
+        q.execute(conn)
+    }
+
+    fn transaction<T>(
+        conn: &mut PgConnection,
+        f: impl FnOnce(&mut PgConnection) -> Result<T, TxError>,
+    ) -> Result<T, TxError> {
+        conn.transaction(f)
+    }
+}

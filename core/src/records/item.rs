@@ -1,0 +1,184 @@
+//! Work-queue records: items, assignments and their statuses.
+
+use super::{ExecutionKey, RecordKey};
+use crate::error::{DocketError, StoreError};
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value as Json};
+
+/// The status of one (item, worker) assignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AssignmentStatus {
+    /// Taken by [`WorkQueue::next_for`](crate::WorkQueue::next_for); the worker holds the item until the deadline.
+    Accepted,
+    /// Work handed in.
+    Submitted,
+    /// Submitted and approved by a reviewer.
+    Approved,
+    /// Submitted and rejected by a reviewer.
+    Rejected,
+    /// The worker declined the item; they never see it again.
+    Skipped,
+    /// Given back; hidden from this worker until the deadline.
+    Returned,
+    /// The deadline passed while accepted; hidden from this worker until the new deadline.
+    Abandoned,
+}
+
+impl AssignmentStatus {
+    /// Every status.
+    pub const ALL: [AssignmentStatus; 7] = [
+        Self::Accepted,
+        Self::Submitted,
+        Self::Approved,
+        Self::Rejected,
+        Self::Skipped,
+        Self::Returned,
+        Self::Abandoned,
+    ];
+
+    /// Statuses that hide an item from their worker for good (RETURNED and ABANDONED hide it
+    /// only until their deadline).
+    pub const HIDING: [AssignmentStatus; 5] = [
+        Self::Skipped,
+        Self::Accepted,
+        Self::Submitted,
+        Self::Approved,
+        Self::Rejected,
+    ];
+
+    /// The stored form, e.g. `ACCEPTED`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Accepted => "ACCEPTED",
+            Self::Submitted => "SUBMITTED",
+            Self::Approved => "APPROVED",
+            Self::Rejected => "REJECTED",
+            Self::Skipped => "SKIPPED",
+            Self::Returned => "RETURNED",
+            Self::Abandoned => "ABANDONED",
+        }
+    }
+
+    /// Parses the stored form.
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == value)
+    }
+
+    /// Parses the stored form read from column `status`, as a store error when unknown.
+    pub fn decode(value: &str) -> std::result::Result<Self, StoreError> {
+        Self::parse(value).ok_or_else(|| StoreError::Decode {
+            column: "status",
+            reason: format!("unknown assignment status {value:?}"),
+        })
+    }
+
+    /// Whether an assignment in this status counts against `max_assignments`.
+    pub const fn counts(self) -> bool {
+        matches!(
+            self,
+            Self::Accepted | Self::Submitted | Self::Approved | Self::Rejected
+        )
+    }
+}
+
+impl std::fmt::Display for AssignmentStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An item as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// Task type and item id.
+    pub key: ExecutionKey,
+    /// Payload.
+    pub data: Option<Vec<u8>>,
+    /// When the item arrives (becomes assignable).
+    pub available_at: DateTime<Utc>,
+    /// FIFO keys (record order and date).
+    pub record: RecordKey,
+    /// Custom attributes as stored JSON text (see [`Item::attributes`]).
+    pub custom_attributes: Option<String>,
+    /// Most counted assignments ([`AssignmentStatus::counts`]) the item may have.
+    pub max_assignments: i32,
+    /// Counted assignments it has.
+    pub assignments: i32,
+    /// The worker holding it now.
+    pub held_by: Option<String>,
+}
+
+impl Item {
+    /// The custom attributes as a JSON object (empty when none).
+    pub fn attributes(&self) -> Result<Map<String, Json>, DocketError> {
+        match self.custom_attributes.as_deref() {
+            None => Ok(Map::new()),
+            Some(text) => serde_json::from_str(text).map_err(|e| DocketError::Data {
+                task: self.key.task_name.clone(),
+                instance: self.key.task_instance.clone(),
+                reason: format!("custom_attributes: {e}"),
+            }),
+        }
+    }
+}
+
+/// One (item, worker) assignment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assignment {
+    /// The item.
+    pub key: ExecutionKey,
+    /// The worker.
+    pub worker: String,
+    /// Its status.
+    pub status: AssignmentStatus,
+    /// ACCEPTED: when it is abandoned; RETURNED/ABANDONED: until when the item is hidden from
+    /// this worker.
+    pub deadline: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An item row to insert, fully resolved (what the store writes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewItem {
+    /// Task type and item id.
+    pub key: ExecutionKey,
+    /// Payload.
+    pub data: Option<Vec<u8>>,
+    /// When it arrives.
+    pub available_at: DateTime<Utc>,
+    /// FIFO keys.
+    pub record: RecordKey,
+    /// Normalized custom attributes (JSON object text), if any.
+    pub custom_attributes: Option<String>,
+    /// Most counted assignments.
+    pub max_assignments: i32,
+    /// Priority (written only when the priority toggle is on).
+    pub priority: Option<i16>,
+}
+
+/// How a finished assignment ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// ACCEPTED -> SUBMITTED.
+    Submit,
+    /// ACCEPTED -> SKIPPED (frees the slot; never shown to this worker again).
+    Skip,
+    /// ACCEPTED -> RETURNED (frees the slot; hidden from this worker for `hide_for`).
+    Return,
+    /// ACCEPTED past its deadline -> ABANDONED (as Return).
+    Abandon,
+}
+
+impl Finish {
+    /// The status it sets.
+    pub const fn status(self) -> AssignmentStatus {
+        match self {
+            Finish::Submit => AssignmentStatus::Submitted,
+            Finish::Skip => AssignmentStatus::Skipped,
+            Finish::Return => AssignmentStatus::Returned,
+            Finish::Abandon => AssignmentStatus::Abandoned,
+        }
+    }
+}
+

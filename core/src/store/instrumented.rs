@@ -1,0 +1,151 @@
+//! Instrumentation written once, around any store: every call of [`ExecutionStore`] and
+//! [`QueueStore`] runs in a `tracing` span `docket.store` (field `op`) and records
+//! `docket_store_seconds{op}` and, on failure, `docket_store_errors_total{op}`. The work-queue
+//! calls also count what they did: `docket_queue_claims_total`, `docket_queue_finished_total
+//! {status}` (submissions, skips, returns, abandons) and `docket_queue_next_for_seconds`.
+//!
+//! The scheduler and the work queue wrap the store they are given, so every backend reports the
+//! same metrics without a line of its own.
+
+use super::*;
+use std::time::Instant;
+
+/// A store with spans and metrics around every call (see the [module docs](self)).
+#[derive(Debug)]
+pub struct Instrumented<S: ?Sized> {
+    inner: Arc<S>,
+}
+
+use std::sync::Arc;
+
+impl<S: ?Sized> Instrumented<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<S>) -> Self {
+        Self { inner }
+    }
+
+    /// The wrapped store.
+    pub fn inner(&self) -> &Arc<S> {
+        &self.inner
+    }
+}
+
+/// Runs `f` in a span named for `op` and records its duration and failure.
+fn observe<T>(op: &'static str, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    let span = tracing::debug_span!("docket.store", op);
+    let _entered = span.enter();
+    let started = Instant::now();
+    let result = f();
+    metrics::histogram!("docket_store_seconds", "op" => op)
+        .record(started.elapsed().as_secs_f64());
+    if let Err(e) = &result {
+        metrics::counter!("docket_store_errors_total", "op" => op).increment(1);
+        tracing::debug!(error = %e, "store call failed");
+    }
+    result
+}
+
+/// Forwards trait methods to `self.inner`, each inside [`observe`].
+macro_rules! observed {
+    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        $(
+            fn $name(&self $(, $arg: $ty)*) -> Result<$ret, StoreError> {
+                observe(stringify!($name), || self.inner.$name($($arg),*))
+            }
+        )*
+    };
+}
+
+impl<S: StoreInfo + ?Sized> StoreInfo for Instrumented<S> {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn config(&self) -> &StoreConfig {
+        self.inner.config()
+    }
+
+    observed! {
+        fn migrate(&self, up_to: Option<&str>) -> Vec<String>;
+    }
+}
+
+impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
+    observed! {
+        fn check_schema(&self) -> ();
+        fn execution_insert(&self, row: &NewExecution) -> bool;
+        fn execution_insert_batch(&self, rows: &[NewExecution]) -> u64;
+        fn execution_get(&self, key: &ExecutionKey) -> Option<Execution>;
+        fn execution_list(&self, filter: &ListFilter) -> Vec<Execution>;
+        fn execution_fetch_due(&self, params: &DueParams<'_>) -> Vec<Execution>;
+        fn execution_lock_and_fetch_due(&self, params: &DueParams<'_>, picked_by: &str) -> Vec<Execution>;
+        fn execution_update(&self, key: &ExecutionKey, guard: Guard, changes: &Changes) -> bool;
+        fn execution_heartbeat(&self, key: &ExecutionKey, version: i64, now: DateTime<Utc>) -> bool;
+        fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> bool;
+        fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Vec<Execution>;
+        fn execution_summary(&self) -> Vec<TaskSummary>;
+        fn execution_unresolved_names(&self, known: &[String]) -> Vec<String>;
+        fn execution_delete_unresolved(&self, known: &[String], before: DateTime<Utc>) -> u64;
+    }
+}
+
+impl<S: QueueStore + ?Sized> QueueStore for Instrumented<S> {
+    observed! {
+        fn check_queue_schema(&self) -> ();
+        fn item_insert_batch(&self, rows: &[NewItem]) -> u64;
+        fn item_get(&self, key: &ExecutionKey) -> Option<Item>;
+        fn item_list_for(&self, worker: &str, task_type: &str, order: &PrimaryOrder, now: DateTime<Utc>, limit: i64) -> Vec<Item>;
+        fn item_extend(&self, key: &ExecutionKey, n: i32) -> bool;
+        fn assignment_expired(&self, now: DateTime<Utc>) -> Vec<Assignment>;
+        fn assignment_list(&self, key: &ExecutionKey) -> Vec<Assignment>;
+    }
+
+    fn item_next_for(
+        &self,
+        worker: &str,
+        task_type: &str,
+        order: &PrimaryOrder,
+        now: DateTime<Utc>,
+        deadline: DateTime<Utc>,
+    ) -> Result<Option<Item>, StoreError> {
+        let started = Instant::now();
+        let claimed = observe("item_next_for", || {
+            self.inner
+                .item_next_for(worker, task_type, order, now, deadline)
+        })?;
+        metrics::histogram!("docket_queue_next_for_seconds", "task" => task_type.to_owned())
+            .record(started.elapsed().as_secs_f64());
+        if claimed.is_some() {
+            metrics::counter!("docket_queue_claims_total", "task" => task_type.to_owned())
+                .increment(1);
+        }
+        Ok(claimed)
+    }
+
+    fn assignment_finish(
+        &self,
+        key: &ExecutionKey,
+        worker: &str,
+        how: Finish,
+        now: DateTime<Utc>,
+        hidden_until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let finished = observe("assignment_finish", || {
+            self.inner
+                .assignment_finish(key, worker, how, now, hidden_until)
+        })?;
+        if finished {
+            metrics::counter!(
+                "docket_queue_finished_total",
+                "task" => key.task_name.clone(),
+                "status" => how.status().as_str()
+            )
+            .increment(1);
+        }
+        Ok(finished)
+    }
+}
