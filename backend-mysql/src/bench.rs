@@ -5,7 +5,6 @@
 
 use crate::dialect::Flavor;
 use crate::MysqlFamily;
-use docket_diesel::{bound, DieselSession};
 use crate::{migrate, MysqlStore, MIGRATIONS};
 use diesel::sql_types::Text;
 use diesel::{MysqlConnection, QueryableByName, RunQueryDsl};
@@ -13,6 +12,7 @@ use docket_core::bench::{Cost, QueuePlan, QueueScenario, QueueType, Recorded, Sc
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::{StoreError, StoreInfo};
 use docket_diesel::db;
+use docket_diesel::{bound, DieselSession};
 use std::time::Instant;
 
 fn run(conn: &mut MysqlConnection, stmt: &Rendered) -> Result<usize, StoreError> {

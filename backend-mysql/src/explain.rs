@@ -1,12 +1,12 @@
 //! Query plans for tooling (`docket explain --database-url mysql://...`).
 
 use crate::MysqlFamily;
-use docket_diesel::bound;
 use crate::MysqlStore;
 use diesel::sql_types::Text;
 use diesel::{QueryableByName, RunQueryDsl};
 use docket_core::dialect::Rendered;
 use docket_core::StoreError;
+use docket_diesel::bound;
 use docket_diesel::db;
 
 #[derive(QueryableByName)]
@@ -24,7 +24,9 @@ pub fn explain_plan(store: &MysqlStore, stmt: &Rendered) -> Result<Vec<String>, 
         binds: stmt.binds.clone(),
     };
     let mut conn = store.connector().connection()?;
-    let rows = bound::<MysqlFamily>(&explained).load::<PlanRow>(&mut *conn).map_err(db)?;
+    let rows = bound::<MysqlFamily>(&explained)
+        .load::<PlanRow>(&mut *conn)
+        .map_err(db)?;
     Ok(rows
         .iter()
         .flat_map(|r| r.plan.lines().map(str::to_owned))

@@ -11,7 +11,9 @@ use chrono::{DateTime, NaiveDateTime};
 use diesel::connection::SimpleConnection;
 use diesel::deserialize::{self, FromSql};
 use diesel::mysql::{Mysql, MysqlConnection, MysqlType, MysqlValue};
-use diesel::sql_types::{BigInt, Binary, Bool, Datetime, Double, Integer, Nullable, SmallInt, Text};
+use diesel::sql_types::{
+    BigInt, Binary, Bool, Datetime, Double, Integer, Nullable, SmallInt, Text,
+};
 use diesel::{Connection, QueryResult, RunQueryDsl};
 use docket_core::dialect::Value;
 use docket_core::ident::TableName;
@@ -62,10 +64,14 @@ impl Family for MysqlFamily {
     fn cell(raw: MysqlValue<'_>) -> deserialize::Result<Cell> {
         use MysqlType as T;
         Ok(match raw.value_type() {
-            T::Tiny | T::UnsignedTiny | T::Short | T::UnsignedShort | T::Long
-            | T::UnsignedLong | T::LongLong | T::UnsignedLongLong => {
-                Cell::Int(<i64 as FromSql<BigInt, Mysql>>::from_sql(raw)?)
-            }
+            T::Tiny
+            | T::UnsignedTiny
+            | T::Short
+            | T::UnsignedShort
+            | T::Long
+            | T::UnsignedLong
+            | T::LongLong
+            | T::UnsignedLongLong => Cell::Int(<i64 as FromSql<BigInt, Mysql>>::from_sql(raw)?),
             // `SUM` comes back as DECIMAL: keep its text, the decoders read whole numbers.
             T::Numeric => Cell::Decimal(String::from_utf8(raw.as_bytes().to_vec())?),
             T::Float | T::Double => Cell::Float(<f64 as FromSql<Double, Mysql>>::from_sql(raw)?),

@@ -38,9 +38,17 @@ mod migrate;
 
 pub use connect::{connect, connect_with, MysqlConnector, MysqlOptions};
 pub use dialect::{Flavor, MysqlDialect};
-pub use family::{MysqlFamily, MysqlMeta};
 pub use explain::explain_plan;
+pub use family::{MysqlFamily, MysqlMeta};
 pub use migrate::{migrate, MIGRATIONS};
+
+docket_core::backend!(
+    MysqlBackend,
+    "mysql",
+    ["mysql", "mariadb"],
+    MysqlDialect::MARIADB,
+    "EXPLAIN FORMAT=JSON"
+);
 
 /// The MySQL/MariaDB store.
 pub type MysqlStore = docket_core::store::sql::SqlStore<MysqlConnector>;

@@ -36,5 +36,7 @@ pub use dialect::OracleDialect;
 pub use explain::explain_plan;
 pub use migrate::{migrate, MIGRATIONS};
 
+docket_core::backend!(OracleBackend, "oracle", ["oracle"], OracleDialect, "EXPLAIN PLAN FOR");
+
 /// The Oracle store.
 pub type OracleStore = docket_core::store::sql::SqlStore<OracleConnector>;

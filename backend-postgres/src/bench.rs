@@ -4,7 +4,6 @@
 
 use crate::dialect::PgDialect;
 use crate::PgFamily;
-use docket_diesel::bound;
 use crate::{migrate, PgStore, MIGRATIONS};
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::Text;
@@ -12,6 +11,7 @@ use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 use docket_core::bench::{Cost, QueuePlan, QueueScenario, Recorded, Scenario};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::{StoreError, StoreInfo};
+use docket_diesel::bound;
 use docket_diesel::db;
 
 fn run(conn: &mut PgConnection, stmt: &Rendered) -> Result<usize, StoreError> {
@@ -155,7 +155,9 @@ pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
     let mut w = SqlWriter::new(&PgDialect);
     w.push("SELECT datname AS name FROM pg_database WHERE datname = ")
         .bind(name);
-    let found = bound::<PgFamily>(&w.finish()).load::<NameRow>(&mut conn).map_err(db)?;
+    let found = bound::<PgFamily>(&w.finish())
+        .load::<NameRow>(&mut conn)
+        .map_err(db)?;
     if !found.is_empty() {
         return Ok(false);
     }
@@ -444,7 +446,9 @@ pub fn measure(store: &PgStore, stmts: &[Recorded]) -> Result<Cost, StoreError> 
             binds: stmt.binds.clone(),
         };
         conn.batch_execute("BEGIN").map_err(db)?;
-        let plan = bound::<PgFamily>(&explained).load::<PlanRow>(&mut *conn).map_err(db);
+        let plan = bound::<PgFamily>(&explained)
+            .load::<PlanRow>(&mut *conn)
+            .map_err(db);
         let rollback = conn.batch_execute("ROLLBACK").map_err(db);
         let lines: Vec<String> = plan?.into_iter().map(|r| r.line).collect();
         rollback?;

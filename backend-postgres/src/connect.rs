@@ -51,5 +51,8 @@ pub fn connect_with(
             .test_on_check_out(false),
         ConnectionManager::<PgConnection>::new(url),
     )?;
-    Ok(SqlStore::new(PgConnector::new(pool, &PgDialect, ()), config))
+    Ok(SqlStore::new(
+        PgConnector::new(pool, &PgDialect, ()),
+        config,
+    ))
 }

@@ -6,8 +6,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::deserialize::{self, FromSql};
 use diesel::pg::{Pg, PgConnection, PgValue};
 use diesel::sql_types::{
-    BigInt, Binary, Bool, Double, Float, Integer, Nullable, SmallInt, Text, Timestamp,
-    Timestamptz,
+    BigInt, Binary, Bool, Double, Float, Integer, Nullable, SmallInt, Text, Timestamp, Timestamptz,
 };
 use diesel::{Connection, QueryResult, RunQueryDsl};
 use docket_core::dialect::Value;
@@ -47,9 +46,9 @@ impl Family for PgFamily {
             701 => Cell::Float(<f64 as FromSql<Double, Pg>>::from_sql(raw)?),
             17 => Cell::Bytes(<Vec<u8> as FromSql<Binary, Pg>>::from_sql(raw)?),
             1184 => Cell::Timestamp(<DateTime<Utc> as FromSql<Timestamptz, Pg>>::from_sql(raw)?),
-            1114 => Cell::Timestamp(
-                <NaiveDateTime as FromSql<Timestamp, Pg>>::from_sql(raw)?.and_utc(),
-            ),
+            1114 => {
+                Cell::Timestamp(<NaiveDateTime as FromSql<Timestamp, Pg>>::from_sql(raw)?.and_utc())
+            }
             // text, varchar, bpchar, name, json, unknown: text in the binary protocol.
             25 | 1043 | 1042 | 19 | 114 | 705 => {
                 Cell::Text(<String as FromSql<Text, Pg>>::from_sql(raw)?)

@@ -21,9 +21,17 @@ mod migrate;
 
 pub use connect::{connect, connect_with, PgConnector, PgOptions};
 pub use dialect::PgDialect;
-pub use family::PgFamily;
 pub use explain::explain_plan;
+pub use family::PgFamily;
 pub use migrate::{migrate, MIGRATIONS};
+
+docket_core::backend!(
+    PostgresBackend,
+    "postgres",
+    ["postgres", "postgresql"],
+    PgDialect,
+    "EXPLAIN (ANALYZE, BUFFERS)"
+);
 
 /// The PostgreSQL store.
 pub type PgStore = docket_core::store::sql::SqlStore<PgConnector>;

@@ -4,13 +4,13 @@
 
 use crate::dialect::SqliteDialect;
 use crate::SqliteFamily;
-use docket_diesel::{bound, DieselSession};
 use crate::{migrate, SqliteStore, MIGRATIONS};
 use diesel::{RunQueryDsl, SqliteConnection};
 use docket_core::bench::{Cost, Recorded, Scenario};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::{StoreError, StoreInfo};
 use docket_diesel::db;
+use docket_diesel::{bound, DieselSession};
 use std::time::Instant;
 
 fn run(conn: &mut SqliteConnection, stmt: &Rendered) -> Result<usize, StoreError> {

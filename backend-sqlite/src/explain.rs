@@ -1,12 +1,12 @@
 //! Query plans for tooling (`docket explain --database-url sqlite://...`).
 
 use crate::SqliteFamily;
-use docket_diesel::bound;
 use crate::SqliteStore;
 use diesel::sql_types::{Integer, Text};
 use diesel::{QueryableByName, RunQueryDsl};
 use docket_core::dialect::Rendered;
 use docket_core::StoreError;
+use docket_diesel::bound;
 use docket_diesel::db;
 
 #[derive(QueryableByName)]
@@ -28,7 +28,9 @@ pub fn explain_plan(store: &SqliteStore, stmt: &Rendered) -> Result<Vec<String>,
         binds: stmt.binds.clone(),
     };
     let mut conn = store.connector().connection()?;
-    let rows = bound::<SqliteFamily>(&explained).load::<PlanRow>(&mut *conn).map_err(db)?;
+    let rows = bound::<SqliteFamily>(&explained)
+        .load::<PlanRow>(&mut *conn)
+        .map_err(db)?;
     // Depth of each step: its parent's depth + 1 (parents come before their children).
     let mut depths: Vec<(i32, usize)> = Vec::with_capacity(rows.len());
     Ok(rows

@@ -38,9 +38,7 @@ impl Family for SqliteFamily {
         match value {
             Value::Text(v) => q.bind::<Nullable<Text>, _>(v.as_deref()),
             Value::Bytes(v) => q.bind::<Nullable<Binary>, _>(v.as_deref()),
-            Value::Timestamp(v) => {
-                q.bind::<Nullable<BigInt>, _>(v.map(|t| t.timestamp_micros()))
-            }
+            Value::Timestamp(v) => q.bind::<Nullable<BigInt>, _>(v.map(|t| t.timestamp_micros())),
             Value::SmallInt(v) => q.bind::<Nullable<SmallInt>, _>(*v),
             Value::Int(v) => q.bind::<Integer, _>(*v),
             Value::BigInt(v) => q.bind::<BigInt, _>(*v),

@@ -27,9 +27,17 @@ mod migrate;
 
 pub use connect::{connect, connect_with, database_path, SqliteConnector, SqliteOptions};
 pub use dialect::SqliteDialect;
-pub use family::SqliteFamily;
 pub use explain::explain_plan;
+pub use family::SqliteFamily;
 pub use migrate::{migrate, MIGRATIONS};
+
+docket_core::backend!(
+    SqliteBackend,
+    "sqlite",
+    ["sqlite"],
+    SqliteDialect,
+    "EXPLAIN QUERY PLAN"
+);
 
 /// The SQLite store.
 pub type SqliteStore = docket_core::store::sql::SqlStore<SqliteConnector>;

@@ -22,8 +22,8 @@ use docket_core::dialect::Level;
 use docket_core::store::sql::{SqlConnector, SqlStore};
 use docket_core::store::DueParams;
 use docket_core::{
-    PollingStrategy, Scheduler, SchedulerConfig, Store, StoreConfig, StoreError, TableName, Task,
-    TaskDescriptor,
+    ExecutionStore, PollingStrategy, Scheduler, SchedulerConfig, Store, StoreConfig, StoreError,
+    TableName, Task, TaskDescriptor,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -134,11 +134,11 @@ fn env_url(var: &str, backend: &str) -> Result<String, CliError> {
 /// (SQLite) a file in a temporary directory, returned so it lives as long as the run. Fails
 /// when the URL is for another backend than `--backend`.
 fn database_url(
-    backend: &'static crate::backends::Backend,
+    backend: &'static dyn crate::backends::Backend,
     given: Option<&str>,
 ) -> Result<(String, Option<tempfile::TempDir>), CliError> {
     let mut tmp = None;
-    let url = match (given, backend.name) {
+    let url = match (given, backend.name()) {
         (Some(url), _) => url.to_owned(),
         (None, "postgres") => env_url("DOCKET_POSTGRES_URL", "postgres")?,
         (None, "mysql") => env_url("DOCKET_MYSQL_URL", "mysql")?,
@@ -150,10 +150,10 @@ fn database_url(
         }
     };
     let of_url = crate::backends::for_url(&url)?;
-    if !std::ptr::eq(of_url, backend) {
+    if of_url.name() != backend.name() {
         return Err(CliError::BackendMismatch {
-            backend: backend.name,
-            url: of_url.name,
+            backend: backend.name(),
+            url: of_url.name(),
         });
     }
     Ok((url, tmp))
@@ -168,11 +168,11 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
     }
     let backend = crate::backends::by_name(&args.backend)?;
     let (url, _tmp) = database_url(backend, args.database_url.as_deref())?;
-    match backend.name {
+    match backend.name() {
         "postgres" => run_priority(
             args,
             &url,
-            backend.name,
+            backend.name(),
             ops!(
                 docket_postgres,
                 "shared buffers hit+read, EXPLAIN (ANALYZE, BUFFERS)"
@@ -181,7 +181,7 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
         "mysql" => run_priority(
             args,
             &url,
-            backend.name,
+            backend.name(),
             ops!(
                 docket_mysql,
                 "Handler_read_* delta of the session (rows the engine handed over)"
@@ -190,7 +190,7 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
         _ => run_priority(
             args,
             &url,
-            backend.name,
+            backend.name(),
             ops!(
                 docket_sqlite,
                 "none available; the figures are execution microseconds"
@@ -290,9 +290,7 @@ fn due_figures<C: SqlConnector + Clone>(
         warm = record_poll(&on_store, &p)?;
     }
     let naive = vec![Recorded {
-        call: Call::Executions {
-            with_priority: true,
-        },
+        call: Call::Query,
         stmt: on_store.statements().due(Level::Any, s.now, &names, batch),
     }];
     if args.verbose {

@@ -2,20 +2,15 @@
 //! embedded SQLite file in a temporary directory, narrated. No flags, no database server.
 //!
 //! The account of *why* things ran in that order is computed from what the database actually
-//! handed out: the store is wrapped so every lock-and-fetch batch is recorded (already in
+//! handed out: a listener records every lock-and-fetch batch ([`SchedulerEvent::Handed`], in
 //! hand-out order), and each execution is compared with the one handed out before it.
 
 use crate::error::CliError;
 use crate::progress;
 use chrono::{DateTime, Duration, Utc};
-use docket_core::queue::{Assignment, Finish, Item, NewItem};
-use docket_core::store::{
-    Changes, DueParams, Execution, ExecutionKey, Guard, ListFilter, NewExecution, TaskSummary,
-};
-use docket_core::PrimaryOrder;
 use docket_core::{
-    FailurePolicy, PollingStrategy, Priority, Schedule, Scheduler, SchedulerConfig, SchedulerEvent,
-    Store, StoreConfig, StoreError, Task, TaskDescriptor, TaskError,
+    Execution, FailurePolicy, ListFilter, PollingStrategy, Priority, Schedule, Scheduler, SchedulerConfig,
+    SchedulerEvent, StoreConfig, Task, TaskDescriptor, TaskError,
 };
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -45,148 +40,6 @@ struct Claim {
     now: DateTime<Utc>,
     /// The claimed rows, in hand-out order.
     rows: Vec<Execution>,
-}
-
-/// A [`Store`] that records every lock-and-fetch batch and otherwise delegates.
-#[derive(Debug)]
-struct Recording {
-    inner: Arc<dyn Store>,
-    started: Instant,
-    claims: Mutex<Vec<Claim>>,
-}
-
-impl Store for Recording {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-    fn capabilities(&self) -> docket_core::dialect::Capabilities {
-        self.inner.capabilities()
-    }
-    fn config(&self) -> &StoreConfig {
-        self.inner.config()
-    }
-    fn check_schema(&self) -> Result<(), StoreError> {
-        self.inner.check_schema()
-    }
-    fn execution_insert(&self, row: &NewExecution) -> Result<bool, StoreError> {
-        self.inner.execution_insert(row)
-    }
-    fn execution_insert_batch(&self, rows: &[NewExecution]) -> Result<u64, StoreError> {
-        self.inner.execution_insert_batch(rows)
-    }
-    fn execution_get(&self, key: &ExecutionKey) -> Result<Option<Execution>, StoreError> {
-        self.inner.execution_get(key)
-    }
-    fn execution_list(&self, filter: &ListFilter) -> Result<Vec<Execution>, StoreError> {
-        self.inner.execution_list(filter)
-    }
-    fn execution_fetch_due(&self, params: &DueParams<'_>) -> Result<Vec<Execution>, StoreError> {
-        self.inner.execution_fetch_due(params)
-    }
-    fn execution_lock_and_fetch_due(
-        &self,
-        params: &DueParams<'_>,
-        picked_by: &str,
-    ) -> Result<Vec<Execution>, StoreError> {
-        let rows = self.inner.execution_lock_and_fetch_due(params, picked_by)?;
-        if !rows.is_empty() {
-            self.claims
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(Claim {
-                    at: self.started.elapsed(),
-                    now: params.now,
-                    rows: rows.clone(),
-                });
-        }
-        Ok(rows)
-    }
-    fn execution_update(
-        &self,
-        key: &ExecutionKey,
-        guard: Guard,
-        changes: &Changes,
-    ) -> Result<bool, StoreError> {
-        self.inner.execution_update(key, guard, changes)
-    }
-    fn execution_heartbeat(
-        &self,
-        key: &ExecutionKey,
-        version: i64,
-        now: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        self.inner.execution_heartbeat(key, version, now)
-    }
-    fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> Result<bool, StoreError> {
-        self.inner.execution_remove(key, guard)
-    }
-    fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Result<Vec<Execution>, StoreError> {
-        self.inner.execution_get_dead(older_than)
-    }
-    fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {
-        self.inner.execution_summary()
-    }
-    fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError> {
-        self.inner.execution_unresolved_names(known)
-    }
-    fn execution_delete_unresolved(
-        &self,
-        known: &[String],
-        before: DateTime<Utc>,
-    ) -> Result<u64, StoreError> {
-        self.inner.execution_delete_unresolved(known, before)
-    }
-    fn check_queue_schema(&self) -> Result<(), StoreError> {
-        self.inner.check_queue_schema()
-    }
-    fn item_insert_batch(&self, rows: &[NewItem]) -> Result<u64, StoreError> {
-        self.inner.item_insert_batch(rows)
-    }
-    fn item_get(&self, key: &ExecutionKey) -> Result<Option<Item>, StoreError> {
-        self.inner.item_get(key)
-    }
-    fn item_next_for(
-        &self,
-        worker: &str,
-        task_type: &str,
-        order: &PrimaryOrder,
-        now: DateTime<Utc>,
-        deadline: DateTime<Utc>,
-    ) -> Result<Option<Item>, StoreError> {
-        self.inner
-            .item_next_for(worker, task_type, order, now, deadline)
-    }
-    fn item_list_for(
-        &self,
-        worker: &str,
-        task_type: &str,
-        order: &PrimaryOrder,
-        now: DateTime<Utc>,
-        limit: i64,
-    ) -> Result<Vec<Item>, StoreError> {
-        self.inner
-            .item_list_for(worker, task_type, order, now, limit)
-    }
-    fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError> {
-        self.inner.item_extend(key, n)
-    }
-    fn assignment_finish(
-        &self,
-        key: &ExecutionKey,
-        worker: &str,
-        how: Finish,
-        now: DateTime<Utc>,
-        hidden_until: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        self.inner
-            .assignment_finish(key, worker, how, now, hidden_until)
-    }
-    fn assignment_expired(&self, now: DateTime<Utc>) -> Result<Vec<Assignment>, StoreError> {
-        self.inner.assignment_expired(now)
-    }
-    fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError> {
-        self.inner.assignment_list(key)
-    }
 }
 
 /// What the handlers and the listener report to the main thread.
@@ -268,11 +121,8 @@ pub fn run() -> Result<(), CliError> {
     let applied = docket_sqlite::migrate(&sqlite, None)?;
     say!("migrated: {}", applied.join(", "));
     let started = Instant::now();
-    let store = Arc::new(Recording {
-        inner: Arc::new(sqlite),
-        started,
-        claims: Mutex::new(Vec::new()),
-    });
+    let claims = Arc::new(Mutex::new(Vec::<Claim>::new()));
+    let recorded = Arc::clone(&claims);
 
     let (tx, rx) = mpsc::channel::<Event>();
     let report = Task::one_time(REPORT, |_, _| {
@@ -301,7 +151,7 @@ pub fn run() -> Result<(), CliError> {
         },
     );
     let events = Mutex::new(tx);
-    let scheduler = Scheduler::builder(Arc::clone(&store) as Arc<dyn Store>)
+    let scheduler = Scheduler::builder(Arc::new(sqlite))
         .tasks([report, upload, heartbeat])
         .config(SchedulerConfig {
             threads: THREADS,
@@ -314,6 +164,17 @@ pub fn run() -> Result<(), CliError> {
         .listener(Arc::new(move |e: &SchedulerEvent| {
             let at = started.elapsed();
             let event = match e {
+                SchedulerEvent::Handed { now, executions } => {
+                    recorded
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(Claim {
+                            at,
+                            now: *now,
+                            rows: executions.clone(),
+                        });
+                    return;
+                }
                 SchedulerEvent::ExecutionCompleted { execution, .. } => {
                     Event::Completed(at, execution.clone())
                 }
@@ -397,8 +258,7 @@ pub fn run() -> Result<(), CliError> {
     bar.finish_and_clear();
     let elapsed = started.elapsed();
 
-    let claims: Vec<Claim> = store
-        .claims
+    let claims: Vec<Claim> = claims
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .drain(..)

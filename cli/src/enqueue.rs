@@ -43,7 +43,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let backend = backends::for_url(&args.target.database_url)?;
     let config = store_config(&args.target.table, false);
     let queue = progress::while_running("connecting", || -> Result<_, CliError> {
-        let store = (backend.connect)(&args.target.database_url, config)?;
+        let store = backend.connect(&args.target.database_url, config)?;
         Ok(WorkQueue::new(store, args.order.config(&args.task))?)
     })?;
     let stdin = args.csv.as_os_str() == "-";

@@ -33,7 +33,7 @@ pub struct Args {
 /// The statements that claim due work under a backend's capabilities.
 /// The statements a store sends to find and claim due work: with priority on, the levels query
 /// and the per-level forms (see `docket_core::dialect::Level`).
-fn due_query_names(backend: &Backend, priority: bool) -> Vec<&'static str> {
+fn due_query_names(backend: &dyn Backend, priority: bool) -> Vec<&'static str> {
     let (mut names, due, lock, for_update) = if priority {
         (
             vec!["priority_levels"],
@@ -45,7 +45,7 @@ fn due_query_names(backend: &Backend, priority: bool) -> Vec<&'static str> {
         (Vec::new(), "due", "lock_and_fetch", "due_for_update")
     };
     names.push(due);
-    match backend.dialect.capabilities().lock_and_fetch {
+    match backend.dialect().capabilities().lock_and_fetch {
         Some(LockAndFetch::UpdateReturning | LockAndFetch::CteUpdateOutput) => names.push(lock),
         Some(LockAndFetch::SelectThenUpdate) => names.extend([for_update, "claim_keys"]),
         None => {}
@@ -102,10 +102,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let backend = backends::by_name(&args.backend)?;
     if let Some(url) = &args.database_url {
         let of_url = backends::for_url(url)?;
-        if !std::ptr::eq(of_url, backend) {
+        if of_url.name() != backend.name() {
             return Err(CliError::BackendMismatch {
-                backend: backend.name,
-                url: of_url.name,
+                backend: backend.name(),
+                url: of_url.name(),
             });
         }
     }
@@ -113,10 +113,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         priority: args.priority,
         ..OrderingPolicy::default()
     };
-    let statements = Statements::new(backend.dialect, args.table.clone(), policy);
+    let statements = Statements::new(backend.dialect(), args.table.clone(), policy);
     say!(
         "-- docket explain: {} dialect, priority {}, table {}",
-        backend.name,
+        backend.name(),
         if args.priority { "on" } else { "off" },
         args.table
     );
@@ -135,7 +135,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
 /// Plans of the due-queries on a live database, rendered with the clock's now and the task
 /// names present in the table (so the plan reflects real data, not the sample arguments).
 fn explain_on(
-    backend: &Backend,
+    backend: &dyn Backend,
     url: &str,
     args: &Args,
     statements: &Statements<'_>,
@@ -144,9 +144,9 @@ fn explain_on(
     let config = store_config(&args.table, args.priority);
     let now = Utc::now();
     let (names, plans) = progress::while_running(
-        format!("explaining on {}", backend.name),
+        format!("explaining on {}", backend.name()),
         || -> Result<_, CliError> {
-            let store = (backend.connect)(url, config.clone())?;
+            let store = backend.connect(url, config.clone())?;
             store.check_schema()?;
             let mut names: Vec<String> = store
                 .execution_summary()?
@@ -183,14 +183,14 @@ fn explain_on(
                 })
                 .collect();
             let rendered: Vec<Rendered> = stmts.iter().map(|(_, r)| r.clone()).collect();
-            let plans = (backend.explain)(url, config.clone(), &rendered)?;
+            let plans = backend.explain(url, config.clone(), &rendered)?;
             Ok((stmts.into_iter().map(|(n, _)| n).collect::<Vec<_>>(), plans))
         },
     )?;
     for (name, plan) in names.iter().zip(plans) {
         say!(
             "-- {} of {name} (now, task names in the table):",
-            backend.plan_label
+            backend.plan_label()
         );
         for line in plan {
             say!("--   {line}");

@@ -112,26 +112,26 @@ fn store_config(table: &TableName, priority: bool) -> StoreConfig {
 
 fn migrate(args: &MigrateArgs) -> Result<(), CliError> {
     let backend = backends::for_url(&args.target.database_url)?;
-    let known = (backend.migration_names)();
+    let known = backend.migration_names();
     if let Some(to) = &args.to {
         if !known.contains(&to.as_str()) {
             return Err(CliError::UnknownMigration {
                 name: to.clone(),
-                backend: backend.name,
+                backend: backend.name(),
                 known: known.join(", "),
             });
         }
     }
     let config = store_config(&args.target.table, false);
     let applied = progress::while_running(
-        format!("migrating {} ({})", args.target.table, backend.name),
-        || (backend.migrate)(&args.target.database_url, config, args.to.as_deref()),
+        format!("migrating {} ({})", args.target.table, backend.name()),
+        || backend.migrate(&args.target.database_url, config, args.to.as_deref()),
     )?;
     if applied.is_empty() {
         say!(
             "{} is up to date: no migration to apply ({} known: {})",
             args.target.table,
-            backend.name,
+            backend.name(),
             known.join(", ")
         );
     }

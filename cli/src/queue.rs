@@ -56,7 +56,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let config = store_config(&args.target.table, args.priority);
     let now = Utc::now();
     let due = progress::while_running("reading the queue", || -> Result<_, CliError> {
-        let store = (backend.connect)(&args.target.database_url, config)?;
+        let store = backend.connect(&args.target.database_url, config)?;
         store.check_schema()?;
         let names = match &args.task {
             Some(task) => vec![task.clone()],
@@ -165,7 +165,7 @@ fn run_worker(args: &Args, worker: &str, task: &str) -> Result<(), CliError> {
     let config = store_config(&args.target.table, args.priority);
     let now = Utc::now();
     let items = progress::while_running("reading the work queue", || -> Result<_, CliError> {
-        let store = (backend.connect)(&args.target.database_url, config)?;
+        let store = backend.connect(&args.target.database_url, config)?;
         let queue = WorkQueue::new(store, args.order.config(task))?;
         Ok(queue.list_for(worker, task, args.limit)?)
     })?;

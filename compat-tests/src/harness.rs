@@ -50,6 +50,25 @@ pub fn not_run(backend: &str, reason: impl std::fmt::Display) -> ! {
     panic!("NOT RUN: {backend}: {reason}")
 }
 
+/// What a case needs beyond the scheduler's basics; asked of the backend's
+/// [`Capabilities`](docket_core::dialect::Capabilities), never of its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// The work queue.
+    WorkQueue,
+    /// Lock-and-fetch polling.
+    LockAndFetch,
+}
+
+/// The running test's name (`postgres::priority_on::basic_flow`): the test harness names each
+/// test's thread so.
+fn case_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("this case")
+        .to_owned()
+}
+
 /// Per-test context: a migrated space, a store with the toggle, and a manual clock.
 pub struct Ctx {
     /// The space (kept alive for the test).
@@ -74,6 +93,22 @@ impl Ctx {
             toggle,
             store,
             clock: ManualClock::new(Self::t0()),
+        }
+    }
+
+    /// Fails the case loudly with `NOT RUN: <backend>/<case>: ...` when the backend cannot do
+    /// what it needs: a case a backend cannot run is never a pass.
+    pub fn require(&self, need: Need) {
+        let caps = self.store.capabilities();
+        let (has, what) = match need {
+            Need::WorkQueue => (caps.work_queue, "the work queue"),
+            Need::LockAndFetch => (caps.lock_and_fetch.is_some(), "lock-and-fetch"),
+        };
+        if !has {
+            not_run(
+                &format!("{}/{}", self.store.backend(), case_name()),
+                format!("the backend does not support {what}"),
+            );
         }
     }
 

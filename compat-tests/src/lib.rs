@@ -14,7 +14,7 @@ pub mod harness;
 pub mod reliability;
 pub mod servers;
 
-pub use harness::{Ctx, Harness, Space, Toggle};
+pub use harness::{Ctx, Harness, Need, Space, Toggle};
 
 /// Instantiates the whole suite for one harness, once per priority toggle.
 #[macro_export]

@@ -7,6 +7,7 @@
 
 #[cfg(feature = "bench")]
 pub mod bench;
+pub mod backend;
 pub mod clock;
 pub mod dialect;
 pub mod error;

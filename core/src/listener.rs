@@ -15,6 +15,15 @@ pub enum SchedulerEvent {
         /// Time spent in the store.
         duration: Duration,
     },
+    /// A poll handed these executions out, in hand-out order: claimed already under
+    /// lock-and-fetch, candidates to claim under fetch-and-lock-on-execute. Sent only to
+    /// schedulers with listeners, before [`SchedulerEvent::PollCompleted`].
+    Handed {
+        /// The clock's now the due-query ran with.
+        now: DateTime<Utc>,
+        /// The executions, in hand-out order.
+        executions: Vec<Execution>,
+    },
     /// A handler is about to run.
     ExecutionStarted(Execution),
     /// A handler returned `Ok`.

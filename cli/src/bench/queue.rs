@@ -23,7 +23,9 @@ use chrono::{SubsecRound, Utc};
 use docket_core::bench::{Call, QueuePlan, QueueScenario, QueueType, Recording};
 use docket_core::dialect::Rendered;
 use docket_core::store::sql::{SqlConnector, SqlStore};
-use docket_core::{QueueConfig, Store, StoreConfig, StoreError, TableName, WorkQueue};
+use docket_core::{
+    QueueConfig, Store, StoreConfig, StoreError, StoreInfo, TableName, WorkQueue,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -95,10 +97,10 @@ macro_rules! ops {
 /// Runs `docket bench queue`.
 pub fn run(args: &QueueArgs) -> Result<(), CliError> {
     let backend = crate::backends::by_name(&args.backend)?;
-    if !matches!(backend.name, "postgres" | "mysql") {
+    if !matches!(backend.name(), "postgres" | "mysql") {
         return Err(CliError::Bench(format!(
             "bench queue runs on postgres or mysql, not {}",
-            backend.name
+            backend.name()
         )));
     }
     // Each measured worker takes one recorded item and `calls` timed ones, per scenario.
@@ -110,7 +112,7 @@ pub fn run(args: &QueueArgs) -> Result<(), CliError> {
         )));
     }
     let (url, _tmp) = database_url(backend, args.database_url.as_deref())?;
-    match backend.name {
+    match backend.name() {
         "postgres" => run_queue(
             args,
             &url,
@@ -195,7 +197,8 @@ fn measure<C: SqlConnector>(
         .connector()
         .take()
         .into_iter()
-        .find(|r| r.call == Call::Items)
+        // The first query next_for sends reads the items (eligible, in order).
+        .find(|r| r.call == Call::Query)
         .map(|r| r.stmt)
         .ok_or_else(|| CliError::Bench("next_for sent no item query".to_owned()))?;
     // The plan as of now, three times: the figures of the last, the best execution time.

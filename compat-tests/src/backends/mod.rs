@@ -23,18 +23,9 @@ pub fn connect(
     url: &str,
     config: StoreConfig,
 ) -> Result<Arc<dyn Store>, StoreError> {
-    Ok(match backend {
-        "postgres" => Arc::new(docket_postgres::connect(url, config)?),
-        "mysql" => Arc::new(docket_mysql::connect(url, config)?),
-        "sqlite" => Arc::new(docket_sqlite::connect(url, config)?),
-        "mssql" => Arc::new(docket_mssql::connect(url, config)?),
-        "oracle" => Arc::new(docket_oracle::connect(url, config)?),
-        other => {
-            return Err(StoreError::connection(format!(
-                "no backend called {other:?} in the compat tests"
-            )))
-        }
-    })
+    docket::backends::by_name(backend)
+        .ok_or_else(|| StoreError::connection(format!("no backend called {backend:?}")))?
+        .connect(url, config)
 }
 
 /// A name unique to this process and test: `docket_t_<pid>_<n>_<nanos>`.

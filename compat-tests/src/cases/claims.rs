@@ -2,7 +2,7 @@
 //! under concurrent claimers.
 
 use super::{ids, strings, WORK};
-use crate::harness::{Ctx, Harness, Toggle};
+use crate::harness::{Ctx, Harness, Need, Toggle};
 use chrono::Duration;
 use docket_core::store::{Changes, DueParams, Guard, PickChange};
 use docket_core::{ExecutionKey, Store};
@@ -47,6 +47,7 @@ pub fn fetch_claim_is_optimistic(h: &dyn Harness, t: Toggle) {
 /// Lock-and-fetch claims a batch in policy order and marks it picked by the claimer.
 pub fn lock_and_fetch_claims_in_order(h: &dyn Harness, t: Toggle) {
     let ctx = Ctx::new(h, t);
+    ctx.require(Need::LockAndFetch);
     let client = ctx.client();
     let now = Ctx::t0();
     for i in 0..5i16 {
@@ -183,6 +184,7 @@ pub fn concurrent_fetch_claimers_never_double_claim(h: &dyn Harness, t: Toggle) 
 /// 8 threads claiming batches with skip-locked never claim one twice.
 pub fn concurrent_lock_and_fetch_claimers_never_double_claim(h: &dyn Harness, t: Toggle) {
     let ctx = Ctx::new(h, t);
+    ctx.require(Need::LockAndFetch);
     let names = strings(&["work"]);
     claim_concurrently(&ctx, |store, me| {
         let params = DueParams {

@@ -1,7 +1,7 @@
 //! A real scheduler: worker threads, polling, the system clock.
 
 use super::{strings, WORK};
-use crate::harness::{Ctx, Harness, Toggle};
+use crate::harness::{Ctx, Harness, Need, Toggle};
 use chrono::Duration;
 use docket_core::store::ListFilter;
 use docket_core::{PollingStrategy, Schedule, Scheduler, SchedulerEvent, SystemClock, Task};
@@ -88,7 +88,9 @@ pub fn end_to_end_fetch(h: &dyn Harness, t: Toggle) {
 
 /// End to end with lock-and-fetch.
 pub fn end_to_end_lock_and_fetch(h: &dyn Harness, t: Toggle) {
-    run_real_scheduler(&Ctx::new(h, t), PollingStrategy::lock_and_fetch());
+    let ctx = Ctx::new(h, t);
+    ctx.require(Need::LockAndFetch);
+    run_real_scheduler(&ctx, PollingStrategy::lock_and_fetch());
 }
 
 /// Scheduling a due execution through the scheduler's client wakes the poller at once, even

@@ -1,7 +1,7 @@
 //! The work queue (SPEC section 5): the three acceptance flows on a manual clock, concurrent
 //! workers, hiding rules, custom ordering, extend, and the migrations it needs.
 
-use crate::harness::{Ctx, Harness, Toggle};
+use crate::harness::{Ctx, Harness, Need, Toggle};
 use chrono::Duration;
 use docket_core::queue::{AssignmentStatus, Batch, Item, QueueConfig, Record};
 use docket_core::store::StoreConfig;
@@ -10,6 +10,7 @@ use docket_core::{
 };
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
@@ -25,6 +26,14 @@ fn config() -> QueueConfig {
         hide_for: HIDE,
         ..QueueConfig::default()
     }
+}
+
+/// A migrated space for a work-queue case: NOT RUN (and failed) where the backend has no
+/// work queue.
+fn ctx(h: &dyn Harness, t: Toggle) -> Ctx {
+    let ctx = Ctx::new(h, t);
+    ctx.require(Need::WorkQueue);
+    ctx
 }
 
 fn queue(ctx: &Ctx, config: QueueConfig) -> WorkQueue {
@@ -70,7 +79,7 @@ fn advance(ctx: &Ctx, d: StdDuration) {
 
 /// Basic: five records of one batch, same date: record1..record5.
 pub fn basic_flow(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let q = queue(&ctx, config());
     let names = ["record1", "record2", "record3", "record4", "record5"];
     assert_eq!(q.enqueue(&batch(1, records(&names))).unwrap(), 5);
@@ -85,7 +94,7 @@ pub fn basic_flow(h: &dyn Harness, t: Toggle) {
 
 /// Gateway: records 1,3,5 arrive after 10, 20, 30 s; 2 and 4 after 30 and 60 s.
 pub fn gateway_flow(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let q = queue(&ctx, config());
     let arrivals = [10, 30, 20, 60, 30];
     let recs = arrivals
@@ -111,7 +120,7 @@ pub fn gateway_flow(h: &dyn Harness, t: Toggle) {
 /// Adjudication (max 2): the SPEC's sequence, then both workers drain the queue; every item
 /// ends with exactly two submissions by two workers.
 pub fn adjudication_flow(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let q = queue(&ctx, config());
     q.enqueue(&batch(2, records(&["1", "2", "3", "4", "5"])))
         .unwrap();
@@ -150,7 +159,7 @@ pub fn adjudication_flow(h: &dyn Harness, t: Toggle) {
 
 /// Priority composes in front of FIFO when on; off, FIFO alone decides.
 pub fn queue_priority_composes_in_front(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let q = queue(&ctx, config());
     let prio = [None, Some(1), Some(9), None, Some(5)];
     let recs = prio
@@ -172,7 +181,7 @@ pub fn queue_priority_composes_in_front(h: &dyn Harness, t: Toggle) {
 
 /// FIFO is by record date first, then record order; a missing date is the batch start.
 pub fn queue_fifo_by_record_date_then_order(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let q = queue(&ctx, config());
     let date = |s: &str| Some(docket_core::queue::parse_record_date(s).unwrap());
     let recs = vec![
@@ -200,38 +209,47 @@ pub fn queue_fifo_by_record_date_then_order(h: &dyn Harness, t: Toggle) {
 /// Many workers call `next_for` at once: no item is ever held by two, none passes
 /// `max_assignments`, and every item ends with exactly `max` submissions by distinct workers.
 pub fn queue_concurrent_workers_never_share_items(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let q = queue(&ctx, config());
     let n = 30;
     let ids: Vec<String> = (1..=n).map(|i| format!("i{i:02}")).collect();
     let recs = ids.iter().map(Record::new).collect();
     q.enqueue(&batch(2, recs)).unwrap();
-    let held = Mutex::new(HashSet::new());
-    let claims = Mutex::new(Vec::new());
+    // Each hold is recorded as (item, worker, tick when next_for returned it, tick just before
+    // submit, which releases it): a shared counter orders those moments across threads, and
+    // the check happens after the race, on what was recorded, never on a belief in between.
+    let tick = AtomicU64::new(0);
+    let holds = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for w in 0..6 {
-            let (q, held, claims) = (&q, &held, &claims);
+            let (q, tick, holds) = (&q, &tick, &holds);
             s.spawn(move || {
                 let worker = format!("w{w}");
                 while let Some(item) = q.next_for(&worker, TASK).expect("next_for runs") {
-                    let id = item.key.task_instance.clone();
-                    assert!(
-                        held.lock().unwrap().insert(id.clone()),
-                        "{id} handed to {worker} while held"
-                    );
-                    claims.lock().unwrap().push((id.clone(), worker.clone()));
+                    let taken = tick.fetch_add(1, SeqCst);
                     assert_eq!(item.held_by.as_deref(), Some(worker.as_str()));
-                    assert!(item.assignments <= item.max_assignments, "{id} past max");
+                    assert!(item.assignments <= item.max_assignments, "past max");
+                    let released = tick.fetch_add(1, SeqCst);
+                    let id = item.key.task_instance.clone();
+                    holds.lock().unwrap().push((id, worker.clone(), taken, released));
                     q.submit(&worker, &item.key).expect("submit");
-                    // Released only once the database released it.
-                    held.lock().unwrap().remove(&id);
                 }
             });
         }
     });
+    let mut holds = holds.into_inner().unwrap();
+    holds.sort_by_key(|h| (h.0.clone(), h.2));
+    for pair in holds.windows(2) {
+        let ((a, wa, _, released), (b, wb, taken, _)) = (&pair[0], &pair[1]);
+        assert!(
+            a != b || taken > released,
+            "{a} handed to {wb} before {wa} gave it back"
+        );
+    }
+    let claims: Vec<(String, String)> = holds.into_iter().map(|h| (h.0, h.1)).collect();
     // A worker stops at its first None, which can come while another still holds the last item
     // it could take (its submit reopens the item): after the race, drain what is left in turn.
-    let mut claims = claims.into_inner().unwrap();
+    let mut claims = claims;
     loop {
         let before = claims.len();
         for w in 0..6 {
@@ -271,7 +289,7 @@ pub fn queue_concurrent_workers_never_share_items(h: &dyn Harness, t: Toggle) {
 /// RETURNED and ABANDONED hide an item from that worker only until the deadline; SKIPPED for
 /// good; others see it at once. Finishing an assignment one does not hold is a typed error.
 pub fn queue_returned_and_abandoned_hide_until_deadline(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let q = queue(&ctx, config());
     q.enqueue(&batch(1, records(&["a", "b"]))).unwrap();
 
@@ -319,7 +337,7 @@ pub fn queue_returned_and_abandoned_hide_until_deadline(h: &dyn Harness, t: Togg
 
 /// Custom order by two keys (text ascending by code point, number descending), missing last.
 pub fn queue_custom_order_two_keys(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let keys = vec![
         CustomKey::new("team", KeyType::Text, Direction::Asc).unwrap(),
         CustomKey::new("score", KeyType::Number, Direction::Desc).unwrap(),
@@ -379,7 +397,7 @@ pub fn queue_custom_order_two_keys(h: &dyn Harness, t: Toggle) {
 
 /// `extend` raises `max_assignments`: the "2+1" third assignment.
 pub fn queue_extend_allows_a_third_assignment(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let q = queue(&ctx, config());
     q.enqueue(&batch(2, records(&["x", "held"]))).unwrap();
     // Extending a held item keeps it held: nobody else sees it until it is released.
@@ -408,6 +426,7 @@ pub fn queue_extend_allows_a_third_assignment(h: &dyn Harness, t: Toggle) {
 /// Without migrations 0003/0004 the queue refuses to start, naming the migration; a batch with
 /// a duplicate id inserts nothing.
 pub fn queue_needs_its_migrations(h: &dyn Harness, t: Toggle) {
+    let ctx = ctx(h, t);
     let config = StoreConfig::with_priority(t.on());
     for (up_to, missing) in [
         ("0002_priority", "0003_ordering"),
@@ -422,7 +441,6 @@ pub fn queue_needs_its_migrations(h: &dyn Harness, t: Toggle) {
             "{up_to}: {err}"
         );
     }
-    let ctx = Ctx::new(h, t);
     let q = queue(&ctx, QueueConfig::default());
     q.enqueue(&batch(1, records(&["dup"]))).unwrap();
     assert!(q.enqueue(&batch(1, records(&["new", "dup"]))).is_err());
@@ -433,7 +451,7 @@ pub fn queue_needs_its_migrations(h: &dyn Harness, t: Toggle) {
 /// Items share the table with executions, but their task types are not unknown tasks: a
 /// scheduler on the same table neither reports them nor deletes them, however old.
 pub fn queue_items_are_not_unknown_tasks(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let q = queue(&ctx, config());
     q.enqueue(&batch(1, records(&["old"]))).unwrap();
     let scheduler = ctx.build(
@@ -455,7 +473,7 @@ pub fn queue_items_are_not_unknown_tasks(h: &dyn Harness, t: Toggle) {
 /// values are data: they round-trip and order like any other value. In attribute *names* used
 /// as custom keys they are rejected before any SQL is written.
 pub fn queue_hostile_input_is_data(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let hostile = "x'); DROP TABLE scheduled_tasks; -- /*";
     let keys = vec![CustomKey::new("label", KeyType::Text, Direction::Asc).unwrap()];
     let mut cfg = config();
@@ -497,7 +515,7 @@ pub fn queue_hostile_input_is_data(h: &dyn Harness, t: Toggle) {
 /// and in a custom order (which the database sorts: a claim must not lock, and so hide, every
 /// row its sort read).
 pub fn queue_concurrent_next_for_never_starves(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let keys = vec![CustomKey::new("rank", KeyType::Number, Direction::Desc).unwrap()];
     let mut cfg = config();
     cfg.orders
@@ -555,7 +573,7 @@ pub fn queue_concurrent_next_for_never_starves(h: &dyn Harness, t: Toggle) {
 /// key cannot read (a number under a text key, left unnormalized because the items arrived
 /// under FIFO) count as missing on every backend.
 pub fn queue_bad_input_is_rejected(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let q = queue(&ctx, config());
     let mut rows = q.resolve(&batch(1, records(&["ok", "bad"]))).unwrap();
     rows[1].max_assignments = 0;
@@ -632,7 +650,7 @@ pub fn queue_bad_input_is_rejected(h: &dyn Harness, t: Toggle) {
 
 /// A timestamp key compares instants, whatever offset or precision the value was written with.
 pub fn queue_custom_timestamp_key(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
+    let ctx = ctx(h, t);
     let mut cfg = config();
     cfg.orders.insert(
         TASK.to_owned(),

@@ -116,20 +116,23 @@ impl Engine {
             task_names: &self.task_names,
             limit: i64::try_from(limit).unwrap_or(i64::MAX),
         };
-        let jobs: Vec<Job> = match self.config.polling {
-            PollingStrategy::FetchAndLockOnExecute { .. } => self
-                .store
-                .execution_fetch_due(&params)?
-                .into_iter()
-                .map(Job::PickAndRun)
-                .collect(),
-            PollingStrategy::LockAndFetch { .. } => self
-                .store
-                .execution_lock_and_fetch_due(&params, &self.config.scheduler_name)?
-                .into_iter()
-                .map(Job::Run)
-                .collect(),
+        let (rows, job): (_, fn(Execution) -> Job) = match self.config.polling {
+            PollingStrategy::FetchAndLockOnExecute { .. } => {
+                (self.store.execution_fetch_due(&params)?, Job::PickAndRun)
+            }
+            PollingStrategy::LockAndFetch { .. } => (
+                self.store
+                    .execution_lock_and_fetch_due(&params, &self.config.scheduler_name)?,
+                Job::Run,
+            ),
         };
+        if !rows.is_empty() && !self.listeners.is_empty() {
+            self.emit(SchedulerEvent::Handed {
+                now: params.now,
+                executions: rows.clone(),
+            });
+        }
+        let jobs: Vec<Job> = rows.into_iter().map(job).collect();
         let duration = started.elapsed();
         metrics::histogram!("docket_poll_seconds").record(duration.as_secs_f64());
         metrics::histogram!("docket_poll_found").record(jobs.len() as f64);

@@ -1,0 +1,62 @@
+//! # docket
+//!
+//! Persistent, cluster-safe task scheduling and work queues stored in the database you already
+//! run. Add this one crate with the cargo features of your backends (`postgres`, `mysql`,
+//! `sqlite` (default, bundled), `mssql`, `oracle`); it re-exports the whole user API, and each
+//! enabled backend as a module ([`postgres`], [`mysql`], [`sqlite`], [`mssql`], [`oracle`]).
+//!
+//! ```no_run
+//! # #[cfg(feature = "sqlite")] {
+//! use docket::{SchedulerClient, StoreConfig, TaskDescriptor};
+//! use std::sync::Arc;
+//!
+//! const SEND: TaskDescriptor<String> = TaskDescriptor::new("send");
+//!
+//! let store = docket::sqlite::connect("sqlite://app.db", StoreConfig::default())?;
+//! docket::sqlite::migrate(&store, None)?;
+//! let client = SchedulerClient::new(Arc::new(store))?;
+//! client.schedule(SEND.instance("1").data("hello".to_owned()))?;
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub use docket_core::{
+    Clock, CustomKey, DeadExecutionPolicy, Direction, DocketError, Execution, ExecutionContext,
+    ExecutionKey, ExecutionStore, FailurePolicy, KeyType, ListFilter, ManualClock,
+    OrderingPolicy, PollingStrategy, PrimaryOrder, Priority, QueueConfig, QueueStore, Schedule,
+    ScheduleOutcome, Scheduler, SchedulerClient, SchedulerConfig, SchedulerEvent,
+    SchedulerListener, Store, StoreConfig, StoreError, StoreInfo, SystemClock, TableName, Task,
+    TaskDescriptor, TaskError, TaskInstance, TaskSummary, WorkQueue,
+};
+
+/// The work queue's records and intake types.
+pub mod queue {
+    pub use docket_core::queue::*;
+}
+
+/// Building blocks for backends and tooling (dialects, the SQL store, migrations); not needed to
+/// schedule or work tasks.
+#[doc(hidden)]
+pub use docket_core as core;
+
+/// PostgreSQL.
+#[cfg(feature = "postgres")]
+pub use docket_postgres as postgres;
+
+/// MySQL 8 and MariaDB.
+#[cfg(feature = "mysql")]
+pub use docket_mysql as mysql;
+
+/// SQLite (bundled).
+#[cfg(feature = "sqlite")]
+pub use docket_sqlite as sqlite;
+
+/// SQL Server.
+#[cfg(feature = "mssql")]
+pub use docket_mssql as mssql;
+
+/// Oracle.
+#[cfg(feature = "oracle")]
+pub use docket_oracle as oracle;
+
+pub mod backends;
