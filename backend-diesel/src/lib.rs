@@ -8,7 +8,7 @@
 
 pub mod session;
 
-pub use session::{bound, Cells, DieselConnector, DieselSession, Family, Query};
+pub use session::{bind_value, bound, Cells, DieselConnector, DieselSession, Family, Query};
 
 use diesel::backend::Backend;
 use diesel::connection::BoxableConnection;

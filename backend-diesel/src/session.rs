@@ -4,11 +4,14 @@
 //! normalizing errors, the pool) is written once here.
 
 use crate::{db, pool, run_migrations, TxError};
+use chrono::{DateTime, Utc};
 use diesel::backend::Backend;
 use diesel::deserialize::{self, QueryableByName};
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::r2d2::{ConnectionManager, Pool, PooledConnection, R2D2Connection};
 use diesel::row::{Field, NamedRow};
+use diesel::serialize::ToSql;
+use diesel::sql_types::{BigInt, Binary, Bool, HasSqlType, Integer, Nullable, SmallInt, Text};
 use diesel::QueryResult;
 use diesel_migrations::MigrationHarness;
 use docket_core::dialect::{Dialect, Rendered, Value};
@@ -67,7 +70,8 @@ impl<F: Family> QueryableByName<F::Backend> for Cells<F> {
     fn build<'a>(row: &impl NamedRow<'a, F::Backend>) -> deserialize::Result<Self> {
         let mut cells = Vec::with_capacity(row.field_count());
         for i in 0..row.field_count() {
-            let field = diesel::row::Row::get(row, i).ok_or("a column the row said it had is missing")?;
+            let field =
+                diesel::row::Row::get(row, i).ok_or("a column the row said it had is missing")?;
             let name = field.field_name().unwrap_or_default().to_owned();
             let cell = match field.value() {
                 None => Cell::Null,
@@ -76,6 +80,42 @@ impl<F: Family> QueryableByName<F::Backend> for Cells<F> {
             cells.push((name, cell));
         }
         Ok(Cells(Row::new(cells), PhantomData))
+    }
+}
+
+/// Binds one value with its SQL type, the same way on every diesel backend except for
+/// timestamps, which `timestamp` binds in the backend's encoding.
+pub fn bind_value<'a, DB>(
+    q: BoxedSqlQuery<'a, DB, SqlQuery>,
+    value: &'a Value,
+    timestamp: impl FnOnce(
+        BoxedSqlQuery<'a, DB, SqlQuery>,
+        Option<DateTime<Utc>>,
+    ) -> BoxedSqlQuery<'a, DB, SqlQuery>,
+) -> BoxedSqlQuery<'a, DB, SqlQuery>
+where
+    DB: Backend
+        + HasSqlType<Text>
+        + HasSqlType<Binary>
+        + HasSqlType<SmallInt>
+        + HasSqlType<Integer>
+        + HasSqlType<BigInt>
+        + HasSqlType<Bool>,
+    Option<&'a str>: ToSql<Nullable<Text>, DB>,
+    Option<&'a [u8]>: ToSql<Nullable<Binary>, DB>,
+    Option<i16>: ToSql<Nullable<SmallInt>, DB>,
+    i32: ToSql<Integer, DB>,
+    i64: ToSql<BigInt, DB>,
+    bool: ToSql<Bool, DB>,
+{
+    match value {
+        Value::Text(v) => q.bind::<Nullable<Text>, _>(v.as_deref()),
+        Value::Bytes(v) => q.bind::<Nullable<Binary>, _>(v.as_deref()),
+        Value::Timestamp(v) => timestamp(q, *v),
+        Value::SmallInt(v) => q.bind::<Nullable<SmallInt>, _>(*v),
+        Value::Int(v) => q.bind::<Integer, _>(*v),
+        Value::BigInt(v) => q.bind::<BigInt, _>(*v),
+        Value::Bool(v) => q.bind::<Bool, _>(*v),
     }
 }
 
@@ -141,7 +181,9 @@ impl<F: Family> DieselConnector<F> {
     }
 
     /// A raw pooled connection (for migrations and tooling).
-    pub fn connection(&self) -> Result<PooledConnection<ConnectionManager<F::Connection>>, StoreError> {
+    pub fn connection(
+        &self,
+    ) -> Result<PooledConnection<ConnectionManager<F::Connection>>, StoreError> {
         self.pool.get().map_err(pool)
     }
 
@@ -176,7 +218,11 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
     }
 
     fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-        let steps = F::prepare_migrations(&self.meta, table, plan(F::MIGRATIONS, self.dialect, table, up_to)?);
+        let steps = F::prepare_migrations(
+            &self.meta,
+            table,
+            plan(F::MIGRATIONS, self.dialect, table, up_to)?,
+        );
         run_migrations(&mut *self.connection()?, steps)
     }
 }

@@ -11,15 +11,13 @@ use chrono::{DateTime, NaiveDateTime};
 use diesel::connection::SimpleConnection;
 use diesel::deserialize::{self, FromSql};
 use diesel::mysql::{Mysql, MysqlConnection, MysqlType, MysqlValue};
-use diesel::sql_types::{
-    BigInt, Binary, Bool, Datetime, Double, Integer, Nullable, SmallInt, Text,
-};
+use diesel::sql_types::{BigInt, Datetime, Double, Nullable};
 use diesel::{Connection, QueryResult, RunQueryDsl};
 use docket_core::dialect::Value;
 use docket_core::ident::TableName;
 use docket_core::migrate::{MigrationFile, TableMigration};
 use docket_core::store::Cell;
-use docket_diesel::{Cells, Family, Query, TxError};
+use docket_diesel::{bind_value, Cells, Family, Query, TxError};
 
 /// MySQL 8 and MariaDB over diesel's `MysqlConnection` (libmysqlclient).
 #[derive(Debug, Clone, Copy)]
@@ -48,17 +46,10 @@ impl Family for MysqlFamily {
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
 
     fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self> {
-        match value {
-            Value::Text(v) => q.bind::<Nullable<Text>, _>(v.as_deref()),
-            Value::Bytes(v) => q.bind::<Nullable<Binary>, _>(v.as_deref()),
-            Value::Timestamp(v) => {
-                q.bind::<Nullable<Datetime>, _>(v.as_ref().map(DateTime::naive_utc))
-            }
-            Value::SmallInt(v) => q.bind::<Nullable<SmallInt>, _>(*v),
-            Value::Int(v) => q.bind::<Integer, _>(*v),
-            Value::BigInt(v) => q.bind::<BigInt, _>(*v),
-            Value::Bool(v) => q.bind::<Bool, _>(*v),
-        }
+        // DATETIME(6) has no zone: UTC wall-clock time.
+        bind_value(q, value, |q, t| {
+            q.bind::<Nullable<Datetime>, _>(t.as_ref().map(DateTime::naive_utc))
+        })
     }
 
     fn cell(raw: MysqlValue<'_>) -> deserialize::Result<Cell> {

@@ -12,7 +12,7 @@ use diesel::{Connection, QueryResult, RunQueryDsl};
 use docket_core::dialect::Value;
 use docket_core::migrate::MigrationFile;
 use docket_core::store::Cell;
-use docket_diesel::{Cells, Family, Query, TxError};
+use docket_diesel::{bind_value, Cells, Family, Query, TxError};
 
 /// PostgreSQL over diesel's `PgConnection`.
 #[derive(Debug, Clone, Copy)]
@@ -25,15 +25,7 @@ impl Family for PgFamily {
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
 
     fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self> {
-        match value {
-            Value::Text(v) => q.bind::<Nullable<Text>, _>(v.as_deref()),
-            Value::Bytes(v) => q.bind::<Nullable<Binary>, _>(v.as_deref()),
-            Value::Timestamp(v) => q.bind::<Nullable<Timestamptz>, _>(*v),
-            Value::SmallInt(v) => q.bind::<Nullable<SmallInt>, _>(*v),
-            Value::Int(v) => q.bind::<Integer, _>(*v),
-            Value::BigInt(v) => q.bind::<BigInt, _>(*v),
-            Value::Bool(v) => q.bind::<Bool, _>(*v),
-        }
+        bind_value(q, value, |q, t| q.bind::<Nullable<Timestamptz>, _>(t))
     }
 
     fn cell(raw: PgValue<'_>) -> deserialize::Result<Cell> {

@@ -15,14 +15,14 @@
 use crate::dialect::SqliteDialect;
 use crate::migrate::MIGRATIONS;
 use diesel::deserialize::{self, FromSql};
-use diesel::sql_types::{BigInt, Binary, Bool, Double, Integer, Nullable, SmallInt, Text};
+use diesel::sql_types::{BigInt, Binary, Double, Nullable, Text};
 use diesel::sqlite::{Sqlite, SqliteConnection, SqliteType, SqliteValue};
 use diesel::{QueryResult, RunQueryDsl};
 use docket_core::dialect::{Dialect, Value};
 use docket_core::ident::TableName;
 use docket_core::migrate::{MigrationFile, TableMigration};
 use docket_core::store::Cell;
-use docket_diesel::{Cells, Family, Query, TxError};
+use docket_diesel::{bind_value, Cells, Family, Query, TxError};
 
 /// The bundled SQLite over diesel's `SqliteConnection`.
 #[derive(Debug, Clone, Copy)]
@@ -35,15 +35,10 @@ impl Family for SqliteFamily {
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
 
     fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self> {
-        match value {
-            Value::Text(v) => q.bind::<Nullable<Text>, _>(v.as_deref()),
-            Value::Bytes(v) => q.bind::<Nullable<Binary>, _>(v.as_deref()),
-            Value::Timestamp(v) => q.bind::<Nullable<BigInt>, _>(v.map(|t| t.timestamp_micros())),
-            Value::SmallInt(v) => q.bind::<Nullable<SmallInt>, _>(*v),
-            Value::Int(v) => q.bind::<Integer, _>(*v),
-            Value::BigInt(v) => q.bind::<BigInt, _>(*v),
-            Value::Bool(v) => q.bind::<Bool, _>(*v),
-        }
+        // Integer microseconds since the epoch (see the module docs).
+        bind_value(q, value, |q, t| {
+            q.bind::<Nullable<BigInt>, _>(t.map(|t| t.timestamp_micros()))
+        })
     }
 
     fn cell(raw: SqliteValue<'_, '_, '_>) -> deserialize::Result<Cell> {

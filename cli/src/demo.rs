@@ -9,8 +9,8 @@ use crate::error::CliError;
 use crate::progress;
 use chrono::{DateTime, Duration, Utc};
 use docket_core::{
-    Execution, FailurePolicy, ListFilter, PollingStrategy, Priority, Schedule, Scheduler, SchedulerConfig,
-    SchedulerEvent, StoreConfig, Task, TaskDescriptor, TaskError,
+    Execution, FailurePolicy, ListFilter, PollingStrategy, Priority, Schedule, Scheduler,
+    SchedulerConfig, SchedulerEvent, StoreConfig, Task, TaskDescriptor, TaskError,
 };
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -5,9 +5,9 @@
 //! engine and the client API. This crate names no database; a backend crate (for example
 //! `docket-postgres`) supplies a [`Dialect`](dialect::Dialect) and a [`Store`].
 
+pub mod backend;
 #[cfg(feature = "bench")]
 pub mod bench;
-pub mod backend;
 pub mod clock;
 pub mod dialect;
 pub mod error;
@@ -28,13 +28,13 @@ pub use ident::TableName;
 pub use listener::{SchedulerEvent, SchedulerListener};
 pub use ordering::{CustomKey, Direction, KeyType, OrderingPolicy, PrimaryOrder};
 pub use queue::{QueueConfig, WorkQueue};
+pub use records::{Execution, ExecutionKey, ListFilter, TaskSummary};
 pub use schedule::Schedule;
 pub use scheduler::{
     client::{ScheduleOutcome, SchedulerClient},
     config::{PollingStrategy, SchedulerConfig},
     Scheduler,
 };
-pub use records::{Execution, ExecutionKey, ListFilter, TaskSummary};
 pub use store::{ExecutionStore, QueueStore, Store, StoreConfig, StoreInfo};
 pub use task::{
     DeadExecutionPolicy, ExecutionContext, FailurePolicy, Priority, Task, TaskDescriptor,

@@ -2,8 +2,8 @@
 //! and the policies applied on failure and on dead executions.
 
 use crate::error::DocketError;
-use crate::schedule::Schedule;
 use crate::records::{Execution, NewExecution};
+use crate::schedule::Schedule;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use std::fmt;

@@ -31,7 +31,8 @@ pub fn for_url(url: &str) -> Option<&'static dyn Backend> {
 /// The backend with this name (or one of its schemes).
 pub fn by_name(name: &str) -> Option<&'static dyn Backend> {
     all().iter().copied().find(|b| {
-        b.name().eq_ignore_ascii_case(name) || b.schemes().iter().any(|s| s.eq_ignore_ascii_case(name))
+        b.name().eq_ignore_ascii_case(name)
+            || b.schemes().iter().any(|s| s.eq_ignore_ascii_case(name))
     })
 }
 
@@ -46,5 +47,9 @@ pub fn known_schemes() -> String {
 
 /// The names of the backends this build has, for messages.
 pub fn known_names() -> String {
-    all().iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
+    all()
+        .iter()
+        .map(|b| b.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -22,11 +22,11 @@
 
 pub use docket_core::{
     Clock, CustomKey, DeadExecutionPolicy, Direction, DocketError, Execution, ExecutionContext,
-    ExecutionKey, ExecutionStore, FailurePolicy, KeyType, ListFilter, ManualClock,
-    OrderingPolicy, PollingStrategy, PrimaryOrder, Priority, QueueConfig, QueueStore, Schedule,
-    ScheduleOutcome, Scheduler, SchedulerClient, SchedulerConfig, SchedulerEvent,
-    SchedulerListener, Store, StoreConfig, StoreError, StoreInfo, SystemClock, TableName, Task,
-    TaskDescriptor, TaskError, TaskInstance, TaskSummary, WorkQueue,
+    ExecutionKey, ExecutionStore, FailurePolicy, KeyType, ListFilter, ManualClock, OrderingPolicy,
+    PollingStrategy, PrimaryOrder, Priority, QueueConfig, QueueStore, Schedule, ScheduleOutcome,
+    Scheduler, SchedulerClient, SchedulerConfig, SchedulerEvent, SchedulerListener, Store,
+    StoreConfig, StoreError, StoreInfo, SystemClock, TableName, Task, TaskDescriptor, TaskError,
+    TaskInstance, TaskSummary, WorkQueue,
 };
 
 /// The work queue's records and intake types.

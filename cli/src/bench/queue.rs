@@ -23,9 +23,7 @@ use chrono::{SubsecRound, Utc};
 use docket_core::bench::{Call, QueuePlan, QueueScenario, QueueType, Recording};
 use docket_core::dialect::Rendered;
 use docket_core::store::sql::{SqlConnector, SqlStore};
-use docket_core::{
-    QueueConfig, Store, StoreConfig, StoreError, StoreInfo, TableName, WorkQueue,
-};
+use docket_core::{QueueConfig, Store, StoreConfig, StoreError, StoreInfo, TableName, WorkQueue};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

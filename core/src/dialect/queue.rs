@@ -316,7 +316,7 @@ impl Statements<'_> {
     /// [`Statements::catalogue`]): FIFO and a two-key custom order.
     pub fn queue_catalogue(&self) -> Vec<(&'static str, Rendered)> {
         use crate::ordering::{CustomKey, Direction, KeyType};
-        use crate::queue::RecordKey;
+        use crate::records::RecordKey;
         let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 1, 1, 0, 0, 0)
             .single()
             .unwrap_or_default();

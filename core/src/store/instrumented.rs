@@ -31,13 +31,15 @@ impl<S: ?Sized> Instrumented<S> {
 }
 
 /// Runs `f` in a span named for `op` and records its duration and failure.
-fn observe<T>(op: &'static str, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+fn observe<T>(
+    op: &'static str,
+    f: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
     let span = tracing::debug_span!("docket.store", op);
     let _entered = span.enter();
     let started = Instant::now();
     let result = f();
-    metrics::histogram!("docket_store_seconds", "op" => op)
-        .record(started.elapsed().as_secs_f64());
+    metrics::histogram!("docket_store_seconds", "op" => op).record(started.elapsed().as_secs_f64());
     if let Err(e) = &result {
         metrics::counter!("docket_store_errors_total", "op" => op).increment(1);
         tracing::debug!(error = %e, "store call failed");

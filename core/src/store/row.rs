@@ -308,7 +308,10 @@ mod tests {
         );
         assert!(matches!(
             r.opt_i16("level"),
-            Err(StoreError::Decode { column: "level", .. })
+            Err(StoreError::Decode {
+                column: "level",
+                ..
+            })
         ));
         assert!(matches!(r.text("missing"), Err(StoreError::Decode { .. })));
     }
@@ -344,6 +347,9 @@ mod tests {
             ("version", Cell::Int(3)),
         ]);
         let e = Execution::from_row(&mut r).unwrap();
-        assert_eq!((e.consecutive_failures, e.version, e.priority), (0, 3, None));
+        assert_eq!(
+            (e.consecutive_failures, e.version, e.priority),
+            (0, 3, None)
+        );
     }
 }

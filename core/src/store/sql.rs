@@ -413,7 +413,6 @@ impl<C: SqlConnector> StoreInfo for SqlStore<C> {
 }
 
 impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
-
     fn check_schema(&self) -> Result<(), StoreError> {
         let missing = |name, feature| StoreError::MissingMigration {
             table: self.config.table.to_string(),
@@ -530,7 +529,10 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
     }
 
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {
-        decode_all(self.rows(&self.statements.summary())?, TaskSummary::from_row)
+        decode_all(
+            self.rows(&self.statements.summary())?,
+            TaskSummary::from_row,
+        )
     }
 
     fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError> {
@@ -548,7 +550,6 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
         let items = self.has_column("max_assignments")?;
         self.execute(self.statements.delete_unresolved(known, before, items))
     }
-
 }
 
 impl<C: SqlConnector> QueueStore for SqlStore<C> {
