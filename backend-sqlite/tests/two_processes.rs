@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use docket_core::store::{Changes, DueParams, Guard, NewExecution, PickChange};
-use docket_core::{Store, StoreConfig};
+use docket_core::{ExecutionStore, StoreConfig};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::process::{Command, Stdio};
