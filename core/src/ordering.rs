@@ -5,8 +5,6 @@
 //! (for example `UPDATE ... RETURNING`).
 
 use crate::error::DocketError;
-use crate::records::Execution;
-use std::cmp::Ordering;
 
 /// The primary ordering, applied after priority (when enabled).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -186,19 +184,6 @@ impl OrderingPolicy {
             primary: PrimaryOrder::ExecutionTime,
         }
     }
-
-    /// Compares two executions in hand-out order (`Less` = handed out first). Executions carry
-    /// no record or custom attributes: only [`PrimaryOrder::ExecutionTime`] applies to them
-    /// (the scheduler rejects other primary orders; the work queue sorts in SQL).
-    pub fn compare(&self, a: &Execution, b: &Execution) -> Ordering {
-        let by_priority = if self.priority {
-            // Some(_) > None, so NULL sorts last when reversed.
-            b.priority.cmp(&a.priority)
-        } else {
-            Ordering::Equal
-        };
-        by_priority.then_with(|| a.execution_time.cmp(&b.execution_time))
-    }
 }
 
 #[cfg(test)]
@@ -226,7 +211,7 @@ mod tests {
             exec(Some(3), 4),
         ];
         let policy = OrderingPolicy::priority_then_execution_time();
-        rows.sort_by(|a, b| policy.compare(a, b));
+        rows.sort_by(|a, b| a.cmp_in_hand_out_order(b, &policy));
         let order: Vec<_> = rows
             .iter()
             .map(|e| (e.priority, e.execution_time.timestamp()))
@@ -235,7 +220,7 @@ mod tests {
             order,
             vec![(Some(3), 4), (Some(3), 5), (Some(1), 2), (None, 1)]
         );
-        rows.sort_by(|a, b| OrderingPolicy::execution_time().compare(a, b));
+        rows.sort_by(|a, b| a.cmp_in_hand_out_order(b, &OrderingPolicy::execution_time()));
         assert_eq!(rows[0].priority, None);
     }
 

@@ -4,7 +4,8 @@
 use super::statements::{Level, Statements};
 use super::{Rendered, SqlWriter, Value};
 use crate::ordering::PrimaryOrder;
-use crate::records::{AssignmentStatus, ExecutionKey, Finish, NewItem};
+pub use crate::records::ForWorker;
+use crate::records::{AssignmentStatus, ExecutionKey, Finish, Finishing, NewItem};
 use chrono::{DateTime, Utc};
 
 /// The item columns, in select-list order.
@@ -24,21 +25,6 @@ pub const ITEM_COLUMNS: [&str; 10] = [
 /// The assignment columns, in select-list order.
 pub const ASSIGNMENT_COLUMNS: [&str; 5] =
     ["task_name", "task_instance", "worker", "status", "deadline"];
-
-/// Who asks for items, and when.
-#[derive(Debug, Clone, Copy)]
-pub struct ForWorker<'a> {
-    /// The worker.
-    pub worker: &'a str,
-    /// The task type.
-    pub task_type: &'a str,
-    /// Primary order of the task type.
-    pub order: &'a PrimaryOrder,
-    /// The clock's now.
-    pub now: DateTime<Utc>,
-    /// Only this item (to lock one candidate by key).
-    pub key: Option<&'a ExecutionKey>,
-}
 
 impl Statements<'_> {
     fn item_select(&self, limit: Option<i64>) -> SqlWriter<'_> {
@@ -247,14 +233,14 @@ impl Statements<'_> {
 
     /// Ends an ACCEPTED assignment as `how` says; RETURNED and ABANDONED get the deadline
     /// `hidden_until`. Abandoning requires the deadline to have passed at `now`.
-    pub fn assignment_finish(
-        &self,
-        key: &ExecutionKey,
-        worker: &str,
-        how: Finish,
-        now: DateTime<Utc>,
-        hidden_until: DateTime<Utc>,
-    ) -> Rendered {
+    pub fn assignment_finish(&self, f: &Finishing<'_>) -> Rendered {
+        let Finishing {
+            key,
+            worker,
+            how,
+            now,
+            hidden_until,
+        } = *f;
         let mut w = SqlWriter::new(self.dialect());
         w.push("UPDATE ")
             .table(&self.table().assignments())
@@ -384,7 +370,13 @@ impl Statements<'_> {
             ),
             (
                 "assignment_finish",
-                self.assignment_finish(&key, "w1", Finish::Return, now, later),
+                self.assignment_finish(&Finishing {
+                    key: &key,
+                    worker: "w1",
+                    how: Finish::Return,
+                    now,
+                    hidden_until: later,
+                }),
             ),
             ("assignment_expired", self.assignment_expired(now)),
             ("assignment_list", self.assignment_list(&key)),

@@ -23,8 +23,8 @@ pub const MAX_WORKER_LEN: usize = 128;
 
 pub use crate::migrate::{MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 pub use crate::records::{
-    format_record_date, parse_record_date, Assignment, AssignmentStatus, Finish, Item, NewItem,
-    RecordKey,
+    format_record_date, parse_record_date, Assignment, AssignmentStatus, Finish, Finishing,
+    ForWorker, Item, NewItem, RecordKey,
 };
 
 /// One record of a [`Batch`], before resolution.
@@ -246,9 +246,14 @@ impl WorkQueue {
         let now = self.clock.now();
         let order = self.config.order_of(task_type);
         let deadline = self.later(now, self.config.lease)?;
-        Ok(self
-            .store
-            .item_next_for(worker, task_type, &order, now, deadline)?)
+        let q = ForWorker {
+            worker,
+            task_type,
+            order: &order,
+            now,
+            key: None,
+        };
+        Ok(self.store.item_next_for(&q, deadline)?)
     }
 
     /// The items `worker` would get from [`WorkQueue::next_for`], in order, without claiming.
@@ -261,9 +266,14 @@ impl WorkQueue {
             )));
         }
         let order = self.config.order_of(task_type);
-        Ok(self
-            .store
-            .item_list_for(worker, task_type, &order, self.clock.now(), limit)?)
+        let q = ForWorker {
+            worker,
+            task_type,
+            order: &order,
+            now: self.clock.now(),
+            key: None,
+        };
+        Ok(self.store.item_list_for(&q, limit)?)
     }
 
     /// `worker` hands in `item`.
@@ -281,13 +291,43 @@ impl WorkQueue {
         self.finish(worker, item, Finish::Return)
     }
 
+    /// `worker` gives `item` back; it is hidden from them until `until` (this assignment's own
+    /// deadline, instead of the queue-wide `hide_for`).
+    pub fn give_back_until(
+        &self,
+        worker: &str,
+        item: &ExecutionKey,
+        until: DateTime<Utc>,
+    ) -> Result<()> {
+        if until > max_time() {
+            return Err(DocketError::InvalidConfig(format!(
+                "deadline {until} is past the latest storable time {}",
+                max_time()
+            )));
+        }
+        self.finish_until(worker, item, Finish::Return, until)
+    }
+
     fn finish(&self, worker: &str, item: &ExecutionKey, how: Finish) -> Result<()> {
-        let now = self.clock.now();
-        let hidden_until = self.later(now, self.config.hide_for)?;
-        if self
-            .store
-            .assignment_finish(item, worker, how, now, hidden_until)?
-        {
+        let until = self.later(self.clock.now(), self.config.hide_for)?;
+        self.finish_until(worker, item, how, until)
+    }
+
+    fn finish_until(
+        &self,
+        worker: &str,
+        item: &ExecutionKey,
+        how: Finish,
+        hidden_until: DateTime<Utc>,
+    ) -> Result<()> {
+        let f = Finishing {
+            key: item,
+            worker,
+            how,
+            now: self.clock.now(),
+            hidden_until,
+        };
+        if self.store.assignment_finish(&f)? {
             Ok(())
         } else {
             Err(queue_error(
@@ -304,13 +344,14 @@ impl WorkQueue {
         let hidden_until = self.later(now, self.config.hide_for)?;
         let mut abandoned = 0;
         for a in self.store.assignment_expired(now)? {
-            if self.store.assignment_finish(
-                &a.key,
-                &a.worker,
-                Finish::Abandon,
+            let f = Finishing {
+                key: &a.key,
+                worker: &a.worker,
+                how: Finish::Abandon,
                 now,
                 hidden_until,
-            )? {
+            };
+            if self.store.assignment_finish(&f)? {
                 abandoned += 1;
             }
         }

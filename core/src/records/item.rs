@@ -2,6 +2,7 @@
 
 use super::{ExecutionKey, RecordKey};
 use crate::error::{DocketError, StoreError};
+use crate::ordering::PrimaryOrder;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value as Json};
 
@@ -180,4 +181,34 @@ impl Finish {
             Finish::Abandon => AssignmentStatus::Abandoned,
         }
     }
+}
+
+/// Who asks for items, and when: the parameters of the work queue's item queries.
+#[derive(Debug, Clone, Copy)]
+pub struct ForWorker<'a> {
+    /// The worker.
+    pub worker: &'a str,
+    /// The task type.
+    pub task_type: &'a str,
+    /// Primary order of the task type.
+    pub order: &'a PrimaryOrder,
+    /// The clock's now.
+    pub now: DateTime<Utc>,
+    /// Only this item (to lock one candidate by key).
+    pub key: Option<&'a ExecutionKey>,
+}
+
+/// How one worker's ACCEPTED assignment ends: the parameters of `assignment_finish`.
+#[derive(Debug, Clone, Copy)]
+pub struct Finishing<'a> {
+    /// The item.
+    pub key: &'a ExecutionKey,
+    /// The worker holding it.
+    pub worker: &'a str,
+    /// How it ends.
+    pub how: Finish,
+    /// The clock's now.
+    pub now: DateTime<Utc>,
+    /// RETURNED/ABANDONED: until when the item stays hidden from this worker.
+    pub hidden_until: DateTime<Utc>,
 }

@@ -5,12 +5,14 @@
 mod item;
 mod record_key;
 
-pub use item::{Assignment, AssignmentStatus, Finish, Item, NewItem};
+pub use item::{Assignment, AssignmentStatus, Finish, Finishing, ForWorker, Item, NewItem};
 pub use record_key::{format_record_date, parse_record_date, RecordKey};
 
 use crate::error::DocketError;
+use crate::ordering::OrderingPolicy;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
+use std::cmp::Ordering;
 
 /// Identifies an execution.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -82,6 +84,20 @@ impl Execution {
     /// The key.
     pub fn key(&self) -> ExecutionKey {
         ExecutionKey::new(&self.task_name, &self.task_instance)
+    }
+
+    /// Compares with `other` in hand-out order under `policy` (`Less` = handed out first), for
+    /// rows a backend returns unordered (`UPDATE ... RETURNING`). Executions carry no record or
+    /// custom attributes: only [`PrimaryOrder::ExecutionTime`](crate::PrimaryOrder) applies to
+    /// them (the scheduler rejects other primary orders; the work queue sorts in SQL).
+    pub fn cmp_in_hand_out_order(&self, other: &Execution, policy: &OrderingPolicy) -> Ordering {
+        let by_priority = if policy.priority {
+            // Some(_) > None, so NULL sorts last when reversed.
+            other.priority.cmp(&self.priority)
+        } else {
+            Ordering::Equal
+        };
+        by_priority.then_with(|| self.execution_time.cmp(&other.execution_time))
     }
 
     /// Deserializes JSON data written by [`TaskInstance::data`](crate::TaskInstance::data).

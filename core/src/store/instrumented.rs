@@ -100,7 +100,7 @@ impl<S: QueueStore + ?Sized> QueueStore for Instrumented<S> {
         fn check_queue_schema(&self) -> ();
         fn item_insert_batch(&self, rows: &[NewItem]) -> u64;
         fn item_get(&self, key: &ExecutionKey) -> Option<Item>;
-        fn item_list_for(&self, worker: &str, task_type: &str, order: &PrimaryOrder, now: DateTime<Utc>, limit: i64) -> Vec<Item>;
+        fn item_list_for(&self, q: &ForWorker<'_>, limit: i64) -> Vec<Item>;
         fn item_extend(&self, key: &ExecutionKey, n: i32) -> bool;
         fn assignment_expired(&self, now: DateTime<Utc>) -> Vec<Assignment>;
         fn assignment_list(&self, key: &ExecutionKey) -> Vec<Assignment>;
@@ -108,43 +108,27 @@ impl<S: QueueStore + ?Sized> QueueStore for Instrumented<S> {
 
     fn item_next_for(
         &self,
-        worker: &str,
-        task_type: &str,
-        order: &PrimaryOrder,
-        now: DateTime<Utc>,
+        q: &ForWorker<'_>,
         deadline: DateTime<Utc>,
     ) -> Result<Option<Item>, StoreError> {
         let started = Instant::now();
-        let claimed = observe("item_next_for", || {
-            self.inner
-                .item_next_for(worker, task_type, order, now, deadline)
-        })?;
-        metrics::histogram!("docket_queue_next_for_seconds", "task" => task_type.to_owned())
+        let claimed = observe("item_next_for", || self.inner.item_next_for(q, deadline))?;
+        let task = q.task_type.to_owned();
+        metrics::histogram!("docket_queue_next_for_seconds", "task" => task.clone())
             .record(started.elapsed().as_secs_f64());
         if claimed.is_some() {
-            metrics::counter!("docket_queue_claims_total", "task" => task_type.to_owned())
-                .increment(1);
+            metrics::counter!("docket_queue_claims_total", "task" => task).increment(1);
         }
         Ok(claimed)
     }
 
-    fn assignment_finish(
-        &self,
-        key: &ExecutionKey,
-        worker: &str,
-        how: Finish,
-        now: DateTime<Utc>,
-        hidden_until: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        let finished = observe("assignment_finish", || {
-            self.inner
-                .assignment_finish(key, worker, how, now, hidden_until)
-        })?;
+    fn assignment_finish(&self, f: &Finishing<'_>) -> Result<bool, StoreError> {
+        let finished = observe("assignment_finish", || self.inner.assignment_finish(f))?;
         if finished {
             metrics::counter!(
                 "docket_queue_finished_total",
-                "task" => key.task_name.clone(),
-                "status" => how.status().as_str()
+                "task" => f.key.task_name.clone(),
+                "status" => f.how.status().as_str()
             )
             .increment(1);
         }

@@ -20,8 +20,8 @@ pub use row::{Cell, Row};
 use crate::dialect::Capabilities;
 use crate::error::StoreError;
 use crate::ident::TableName;
-use crate::ordering::{OrderingPolicy, PrimaryOrder};
-use crate::records::{Assignment, Finish, Item, NewItem};
+use crate::ordering::OrderingPolicy;
+use crate::records::{Assignment, Finishing, ForWorker, Item, NewItem};
 use chrono::{DateTime, Utc};
 
 /// Which table a store works on and how it orders due work.
@@ -126,33 +126,16 @@ pub trait QueueStore: StoreInfo {
     /// an ACCEPTED assignment with `deadline`, in one transaction.
     fn item_next_for(
         &self,
-        worker: &str,
-        task_type: &str,
-        order: &PrimaryOrder,
-        now: DateTime<Utc>,
+        q: &ForWorker<'_>,
         deadline: DateTime<Utc>,
     ) -> Result<Option<Item>, StoreError>;
-    /// The items `worker` may take, in order, without claiming.
-    fn item_list_for(
-        &self,
-        worker: &str,
-        task_type: &str,
-        order: &PrimaryOrder,
-        now: DateTime<Utc>,
-        limit: i64,
-    ) -> Result<Vec<Item>, StoreError>;
+    /// The items `q.worker` may take, in order, without claiming.
+    fn item_list_for(&self, q: &ForWorker<'_>, limit: i64) -> Result<Vec<Item>, StoreError>;
     /// Raises `max_assignments` by `n`; `false` when there is no such item.
     fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError>;
-    /// Ends `worker`'s ACCEPTED assignment on `key` as `how` says and releases the item, in one
-    /// transaction; `false` (nothing changed) when there is no such accepted assignment.
-    fn assignment_finish(
-        &self,
-        key: &ExecutionKey,
-        worker: &str,
-        how: Finish,
-        now: DateTime<Utc>,
-        hidden_until: DateTime<Utc>,
-    ) -> Result<bool, StoreError>;
+    /// Ends the worker's ACCEPTED assignment on the item as `f.how` says and releases the item,
+    /// in one transaction; `false` (nothing changed) when there is no such accepted assignment.
+    fn assignment_finish(&self, f: &Finishing<'_>) -> Result<bool, StoreError>;
     /// ACCEPTED assignments past their deadline at `now`.
     fn assignment_expired(&self, now: DateTime<Utc>) -> Result<Vec<Assignment>, StoreError>;
     /// The assignments of one item.

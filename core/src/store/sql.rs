@@ -492,7 +492,7 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
             ),
             LockAndFetch::SelectThenUpdate => self.select_then_claim(level, p, limit, picked_by),
         })?;
-        rows.sort_by(|a, b| self.config.ordering.compare(a, b));
+        rows.sort_by(|a, b| a.cmp_in_hand_out_order(b, &self.config.ordering));
         Ok(rows)
     }
 
@@ -605,30 +605,21 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
 
     fn item_next_for(
         &self,
-        worker: &str,
-        task_type: &str,
-        order: &PrimaryOrder,
-        now: DateTime<Utc>,
+        q: &ForWorker<'_>,
         deadline: DateTime<Utc>,
     ) -> Result<Option<Item>, StoreError> {
-        let q = ForWorker {
-            worker,
-            task_type,
-            order,
-            now,
-            key: None,
-        };
+        let q = &ForWorker { key: None, ..*q };
         if !self.capabilities().claim_locks_examined_rows {
             return self.claim_first(
-                &self.statements.item_eligible(&q, Some(1), true),
-                &q,
+                &self.statements.item_eligible(q, Some(1), true),
+                q,
                 deadline,
             );
         }
         // The database would lock every row its locking read examines (for a sort: every
         // eligible row), and concurrent claimers would skip them all. Read the candidates in
         // order without locks, then lock and claim the first that is still eligible, by key.
-        let candidates = self.statements.item_eligible(&q, Some(CANDIDATES), false);
+        let candidates = self.statements.item_eligible(q, Some(CANDIDATES), false);
         for _ in 0..MAX_CANDIDATE_ROUNDS {
             let found = self.items(candidates.clone())?;
             if found.is_empty() {
@@ -637,58 +628,35 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
             for item in &found {
                 let one = ForWorker {
                     key: Some(&item.key),
-                    ..q
+                    ..*q
                 };
                 let lock = self.statements.item_eligible(&one, Some(1), true);
-                if let Some(claimed) = self.claim_first(&lock, &q, deadline)? {
+                if let Some(claimed) = self.claim_first(&lock, q, deadline)? {
                     return Ok(Some(claimed));
                 }
             }
         }
         tracing::warn!(
-            worker,
-            task_type,
+            worker = q.worker,
+            task_type = q.task_type,
             "every candidate was taken by others; none claimed"
         );
         Ok(None)
     }
 
-    fn item_list_for(
-        &self,
-        worker: &str,
-        task_type: &str,
-        order: &PrimaryOrder,
-        now: DateTime<Utc>,
-        limit: i64,
-    ) -> Result<Vec<Item>, StoreError> {
-        let q = ForWorker {
-            worker,
-            task_type,
-            order,
-            now,
-            key: None,
-        };
-        self.items(self.statements.item_eligible(&q, Some(limit), false))
+    fn item_list_for(&self, q: &ForWorker<'_>, limit: i64) -> Result<Vec<Item>, StoreError> {
+        self.items(self.statements.item_eligible(q, Some(limit), false))
     }
 
     fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError> {
         Ok(self.execute(self.statements.item_extend(key, n))? == 1)
     }
 
-    fn assignment_finish(
-        &self,
-        key: &ExecutionKey,
-        worker: &str,
-        how: Finish,
-        now: DateTime<Utc>,
-        hidden_until: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        let finish = self
-            .statements
-            .assignment_finish(key, worker, how, now, hidden_until);
+    fn assignment_finish(&self, f: &Finishing<'_>) -> Result<bool, StoreError> {
+        let finish = self.statements.assignment_finish(f);
         let release = self
             .statements
-            .item_release(key, worker, !how.status().counts());
+            .item_release(f.key, f.worker, !f.how.status().counts());
         self.connector.in_transaction(&mut |s| {
             if s.execute(&finish)? == 0 {
                 return Ok(false);
