@@ -6,6 +6,8 @@
 //! mapping of diesel and r2d2 errors onto [`StoreError`]. Each backend keeps its dialect, its
 //! SQL, and its family: how it binds values and reads columns.
 
+#[cfg(feature = "bench")]
+pub mod bench;
 pub mod session;
 
 pub use session::{bind_value, bound, Cells, DieselConnector, DieselSession, Family, Query};

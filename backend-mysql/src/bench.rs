@@ -5,24 +5,21 @@
 
 use crate::dialect::Flavor;
 use crate::MysqlFamily;
-use crate::{migrate, MysqlStore, MIGRATIONS};
+use crate::{migrate, MysqlStore};
 use diesel::sql_types::Text;
 use diesel::{MysqlConnection, QueryableByName, RunQueryDsl};
 use docket_core::bench::{Cost, QueuePlan, QueueScenario, QueueType, Recorded, Scenario};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
+use docket_core::ident::TableName;
+use docket_core::store::sql::SqlSession;
 use docket_core::{StoreError, StoreInfo};
+use docket_diesel::bench::ScenarioSql;
 use docket_diesel::db;
 use docket_diesel::{bound, DieselSession};
 use std::time::Instant;
 
 fn run(conn: &mut MysqlConnection, stmt: &Rendered) -> Result<usize, StoreError> {
     bound::<MysqlFamily>(stmt).execute(conn).map_err(db)
-}
-
-fn plain(store: &MysqlStore, head: &str, tail: &str) -> Rendered {
-    let mut w = SqlWriter::new(store.connector().meta().dialect);
-    w.push(head).table(&store.config().table).push(tail);
-    w.finish()
 }
 
 /// `n` for `0 <= n < CHUNK`: MariaDB's sequence engine, else ten digits cross-joined.
@@ -46,123 +43,55 @@ fn numbers(flavor: Flavor) -> &'static str {
     }
 }
 
-/// Inserts rows `from..to` (instances `<prefix><n>`) at `now + start + U[0, span)` seconds.
-fn insert_rows(
-    store: &MysqlStore,
-    conn: &mut MysqlConnection,
-    s: &Scenario,
-    prefix: &str,
-    (from, to): (u64, u64),
-    (start, span): (i64, i64),
-) -> Result<(), StoreError> {
-    let mut w = SqlWriter::new(store.connector().meta().dialect);
-    w.push("INSERT INTO ")
-        .table(&store.config().table)
-        .push(
-            " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
-             priority) SELECT ",
-        )
-        .bind(s.task_name.as_str())
-        .push(", CONCAT(")
-        .bind(prefix)
-        .push(", g.n + ")
-        .bind(Value::BigInt(from as i64))
-        .push("), TIMESTAMPADD(MICROSECOND, FLOOR((")
-        .bind(Value::BigInt(start))
-        .push(" + RAND() * ")
-        .bind(Value::BigInt(span))
-        .push(") * 1000000), ")
-        .bind(s.now)
-        .push("), FALSE, 0, 1, 1 + FLOOR(RAND() * ")
-        .bind(Value::Int(i32::from(s.levels)))
-        .push(") FROM ")
-        .push(numbers(store.connector().meta().flavor()))
-        .push(" WHERE g.n < ")
-        .bind(Value::BigInt((to - from) as i64));
-    run(conn, &w.finish()).map(drop)
-}
+/// How MySQL/MariaDB generate the priority benchmark's rows (see [`numbers`]).
+#[derive(Debug, Clone, Copy)]
+pub struct MysqlScenario(pub Flavor);
 
-fn load_due(
-    store: &MysqlStore,
-    conn: &mut MysqlConnection,
-    s: &Scenario,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), StoreError> {
-    for chunk in docket_core::bench::chunks(s.due, Scenario::CHUNK) {
-        insert_rows(store, conn, s, "d", chunk, (-3600, 3600))?;
-        progress(chunk.1 - chunk.0);
+impl ScenarioSql for MysqlScenario {
+    fn insert_rows(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        s: &Scenario,
+        prefix: &str,
+        (from, to): (u64, u64),
+        (start, span): (i64, i64),
+    ) {
+        w.push("INSERT INTO ")
+            .table(table)
+            .push(
+                " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
+                 priority) SELECT ",
+            )
+            .bind(s.task_name.as_str())
+            .push(", CONCAT(")
+            .bind(prefix)
+            .push(", g.n + ")
+            .bind(Value::BigInt(from as i64))
+            .push("), TIMESTAMPADD(MICROSECOND, FLOOR((")
+            .bind(Value::BigInt(start))
+            .push(" + RAND() * ")
+            .bind(Value::BigInt(span))
+            .push(") * 1000000), ")
+            .bind(s.now)
+            .push("), FALSE, 0, 1, 1 + FLOOR(RAND() * ")
+            .bind(Value::Int(i32::from(s.levels)))
+            .push(") FROM ")
+            .push(numbers(self.0))
+            .push(" WHERE g.n < ")
+            .bind(Value::BigInt((to - from) as i64));
     }
-    let mut w = SqlWriter::new(store.connector().meta().dialect);
-    w.push("DELETE FROM ")
-        .table(&store.config().table)
-        .push(" WHERE task_instance LIKE 'd%' AND priority > ")
-        .bind(Value::SmallInt(Some(s.top_kept_level())));
-    run(conn, &w.finish())?;
-    analyze(store, conn)
-}
 
-fn analyze(store: &MysqlStore, conn: &mut MysqlConnection) -> Result<(), StoreError> {
-    #[derive(QueryableByName)]
-    struct AnalyzeRow {
-        #[diesel(sql_type = Text)]
-        #[diesel(column_name = "Msg_text")]
-        _msg: String,
+    fn truncate(&self) -> &'static str {
+        "TRUNCATE TABLE "
     }
-    bound::<MysqlFamily>(&plain(store, "ANALYZE TABLE ", ""))
-        .load::<AnalyzeRow>(conn)
-        .map_err(db)
-        .map(drop)
-}
 
-/// Migrates the store's table, empties it and loads `s`: future rows, then due rows, then
-/// drains the top levels' due rows; `progress` gets the rows written by each chunk.
-pub fn load_scenario(
-    store: &MysqlStore,
-    s: &Scenario,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), StoreError> {
-    migrate(store, None)?;
-    let mut conn = store.connector().connection()?;
-    run(&mut conn, &plain(store, "TRUNCATE TABLE ", ""))?;
-    for chunk in docket_core::bench::chunks(s.future, Scenario::CHUNK) {
-        insert_rows(store, &mut conn, s, "f", chunk, (1, 86_399))?;
-        progress(chunk.1 - chunk.0);
+    /// `ANALYZE TABLE` returns a result set: read it as a query.
+    fn analyze(&self, session: &mut dyn SqlSession, table: &TableName) -> Result<(), StoreError> {
+        let mut w = SqlWriter::new(self.0.dialect());
+        w.push("ANALYZE TABLE ").table(table);
+        session.query(&w.finish()).map(drop)
     }
-    load_due(store, &mut conn, s, progress)
-}
-
-/// Replaces every due row (claimed or not) by a fresh set drawn as in [`load_scenario`].
-pub fn reload_due(
-    store: &MysqlStore,
-    s: &Scenario,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), StoreError> {
-    let mut conn = store.connector().connection()?;
-    run(
-        &mut conn,
-        &plain(store, "DELETE FROM ", " WHERE task_instance LIKE 'd%'"),
-    )?;
-    load_due(store, &mut conn, s, progress)
-}
-
-/// Drops the table and its work-queue assignments table (migration 0004 creates it) and
-/// forgets their migrations.
-pub fn drop_scenario(store: &MysqlStore) -> Result<(), StoreError> {
-    let mut conn = store.connector().connection()?;
-    let table = &store.config().table;
-    let mut w = SqlWriter::new(store.connector().meta().dialect);
-    w.push("DROP TABLE IF EXISTS ")
-        .table(&table.assignments())
-        .push(", ")
-        .table(table);
-    run(&mut conn, &w.finish())?;
-    for m in MIGRATIONS {
-        let mut w = SqlWriter::new(store.connector().meta().dialect);
-        w.push("DELETE FROM __diesel_schema_migrations WHERE version = ")
-            .bind(format!("{}@{}", m.name, store.config().table).as_str());
-        run(&mut conn, &w.finish())?;
-    }
-    Ok(())
 }
 
 #[derive(QueryableByName)]
@@ -359,7 +288,8 @@ pub fn load_queue(
             progress(chunk.1 - chunk.0);
         }
     }
-    analyze(store, &mut conn)?;
+    MysqlScenario(store.connector().meta().flavor())
+        .analyze(&mut DieselSession::<MysqlFamily>(&mut conn), &store.config().table)?;
     let mut w = SqlWriter::new(dialect);
     w.push("ANALYZE TABLE ").table(&table.assignments());
     #[derive(QueryableByName)]

@@ -4,13 +4,16 @@
 
 use crate::dialect::PgDialect;
 use crate::PgFamily;
-use crate::{migrate, PgStore, MIGRATIONS};
+use crate::{migrate, PgStore};
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::Text;
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 use docket_core::bench::{Cost, QueuePlan, QueueScenario, Recorded, Scenario};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
+use docket_core::ident::TableName;
+use docket_core::store::sql::SqlSession;
 use docket_core::{StoreError, StoreInfo};
+use docket_diesel::bench::ScenarioSql;
 use docket_diesel::bound;
 use docket_diesel::db;
 
@@ -18,121 +21,53 @@ fn run(conn: &mut PgConnection, stmt: &Rendered) -> Result<usize, StoreError> {
     bound::<PgFamily>(stmt).execute(conn).map_err(db)
 }
 
-fn plain(store: &PgStore, head: &str, tail: &str) -> String {
-    let mut w = SqlWriter::new(&PgDialect);
-    w.push(head).table(&store.config().table).push(tail);
-    w.finish().sql
-}
+/// How PostgreSQL generates the priority benchmark's rows: `generate_series`, server-side.
+#[derive(Debug, Clone, Copy)]
+pub struct PgScenario;
 
-/// Inserts rows `from..to` (instances `<prefix><n>`) at `now + start + U[0, span)` seconds.
-fn insert_rows(
-    store: &PgStore,
-    conn: &mut PgConnection,
-    s: &Scenario,
-    prefix: &str,
-    (from, to): (u64, u64),
-    (start, span): (i64, i64),
-) -> Result<(), StoreError> {
-    let mut w = SqlWriter::new(&PgDialect);
-    w.push("INSERT INTO ")
-        .table(&store.config().table)
-        .push(
-            " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
-             priority) SELECT ",
-        )
-        .bind(s.task_name.as_str())
-        .push(", ")
-        .bind(prefix)
-        .push(" || g, ")
-        .bind(s.now)
-        .push(" + (")
-        .bind(Value::BigInt(start))
-        .push(" + random() * ")
-        .bind(Value::BigInt(span))
-        .push(") * interval '1 second', false, 0, 1, (1 + floor(random() * ")
-        .bind(Value::Int(i32::from(s.levels)))
-        .push("))::smallint FROM generate_series(")
-        .bind(Value::BigInt(from as i64))
-        .push("::bigint, ")
-        .bind(Value::BigInt(to as i64 - 1))
-        .push("::bigint) g");
-    run(conn, &w.finish()).map(drop)
-}
-
-/// Inserts the due rows, removes those of the drained levels, then vacuums and analyzes.
-fn load_due(
-    store: &PgStore,
-    conn: &mut PgConnection,
-    s: &Scenario,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), StoreError> {
-    for chunk in docket_core::bench::chunks(s.due, Scenario::CHUNK) {
-        insert_rows(store, conn, s, "d", chunk, (-3600, 3600))?;
-        progress(chunk.1 - chunk.0);
+impl ScenarioSql for PgScenario {
+    fn insert_rows(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        s: &Scenario,
+        prefix: &str,
+        (from, to): (u64, u64),
+        (start, span): (i64, i64),
+    ) {
+        w.push("INSERT INTO ")
+            .table(table)
+            .push(
+                " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
+                 priority) SELECT ",
+            )
+            .bind(s.task_name.as_str())
+            .push(", ")
+            .bind(prefix)
+            .push(" || g, ")
+            .bind(s.now)
+            .push(" + (")
+            .bind(Value::BigInt(start))
+            .push(" + random() * ")
+            .bind(Value::BigInt(span))
+            .push(") * interval '1 second', false, 0, 1, (1 + floor(random() * ")
+            .bind(Value::Int(i32::from(s.levels)))
+            .push("))::smallint FROM generate_series(")
+            .bind(Value::BigInt(from as i64))
+            .push("::bigint, ")
+            .bind(Value::BigInt(to as i64 - 1))
+            .push("::bigint) g");
     }
-    let mut w = SqlWriter::new(&PgDialect);
-    w.push("DELETE FROM ")
-        .table(&store.config().table)
-        .push(" WHERE task_instance LIKE 'd%' AND priority > ")
-        .bind(Value::SmallInt(Some(s.top_kept_level())));
-    run(conn, &w.finish())?;
-    conn.batch_execute(&plain(store, "VACUUM ANALYZE ", ""))
-        .map_err(db)
-}
 
-/// Migrates the store's table, empties it and loads `s`: future rows, then due rows, then
-/// drains the top levels' due rows; `progress` gets the rows written by each chunk.
-pub fn load_scenario(
-    store: &PgStore,
-    s: &Scenario,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), StoreError> {
-    migrate(store, None)?;
-    let mut conn = store.connector().connection()?;
-    conn.batch_execute(&plain(store, "TRUNCATE ", ""))
-        .map_err(db)?;
-    for chunk in docket_core::bench::chunks(s.future, Scenario::CHUNK) {
-        insert_rows(store, &mut conn, s, "f", chunk, (1, 86_399))?;
-        progress(chunk.1 - chunk.0);
+    fn truncate(&self) -> &'static str {
+        "TRUNCATE "
     }
-    load_due(store, &mut conn, s, progress)
-}
 
-/// Replaces every due row (claimed or not) by a fresh set drawn as in [`load_scenario`], so
-/// each throughput run starts from the same state.
-pub fn reload_due(
-    store: &PgStore,
-    s: &Scenario,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), StoreError> {
-    let mut conn = store.connector().connection()?;
-    conn.batch_execute(&plain(
-        store,
-        "DELETE FROM ",
-        " WHERE task_instance LIKE 'd%'",
-    ))
-    .map_err(db)?;
-    load_due(store, &mut conn, s, progress)
-}
-
-/// Drops the table and its work-queue assignments table (migration 0004 creates it) and
-/// forgets their migrations.
-pub fn drop_scenario(store: &PgStore) -> Result<(), StoreError> {
-    let mut conn = store.connector().connection()?;
-    let mut w = SqlWriter::new(&PgDialect);
-    let table = &store.config().table;
-    w.push("DROP TABLE IF EXISTS ")
-        .table(&table.assignments())
-        .push(", ")
-        .table(table);
-    conn.batch_execute(&w.finish().sql).map_err(db)?;
-    for m in MIGRATIONS {
+    fn analyze(&self, session: &mut dyn SqlSession, table: &TableName) -> Result<(), StoreError> {
         let mut w = SqlWriter::new(&PgDialect);
-        w.push("DELETE FROM __diesel_schema_migrations WHERE version = ")
-            .bind(format!("{}@{}", m.name, store.config().table).as_str());
-        run(&mut conn, &w.finish())?;
+        w.push("VACUUM ANALYZE ").table(table);
+        session.execute(&w.finish()).map(drop)
     }
-    Ok(())
 }
 
 /// Creates the database a `postgres://` URL names when it does not exist yet (connecting to the

@@ -4,121 +4,59 @@
 
 use crate::dialect::SqliteDialect;
 use crate::SqliteFamily;
-use crate::{migrate, SqliteStore, MIGRATIONS};
-use diesel::{RunQueryDsl, SqliteConnection};
+use crate::SqliteStore;
 use docket_core::bench::{Cost, Recorded, Scenario};
-use docket_core::dialect::{Rendered, SqlWriter, Value};
-use docket_core::{StoreError, StoreInfo};
-use docket_diesel::db;
-use docket_diesel::{bound, DieselSession};
+use docket_core::dialect::{SqlWriter, Value};
+use docket_core::ident::TableName;
+use docket_core::store::sql::SqlSession;
+use docket_core::StoreError;
+use docket_diesel::bench::ScenarioSql;
+use docket_diesel::DieselSession;
 use std::time::Instant;
 
-fn run(conn: &mut SqliteConnection, stmt: &Rendered) -> Result<usize, StoreError> {
-    bound::<SqliteFamily>(stmt).execute(conn).map_err(db)
-}
+/// How SQLite generates the priority benchmark's rows: a recursive CTE.
+#[derive(Debug, Clone, Copy)]
+pub struct SqliteScenario;
 
-fn plain(store: &SqliteStore, head: &str, tail: &str) -> Rendered {
-    let mut w = SqlWriter::new(&SqliteDialect);
-    w.push(head).table(&store.config().table).push(tail);
-    w.finish()
-}
-
-/// Inserts rows `from..to` (instances `<prefix><n>`) at `now + start + U[0, span)` seconds.
-fn insert_rows(
-    store: &SqliteStore,
-    conn: &mut SqliteConnection,
-    s: &Scenario,
-    prefix: &str,
-    (from, to): (u64, u64),
-    (start, span): (i64, i64),
-) -> Result<(), StoreError> {
-    let mut w = SqlWriter::new(&SqliteDialect);
-    w.push("WITH RECURSIVE g(n) AS (SELECT ")
-        .bind(Value::BigInt(from as i64))
-        .push(" UNION ALL SELECT n + 1 FROM g WHERE n + 1 < ")
-        .bind(Value::BigInt(to as i64))
-        .push(") INSERT INTO ")
-        .table(&store.config().table)
-        .push(
-            " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
-             priority) SELECT ",
-        )
-        .bind(s.task_name.as_str())
-        .push(", ")
-        .bind(prefix)
-        .push(" || n, ")
-        .bind(s.now)
-        .push(" + CAST((")
-        .bind(Value::BigInt(start))
-        .push(" + (random() / 18446744073709551616.0 + 0.5) * ")
-        .bind(Value::BigInt(span))
-        .push(") * 1000000 AS INTEGER), 0, 0, 1, 1 + abs(random() % ")
-        .bind(Value::Int(i32::from(s.levels)))
-        .push(") FROM g");
-    run(conn, &w.finish()).map(drop)
-}
-
-fn load_due(
-    store: &SqliteStore,
-    conn: &mut SqliteConnection,
-    s: &Scenario,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), StoreError> {
-    for chunk in docket_core::bench::chunks(s.due, Scenario::CHUNK) {
-        insert_rows(store, conn, s, "d", chunk, (-3600, 3600))?;
-        progress(chunk.1 - chunk.0);
+impl ScenarioSql for SqliteScenario {
+    fn insert_rows(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        s: &Scenario,
+        prefix: &str,
+        (from, to): (u64, u64),
+        (start, span): (i64, i64),
+    ) {
+        w.push("WITH RECURSIVE g(n) AS (SELECT ")
+            .bind(Value::BigInt(from as i64))
+            .push(" UNION ALL SELECT n + 1 FROM g WHERE n + 1 < ")
+            .bind(Value::BigInt(to as i64))
+            .push(") INSERT INTO ")
+            .table(table)
+            .push(
+                " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
+                 priority) SELECT ",
+            )
+            .bind(s.task_name.as_str())
+            .push(", ")
+            .bind(prefix)
+            .push(" || n, ")
+            .bind(s.now)
+            .push(" + CAST((")
+            .bind(Value::BigInt(start))
+            .push(" + (random() / 18446744073709551616.0 + 0.5) * ")
+            .bind(Value::BigInt(span))
+            .push(") * 1000000 AS INTEGER), 0, 0, 1, 1 + abs(random() % ")
+            .bind(Value::Int(i32::from(s.levels)))
+            .push(") FROM g");
     }
-    let mut w = SqlWriter::new(&SqliteDialect);
-    w.push("DELETE FROM ")
-        .table(&store.config().table)
-        .push(" WHERE task_instance LIKE 'd%' AND priority > ")
-        .bind(Value::SmallInt(Some(s.top_kept_level())));
-    run(conn, &w.finish())?;
-    run(conn, &plain(store, "ANALYZE ", "")).map(drop)
-}
 
-/// Migrates the store's table, empties it and loads `s`: future rows, then due rows, then
-/// drains the top levels' due rows; `progress` gets the rows written by each chunk.
-pub fn load_scenario(
-    store: &SqliteStore,
-    s: &Scenario,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), StoreError> {
-    migrate(store, None)?;
-    let mut conn = store.connector().connection()?;
-    run(&mut conn, &plain(store, "DELETE FROM ", ""))?;
-    for chunk in docket_core::bench::chunks(s.future, Scenario::CHUNK) {
-        insert_rows(store, &mut conn, s, "f", chunk, (1, 86_399))?;
-        progress(chunk.1 - chunk.0);
-    }
-    load_due(store, &mut conn, s, progress)
-}
-
-/// Replaces every due row (claimed or not) by a fresh set drawn as in [`load_scenario`].
-pub fn reload_due(
-    store: &SqliteStore,
-    s: &Scenario,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), StoreError> {
-    let mut conn = store.connector().connection()?;
-    run(
-        &mut conn,
-        &plain(store, "DELETE FROM ", " WHERE task_instance LIKE 'd%'"),
-    )?;
-    load_due(store, &mut conn, s, progress)
-}
-
-/// Drops the table and forgets its migrations.
-pub fn drop_scenario(store: &SqliteStore) -> Result<(), StoreError> {
-    let mut conn = store.connector().connection()?;
-    run(&mut conn, &plain(store, "DROP TABLE IF EXISTS ", ""))?;
-    for m in MIGRATIONS {
+    fn analyze(&self, session: &mut dyn SqlSession, table: &TableName) -> Result<(), StoreError> {
         let mut w = SqlWriter::new(&SqliteDialect);
-        w.push("DELETE FROM __diesel_schema_migrations WHERE version = ")
-            .bind(format!("{}@{}", m.name, store.config().table).as_str());
-        run(&mut conn, &w.finish())?;
+        w.push("ANALYZE ").table(table);
+        session.execute(&w.finish()).map(drop)
     }
-    Ok(())
 }
 
 /// Replays each statement on one connection and sums wall time (no read counter in SQLite).

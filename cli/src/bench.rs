@@ -110,13 +110,15 @@ struct Ops<C: SqlConnector> {
     unit: &'static str,
 }
 
+/// The [`Ops`] of a diesel backend crate: its `connect` and `measure`, the shared loaders of
+/// `docket_diesel::bench` with the crate's [`ScenarioSql`](docket_diesel::bench::ScenarioSql).
 macro_rules! ops {
-    ($krate:ident, $unit:literal) => {
+    ($krate:ident, $scenario:expr, $unit:literal) => {
         Ops {
             connect: $krate::connect,
-            load: $krate::bench::load_scenario,
-            reload: $krate::bench::reload_due,
-            drop: $krate::bench::drop_scenario,
+            load: |st, s, p| docket_diesel::bench::load_scenario(st, &$scenario(st), s, p),
+            reload: |st, s, p| docket_diesel::bench::reload_due(st, &$scenario(st), s, p),
+            drop: docket_diesel::bench::drop_scenario,
             measure: $krate::bench::measure,
             unit: $unit,
         }
@@ -175,6 +177,7 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
             backend.name(),
             ops!(
                 docket_postgres,
+                |_| docket_postgres::bench::PgScenario,
                 "shared buffers hit+read, EXPLAIN (ANALYZE, BUFFERS)"
             ),
         ),
@@ -184,6 +187,9 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
             backend.name(),
             ops!(
                 docket_mysql,
+                |st: &docket_mysql::MysqlStore| docket_mysql::bench::MysqlScenario(
+                    st.connector().meta().flavor()
+                ),
                 "Handler_read_* delta of the session (rows the engine handed over)"
             ),
         ),
@@ -193,6 +199,7 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
             backend.name(),
             ops!(
                 docket_sqlite,
+                |_| docket_sqlite::bench::SqliteScenario,
                 "none available; the figures are execution microseconds"
             ),
         ),

@@ -85,7 +85,7 @@ macro_rules! ops {
             ensure_database: $krate::bench::ensure_database,
             load: $krate::bench::load_queue,
             plan: $krate::bench::queue_plan,
-            drop: $krate::bench::drop_scenario,
+            drop: docket_diesel::bench::drop_scenario,
             plan_label: $label,
             unit: $unit,
         }
