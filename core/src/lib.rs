@@ -4,6 +4,12 @@
 //! abstraction every backend implements, the store trait the engine talks to, the scheduler
 //! engine and the client API. This crate names no database; a backend crate (for example
 //! `docket-postgres`) supplies a [`Dialect`](dialect::Dialect) and a [`Store`].
+//!
+//! ## Features
+//!
+//! - `csv` (off by default): CSV intake of work-queue items, `queue::csv` and
+//!   `WorkQueue::enqueue_csv`. Without it the crate has no CSV dependency; typed batches
+//!   ([`queue::Batch`]) go through the same resolver ([`queue::Intake`]) either way.
 
 pub mod bench;
 pub mod clock;

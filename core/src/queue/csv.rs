@@ -23,7 +23,7 @@
 //! of resolved items that reads one row at a time (and can report how far it has read).
 //!
 //! This module only reads cells: every row is resolved by the same [`Intake`] as a typed
-//! [`Batch`](super::Batch).
+//! [`Batch`](super::Batch). It needs the crate feature `csv`.
 
 pub use super::intake::{default_batch_id, MAX_BATCH_NAME_LEN};
 use super::{Intake, NewItem, QueueConfig, Record, Rejection, WorkQueue};

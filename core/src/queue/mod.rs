@@ -9,6 +9,7 @@
 mod intake;
 pub use intake::{default_batch_id, validate_worker, Intake, Rejection, MAX_BATCH_NAME_LEN};
 
+#[cfg(feature = "csv")]
 pub mod csv;
 mod record;
 
