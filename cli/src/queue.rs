@@ -6,7 +6,7 @@ use crate::{backends, progress, store_config, Target};
 use chrono::{SecondsFormat, Utc};
 use docket_core::queue::{Item, MAX_WORKER_LEN};
 use docket_core::store::DueParams;
-use docket_core::{Execution, WorkQueue};
+use docket_core::{DocketError, Execution, WorkQueue};
 
 /// Arguments of `docket queue`.
 #[derive(Debug, clap::Args)]
@@ -34,16 +34,14 @@ pub struct Args {
     order: crate::OrderArg,
 }
 
-/// A worker name as the assignments table stores it.
+/// A worker name as the assignments table stores it ([`docket_core::validate_worker`]).
 fn parse_worker(value: &str) -> Result<String, String> {
-    if value.is_empty() {
-        Err("must not be empty".to_owned())
-    } else if value.chars().count() > MAX_WORKER_LEN {
-        Err(format!("longer than {MAX_WORKER_LEN} characters"))
-    } else if value.chars().any(char::is_control) {
-        Err("must not contain control characters".to_owned())
-    } else {
-        Ok(value.to_owned())
+    match docket_core::validate_worker(value) {
+        Ok(()) => Ok(value.to_owned()),
+        Err(DocketError::InvalidName { reason, .. }) => Err(format!(
+            "{reason} (at most {MAX_WORKER_LEN} characters, no control characters)"
+        )),
+        Err(other) => Err(other.to_string()),
     }
 }
 
@@ -245,5 +243,26 @@ fn count(n: usize, what: &str) -> String {
         format!("1 {what}")
     } else {
         format!("{n} {what}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_names_follow_the_core_rule() {
+        assert_eq!(parse_worker("w1").as_deref(), Ok("w1"));
+        let longest = "w".repeat(MAX_WORKER_LEN);
+        assert_eq!(parse_worker(&longest), Ok(longest.clone()));
+        for (bad, why) in [
+            ("", "must not be empty"),
+            ("a\nb", "must not contain control characters"),
+            (&format!("{longest}w")[..], "too long"),
+        ] {
+            let err = parse_worker(bad).unwrap_err();
+            assert!(err.starts_with(why), "{bad:?}: {err}");
+            assert!(err.contains("at most 128 characters"), "{err}");
+        }
     }
 }

@@ -4,6 +4,16 @@
 //! abstraction every backend implements, the store trait the engine talks to, the scheduler
 //! engine and the client API. This crate names no database; a backend crate (for example
 //! `docket-postgres`) supplies a [`Dialect`](dialect::Dialect) and a [`Store`].
+//!
+//! ## Features
+//!
+//! - `csv` (off by default): CSV intake of work-queue items, `queue::csv` and
+//!   `WorkQueue::enqueue_csv`. Without it the crate has no CSV dependency; typed batches
+//!   ([`queue::Batch`]) go through the same resolver ([`queue::Intake`]) either way.
+//!
+//! Names are validated by the same public functions everywhere (the API, CSV intake, the CLI):
+//! [`validate_key`] and [`validate_name`] for task names and instance ids, [`validate_worker`]
+//! for worker names, [`AttributeName::parse`](ordering::AttributeName::parse) for attributes.
 
 pub mod backend;
 #[cfg(feature = "bench")]
@@ -40,3 +50,8 @@ pub use task::{
     DeadExecutionPolicy, ExecutionContext, FailurePolicy, Priority, Task, TaskDescriptor,
     TaskError, TaskInstance,
 };
+
+// Name validation, shared by the API, CSV intake and the CLI.
+pub use ordering::AttributeName;
+pub use queue::validate_worker;
+pub use task::{validate_key, validate_name};

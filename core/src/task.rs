@@ -165,17 +165,17 @@ impl<T> TaskInstance<T> {
     }
 }
 
-/// Validates a task name and instance id (or item id) as the table stores them.
-pub(crate) fn validate_key(task_name: &str, id: &str) -> Result<(), DocketError> {
+/// Validates a task name and instance id (or item id) as the table stores them: each not
+/// empty, at most [`MAX_TASK_NAME_LEN`] and [`MAX_INSTANCE_ID_LEN`] characters, without control
+/// characters.
+pub fn validate_key(task_name: &str, id: &str) -> Result<(), DocketError> {
     validate_name("task name", task_name, MAX_TASK_NAME_LEN)?;
     validate_name("instance id", id, MAX_INSTANCE_ID_LEN)
 }
 
-pub(crate) fn validate_name(
-    what: &'static str,
-    value: &str,
-    max: usize,
-) -> Result<(), DocketError> {
+/// Validates a name stored in a text column of `max` characters: not empty, at most `max`
+/// characters, no control characters. The error is [`DocketError::InvalidName`] naming `what`.
+pub fn validate_name(what: &'static str, value: &str, max: usize) -> Result<(), DocketError> {
     let reason = if value.is_empty() {
         "must not be empty"
     } else if value.chars().count() > max {

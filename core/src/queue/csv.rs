@@ -11,7 +11,8 @@
 //!   start time written compactly ([`default_batch_id`], e.g. `20261130T131727.123Z`);
 //! - every other column is a **custom attribute** named by its header (which must pass
 //!   [`AttributeName::parse`]), as a string; empty cells are omitted, and the values are
-//!   converted for the task type's custom order keys by [`normalize_attributes`].
+//!   converted for the task type's custom order keys by
+//!   [`normalize_attributes`](super::normalize_attributes).
 //!
 //! Column names are matched exactly (`ID` is an attribute). Blank lines are skipped: they are
 //! not rows. Any bad row is a [`DocketError::Csv`] naming its physical line in the file (lines
@@ -20,14 +21,17 @@
 //! all-or-nothing: [`read_batch`] (or [`WorkQueue::enqueue_csv`]) resolves the whole file before
 //! anything is inserted, in one transaction. [`CsvItems`] is the streaming form: an iterator
 //! of resolved items that reads one row at a time (and can report how far it has read).
+//!
+//! This module only reads cells: every row is resolved by the same [`Intake`] as a typed
+//! [`Batch`](super::Batch). It needs the crate feature `csv`.
 
-use super::{normalize_attributes, to_millis, NewItem, QueueConfig, RecordKey, WorkQueue};
+pub use super::intake::{default_batch_id, MAX_BATCH_NAME_LEN};
+use super::{Intake, NewItem, QueueConfig, Record, Rejection, WorkQueue};
 use crate::error::{DocketError, Result};
-use crate::ordering::{AttributeName, PrimaryOrder};
-use crate::store::ExecutionKey;
-use crate::task::{validate_key, validate_name, MAX_INSTANCE_ID_LEN};
+use crate::ordering::AttributeName;
+use crate::task::MAX_INSTANCE_ID_LEN;
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -36,14 +40,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub const RECORD_DATE_COLUMN: &str = "record_date";
 /// The column holding the item id.
 pub const ID_COLUMN: &str = "id";
-/// Longest batch name: leaves room for `/<row>` within the item id's 250 characters.
-pub const MAX_BATCH_NAME_LEN: usize = MAX_INSTANCE_ID_LEN - 21;
-
-/// The batch id used when none is given: the start time, compactly, e.g.
-/// `20261130T131727.123Z` (UTC, milliseconds).
-pub fn default_batch_id(started: DateTime<Utc>) -> String {
-    started.format("%Y%m%dT%H%M%S%.3fZ").to_string()
-}
 
 /// Reads a whole CSV file into resolved items of one batch (see the [module docs](self)), or
 /// the first error; nothing is returned for a file with any bad row.
@@ -103,12 +99,7 @@ pub struct CsvItems<R> {
     tap: Arc<Mutex<TapLog>>,
     names: Vec<String>,
     columns: Vec<Column>,
-    order: PrimaryOrder,
-    task_type: String,
-    max_assignments: i32,
-    batch_id: String,
-    started: DateTime<Utc>,
-    row: i64,
+    intake: Intake,
     record: ::csv::StringRecord,
     seen: HashMap<String, u64>,
     done: bool,
@@ -117,10 +108,10 @@ pub struct CsvItems<R> {
 impl<R> std::fmt::Debug for CsvItems<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CsvItems")
-            .field("task_type", &self.task_type)
-            .field("batch_id", &self.batch_id)
+            .field("task_type", &self.intake.task_type())
+            .field("batch_id", &self.intake.batch_id())
             .field("columns", &self.names)
-            .field("row", &self.row)
+            .field("row", &self.intake.numbered())
             .finish_non_exhaustive()
     }
 }
@@ -143,20 +134,13 @@ impl<R: Read> CsvItems<R> {
         started: DateTime<Utc>,
         config: &QueueConfig,
     ) -> Result<Self> {
-        if max_assignments < 1 {
-            return Err(DocketError::InvalidConfig(format!(
-                "max_assignments must be at least 1, got {max_assignments}"
-            )));
-        }
-        validate_key(task_type, "0")?;
-        let started = to_millis(started);
-        let batch_id = match batch {
-            Some(name) => {
-                validate_name("batch name", name, MAX_BATCH_NAME_LEN)?;
-                name.to_owned()
-            }
-            None => default_batch_id(started),
-        };
+        let intake = Intake::new(
+            task_type,
+            max_assignments,
+            batch,
+            started,
+            config.order_of(task_type),
+        )?;
         let tap = Arc::new(Mutex::new(TapLog::default()));
         let mut reader = ::csv::ReaderBuilder::new()
             .has_headers(true)
@@ -199,12 +183,7 @@ impl<R: Read> CsvItems<R> {
             tap,
             names,
             columns,
-            order: config.order_of(task_type),
-            task_type: task_type.to_owned(),
-            max_assignments,
-            batch_id,
-            started,
-            row: 0,
+            intake,
             record: ::csv::StringRecord::new(),
             seen: HashMap::new(),
             done: false,
@@ -213,12 +192,12 @@ impl<R: Read> CsvItems<R> {
 
     /// The batch id (given, or the default from the start time).
     pub fn batch_id(&self) -> &str {
-        &self.batch_id
+        self.intake.batch_id()
     }
 
     /// The batch's start time (to milliseconds).
     pub fn started(&self) -> DateTime<Utc> {
-        self.started
+        self.intake.started()
     }
 
     /// The header's names, in file order.
@@ -231,9 +210,9 @@ impl<R: Read> CsvItems<R> {
         self.reader.position().byte()
     }
 
-    /// Data rows read so far.
+    /// Data rows read so far (a row the reader or its record date rejected is not counted).
     pub fn rows_read(&self) -> u64 {
-        self.row.unsigned_abs()
+        self.intake.numbered()
     }
 
     /// The physical line of a record at `pos` (or where the reader is).
@@ -254,7 +233,6 @@ impl<R: Read> CsvItems<R> {
                 return Err(csv_error(line, column, reason));
             }
         }
-        self.row += 1;
         let line = self.line_of(self.record.position());
         self.tap
             .lock()
@@ -262,56 +240,42 @@ impl<R: Read> CsvItems<R> {
             .forget_before(self.reader.position().byte());
         let fail = |column: &str, reason: String| csv_error(line, column, reason);
         let mut id = None;
-        let mut date = None;
-        let mut attributes = Map::new();
+        let mut record = Record::default();
         for (column, cell) in self.columns.iter().zip(self.record.iter()) {
             match column {
                 Column::Id if !cell.is_empty() => id = Some(cell.to_owned()),
                 Column::RecordDate if !cell.trim().is_empty() => {
                     let t = super::parse_record_date(cell)
                         .map_err(|reason| fail(RECORD_DATE_COLUMN, reason))?;
-                    date = Some(to_millis(t));
+                    record.record_date = Some(t);
                 }
                 Column::Attribute(name) if !cell.is_empty() => {
-                    attributes.insert(name.as_str().to_owned(), Json::String(cell.to_owned()));
+                    let value = Json::String(cell.to_owned());
+                    record.attributes.insert(name.as_str().to_owned(), value);
                 }
                 _ => {}
             }
         }
-        let id = id.unwrap_or_else(|| format!("{}/{}", self.batch_id, self.row));
-        if let Err(DocketError::InvalidName { reason, .. }) =
-            validate_name("item id", &id, MAX_INSTANCE_ID_LEN)
-        {
+        record.id = id.unwrap_or_else(|| self.intake.default_id());
+        if let Some(first) = self.seen.insert(record.id.clone(), line) {
             return Err(fail(
+                ID_COLUMN,
+                format!("duplicate item id {:?} (first on line {first})", record.id),
+            ));
+        }
+        match self.intake.resolve(record) {
+            Ok(item) => Ok(Some(item)),
+            Err(Rejection::Id { id, reason }) => Err(fail(
                 ID_COLUMN,
                 format!(
                     "item id {} ({} characters): {reason}, at most {MAX_INSTANCE_ID_LEN} characters without control characters",
                     shorten(&id),
                     id.chars().count()
                 ),
-            ));
+            )),
+            Err(Rejection::Attribute { name, reason, .. }) => Err(fail(&name, reason)),
+            Err(other @ Rejection::TooLate { .. }) => Err(fail("", other.to_string())),
         }
-        if let Some(first) = self.seen.insert(id.clone(), line) {
-            return Err(fail(
-                ID_COLUMN,
-                format!("duplicate item id {id:?} (first on line {first})"),
-            ));
-        }
-        normalize_attributes(&self.order, &mut attributes)
-            .map_err(|(name, reason)| fail(&name, reason))?;
-        Ok(Some(NewItem {
-            key: ExecutionKey::new(&self.task_type, id),
-            data: None,
-            available_at: self.started,
-            record: RecordKey {
-                order: self.row,
-                date: date.unwrap_or(self.started),
-            },
-            custom_attributes: (!attributes.is_empty())
-                .then(|| Json::Object(attributes).to_string()),
-            max_assignments: self.max_assignments,
-            priority: None,
-        }))
     }
 }
 
@@ -431,14 +395,12 @@ fn describe(e: &::csv::Error, names: &[String]) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ordering::{CustomKey, Direction, KeyType};
+    use crate::ordering::{CustomKey, Direction, KeyType, PrimaryOrder};
+    use crate::queue::intake::tests::started;
+    use crate::queue::to_millis;
     use chrono::TimeZone;
     use proptest::prelude::*;
-
-    fn started() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 11, 30, 13, 17, 27).unwrap()
-            + chrono::Duration::microseconds(123_456)
-    }
+    use serde_json::Map;
 
     fn read(text: &str) -> Result<Vec<NewItem>> {
         read_batch(

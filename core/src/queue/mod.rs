@@ -6,6 +6,10 @@
 //! `<table>_assignments`. [`WorkQueue::next_for`] claims the first eligible item in policy order
 //! in one transaction; submit, skip, return and abandon release it.
 
+mod intake;
+pub use intake::{default_batch_id, validate_worker, Intake, Rejection, MAX_BATCH_NAME_LEN};
+
+#[cfg(feature = "csv")]
 pub mod csv;
 
 use crate::clock::{Clock, SystemClock};
@@ -176,49 +180,22 @@ impl WorkQueue {
         self.resolve_at(batch, self.clock.now())
     }
 
-    /// Turns a batch started at `started` into rows: record order = position (1-based), missing
-    /// record date = `started` (to milliseconds, the precision of the JSON form), attributes
-    /// normalized for the task type's custom keys. Any invalid record is an error naming it;
-    /// nothing is resolved then.
+    /// Turns a batch started at `started` into rows with an [`Intake`]: record order = position
+    /// (1-based), missing record date = `started` (to milliseconds, the precision of the JSON
+    /// form), attributes normalized for the task type's custom keys. Any invalid record is an
+    /// error naming it; nothing is resolved then.
     pub fn resolve_at(&self, batch: &Batch, started: DateTime<Utc>) -> Result<Vec<NewItem>> {
-        let invalid = |id: &str, reason: String| DocketError::InvalidItem {
-            item: id.to_owned(),
-            reason,
-        };
-        if batch.max_assignments < 1 {
-            return Err(DocketError::InvalidConfig(format!(
-                "max_assignments must be at least 1, got {}",
-                batch.max_assignments
-            )));
-        }
-        crate::task::validate_key(&batch.task_type, "0")?;
-        let started = to_millis(started);
-        let order = self.config.order_of(&batch.task_type);
+        let mut intake = Intake::new(
+            &batch.task_type,
+            batch.max_assignments,
+            None,
+            started,
+            self.config.order_of(&batch.task_type),
+        )?;
         batch
             .records
             .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                crate::task::validate_key(&batch.task_type, &r.id)?;
-                let mut attributes = r.attributes.clone();
-                normalize_attributes(&order, &mut attributes).map_err(|(name, reason)| {
-                    invalid(&r.id, format!("attribute {name}: {reason}"))
-                })?;
-                Ok(NewItem {
-                    key: ExecutionKey::new(&batch.task_type, &r.id),
-                    data: r.data.clone(),
-                    available_at: after(started, r.arrives_after.unwrap_or_default())
-                        .ok_or_else(|| invalid(&r.id, "it arrives after year 9999".to_owned()))?,
-                    record: RecordKey {
-                        order: i as i64 + 1,
-                        date: r.record_date.map(to_millis).unwrap_or(started),
-                    },
-                    custom_attributes: (!attributes.is_empty())
-                        .then(|| Json::Object(attributes).to_string()),
-                    max_assignments: batch.max_assignments,
-                    priority: r.priority,
-                })
-            })
+            .map(|r| Ok(intake.resolve(r.clone())?))
             .collect()
     }
 
@@ -242,7 +219,7 @@ impl WorkQueue {
     /// the same item; no item exceeds its `max_assignments`.
     pub fn next_for(&self, worker: &str, task_type: &str) -> Result<Option<Item>> {
         crate::task::validate_key(task_type, "0")?;
-        crate::task::validate_name("worker", worker, MAX_WORKER_LEN)?;
+        validate_worker(worker)?;
         let now = self.clock.now();
         let order = self.config.order_of(task_type);
         let deadline = self.later(now, self.config.lease)?;
@@ -259,7 +236,7 @@ impl WorkQueue {
     /// The items `worker` would get from [`WorkQueue::next_for`], in order, without claiming.
     pub fn list_for(&self, worker: &str, task_type: &str, limit: i64) -> Result<Vec<Item>> {
         crate::task::validate_key(task_type, "0")?;
-        crate::task::validate_name("worker", worker, MAX_WORKER_LEN)?;
+        validate_worker(worker)?;
         if limit < 0 {
             return Err(DocketError::InvalidConfig(format!(
                 "limit must not be negative, got {limit}"
