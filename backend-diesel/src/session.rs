@@ -3,7 +3,7 @@
 //! it begins a transaction. Everything else (running statements, reading rows by column name,
 //! normalizing errors, the pool) is written once here.
 
-use crate::{db, pool, run_migrations, TxError};
+use crate::{db, pool, TxError};
 use diesel::backend::Backend;
 use diesel::deserialize::{self, QueryableByName};
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
@@ -36,6 +36,9 @@ pub trait Family: Sized + Send + Sync + 'static {
 
     /// The migrations the backend ships.
     const MIGRATIONS: &'static [MigrationFile];
+    /// The connection runs one statement per call (Oracle), so migrations run statement by
+    /// statement ([`crate::run_migrations_by_statement`]).
+    const ONE_STATEMENT_PER_CALL: bool = false;
 
     /// Binds one value with its SQL type (and the backend's timestamp encoding).
     fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self>;
@@ -53,11 +56,19 @@ pub trait Family: Sized + Send + Sync + 'static {
     ) -> Vec<TableMigration> {
         steps
     }
+    /// Normalizes a driver error onto [`StoreError`] (default [`crate::db`]); a family whose
+    /// driver reports duplicate keys or lost connections its own way maps them here.
+    fn error(e: diesel::result::Error) -> StoreError {
+        db(e)
+    }
     /// Runs `f` in a transaction (the backend's kind: isolation level, immediate locking).
+    /// Default: diesel's transaction at the connection's default isolation level.
     fn transaction<T>(
         conn: &mut Self::Connection,
         f: impl FnOnce(&mut Self::Connection) -> Result<T, TxError>,
-    ) -> Result<T, TxError>;
+    ) -> Result<T, TxError> {
+        diesel::Connection::transaction(conn, f)
+    }
 }
 
 /// One result row as diesel hands it over.
@@ -67,7 +78,8 @@ impl<F: Family> QueryableByName<F::Backend> for Cells<F> {
     fn build<'a>(row: &impl NamedRow<'a, F::Backend>) -> deserialize::Result<Self> {
         let mut cells = Vec::with_capacity(row.field_count());
         for i in 0..row.field_count() {
-            let field = diesel::row::Row::get(row, i).ok_or("a column the row said it had is missing")?;
+            let field =
+                diesel::row::Row::get(row, i).ok_or("a column the row said it had is missing")?;
             let name = field.field_name().unwrap_or_default().to_owned();
             let cell = match field.value() {
                 None => Cell::Null,
@@ -90,11 +102,11 @@ pub struct DieselSession<'c, F: Family>(pub &'c mut F::Connection);
 
 impl<F: Family> SqlSession for DieselSession<'_, F> {
     fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError> {
-        Ok(F::execute(self.0, bound::<F>(stmt)).map_err(db)? as u64)
+        Ok(F::execute(self.0, bound::<F>(stmt)).map_err(F::error)? as u64)
     }
 
     fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
-        let rows = F::load(self.0, bound::<F>(stmt)).map_err(db)?;
+        let rows = F::load(self.0, bound::<F>(stmt)).map_err(F::error)?;
         Ok(rows.into_iter().map(|c| c.0).collect())
     }
 }
@@ -141,7 +153,9 @@ impl<F: Family> DieselConnector<F> {
     }
 
     /// A raw pooled connection (for migrations and tooling).
-    pub fn connection(&self) -> Result<PooledConnection<ConnectionManager<F::Connection>>, StoreError> {
+    pub fn connection(
+        &self,
+    ) -> Result<PooledConnection<ConnectionManager<F::Connection>>, StoreError> {
         self.pool.get().map_err(pool)
     }
 
@@ -172,11 +186,18 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
         F::transaction(&mut conn, |c| {
             f(&mut DieselSession::<F>(c)).map_err(TxError::Store)
         })
-        .map_err(StoreError::from)
+        .map_err(|e| match e {
+            TxError::Store(s) => s,
+            TxError::Diesel(d) => F::error(d),
+        })
     }
 
     fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-        let steps = F::prepare_migrations(&self.meta, table, plan(F::MIGRATIONS, self.dialect, table, up_to)?);
-        run_migrations(&mut *self.connection()?, steps)
+        let steps = F::prepare_migrations(
+            &self.meta,
+            table,
+            plan(F::MIGRATIONS, self.dialect, table, up_to)?,
+        );
+        crate::run(&mut *self.connection()?, steps, F::ONE_STATEMENT_PER_CALL)
     }
 }
