@@ -180,7 +180,7 @@ pub fn run_migrations_by_statement<DB: Backend>(
     run(conn, plan, true)
 }
 
-fn run<DB: Backend>(
+pub(crate) fn run<DB: Backend>(
     conn: &mut impl MigrationHarness<DB>,
     plan: Vec<TableMigration>,
     by_statement: bool,

@@ -3,7 +3,7 @@
 //! it begins a transaction. Everything else (running statements, reading rows by column name,
 //! normalizing errors, the pool) is written once here.
 
-use crate::{db, pool, run_migrations, TxError};
+use crate::{db, pool, TxError};
 use chrono::{DateTime, Utc};
 use diesel::backend::Backend;
 use diesel::deserialize::{self, QueryableByName};
@@ -39,6 +39,9 @@ pub trait Family: Sized + Send + Sync + 'static {
 
     /// The migrations the backend ships.
     const MIGRATIONS: &'static [MigrationFile];
+    /// The connection runs one statement per call (Oracle), so migrations run statement by
+    /// statement ([`crate::run_migrations_by_statement`]).
+    const ONE_STATEMENT_PER_CALL: bool = false;
 
     /// Binds one value with its SQL type (and the backend's timestamp encoding).
     fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self>;
@@ -56,11 +59,19 @@ pub trait Family: Sized + Send + Sync + 'static {
     ) -> Vec<TableMigration> {
         steps
     }
+    /// Normalizes a driver error onto [`StoreError`] (default [`crate::db`]); a family whose
+    /// driver reports duplicate keys or lost connections its own way maps them here.
+    fn error(e: diesel::result::Error) -> StoreError {
+        db(e)
+    }
     /// Runs `f` in a transaction (the backend's kind: isolation level, immediate locking).
+    /// Default: diesel's transaction at the connection's default isolation level.
     fn transaction<T>(
         conn: &mut Self::Connection,
         f: impl FnOnce(&mut Self::Connection) -> Result<T, TxError>,
-    ) -> Result<T, TxError>;
+    ) -> Result<T, TxError> {
+        diesel::Connection::transaction(conn, f)
+    }
 }
 
 /// One result row as diesel hands it over.
@@ -130,11 +141,11 @@ pub struct DieselSession<'c, F: Family>(pub &'c mut F::Connection);
 
 impl<F: Family> SqlSession for DieselSession<'_, F> {
     fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError> {
-        Ok(F::execute(self.0, bound::<F>(stmt)).map_err(db)? as u64)
+        Ok(F::execute(self.0, bound::<F>(stmt)).map_err(F::error)? as u64)
     }
 
     fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
-        let rows = F::load(self.0, bound::<F>(stmt)).map_err(db)?;
+        let rows = F::load(self.0, bound::<F>(stmt)).map_err(F::error)?;
         Ok(rows.into_iter().map(|c| c.0).collect())
     }
 }
@@ -214,7 +225,10 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
         F::transaction(&mut conn, |c| {
             f(&mut DieselSession::<F>(c)).map_err(TxError::Store)
         })
-        .map_err(StoreError::from)
+        .map_err(|e| match e {
+            TxError::Store(s) => s,
+            TxError::Diesel(d) => F::error(d),
+        })
     }
 
     fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
@@ -223,6 +237,6 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
             table,
             plan(F::MIGRATIONS, self.dialect, table, up_to)?,
         );
-        run_migrations(&mut *self.connection()?, steps)
+        crate::run(&mut *self.connection()?, steps, F::ONE_STATEMENT_PER_CALL)
     }
 }

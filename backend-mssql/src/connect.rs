@@ -4,11 +4,11 @@
 
 use crate::dialect::MssqlDialect;
 use crate::error::MssqlError;
-use crate::store::MssqlSession;
+use crate::session::MssqlSession;
 use crate::MssqlStore;
 use docket_core::dialect::Dialect;
 use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
-use docket_core::{StoreConfig, StoreError};
+use docket_core::{StoreConfig, StoreError, TableName};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tiberius::{Client, Config};
@@ -268,6 +268,10 @@ impl SqlConnector for MssqlConnector {
             }
         }
     }
+
+    fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
+        crate::migrate::run(self, table, up_to)
+    }
 }
 
 #[cfg(test)]
@@ -292,6 +296,6 @@ mod tests {
             StoreConfig::default(),
         )
         .expect_err("nothing listens on port 1");
-        assert!(matches!(err, StoreError::Connection(_)), "{err}");
+        assert!(matches!(err, StoreError::Connection { .. }), "{err}");
     }
 }

@@ -15,8 +15,8 @@ use docket_core::TableName;
 ///   `READPAST` skips rows other claimers hold, `UPDLOCK` holds the rows read until the update
 ///   (so no shared-to-exclusive lock conversion between two claimers, db-scheduler's deadlock),
 ///   and `ROWLOCK` keeps the locks on rows, not pages.
-/// - No `ON CONFLICT`: the insert is plain and the session reports a duplicate key (errors 2627
-///   and 2601) as zero rows inserted, as the MySQL backend does with 1062.
+/// - No `ON CONFLICT`: the insert is plain, the session reports a duplicate key (errors 2627
+///   and 2601) as `StoreError::Duplicate`, and the shared store counts that as "already exists".
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MssqlDialect;
 
@@ -61,7 +61,7 @@ impl Dialect for MssqlDialect {
         ""
     }
 
-    /// Plain insert; the session maps a duplicate key to zero rows (see the type's docs).
+    /// Plain insert; a duplicate key is `StoreError::Duplicate` (see the type's docs).
     fn insert_if_absent_suffix(&self) -> &'static str {
         ""
     }

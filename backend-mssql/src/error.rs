@@ -1,4 +1,4 @@
-//! Driver errors of this backend, and their mapping onto [`StoreError`].
+//! Driver errors of this backend, and their normalization onto [`StoreError`].
 
 use docket_core::StoreError;
 use thiserror::Error;
@@ -21,6 +21,15 @@ pub enum MssqlError {
     /// No pooled connection became free in time.
     #[error("no connection became free within {0:?}")]
     PoolTimeout(std::time::Duration),
+    /// A statement of a migration failed (the migration was rolled back).
+    #[error("{version}: {source}")]
+    Migration {
+        /// The migration's recorded version, e.g. `0001_base@scheduled_tasks`.
+        version: String,
+        /// What the statement raised.
+        #[source]
+        source: StoreError,
+    },
 }
 
 impl MssqlError {
@@ -30,7 +39,7 @@ impl MssqlError {
     }
 
     /// True for a duplicate-key error (2601, 2627).
-    pub(crate) fn is_duplicate_key(&self) -> bool {
+    fn is_duplicate_key(&self) -> bool {
         match self {
             MssqlError::Driver(tiberius::error::Error::Server(e)) => {
                 DUPLICATE_KEY.contains(&e.code())
@@ -40,16 +49,43 @@ impl MssqlError {
     }
 }
 
+/// A duplicate key is [`StoreError::Duplicate`], another server error
+/// [`StoreError::Database`], anything below SQL (I/O, protocol, TLS, login, the pool)
+/// [`StoreError::Connection`].
 impl From<MssqlError> for StoreError {
     fn from(e: MssqlError) -> Self {
-        match e {
-            MssqlError::Url(_) | MssqlError::Io(_) | MssqlError::PoolTimeout(_) => {
-                StoreError::Connection(e.to_string())
-            }
-            MssqlError::Driver(ref d) => match d {
-                tiberius::error::Error::Server(_) => StoreError::Database(e.to_string()),
-                _ => StoreError::Connection(e.to_string()),
-            },
+        if e.is_duplicate_key() {
+            return StoreError::Duplicate {
+                source: Box::new(e),
+            };
         }
+        match e {
+            MssqlError::Migration { .. } => StoreError::Migration {
+                source: Box::new(e),
+            },
+            MssqlError::Driver(tiberius::error::Error::Server(_)) => StoreError::database(e),
+            _ => StoreError::connection(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // tiberius has no public constructor for a server error, so 2627/2601 are exercised only
+    // against a server; below SQL everything is a connection error.
+    #[test]
+    fn failures_below_sql_are_connection_errors() {
+        let io = MssqlError::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(matches!(
+            StoreError::from(io),
+            StoreError::Connection { .. }
+        ));
+        let url = MssqlError::Url("no scheme".into());
+        assert!(matches!(
+            StoreError::from(url),
+            StoreError::Connection { .. }
+        ));
     }
 }

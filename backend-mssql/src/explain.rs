@@ -13,7 +13,7 @@ use docket_core::StoreError;
 pub fn explain_plan(store: &MssqlStore, stmt: &Rendered) -> Result<Vec<String>, StoreError> {
     let connector = store.connector();
     let mut lease = connector.lease()?;
-    let mut session = crate::store::MssqlSession(lease.conn()?);
+    let mut session = crate::session::MssqlSession(lease.conn()?);
     session.batch("SET SHOWPLAN_TEXT ON")?;
     let rows = session.rows(stmt);
     let off = session.batch("SET SHOWPLAN_TEXT OFF");

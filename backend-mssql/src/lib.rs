@@ -10,8 +10,9 @@
 //!
 //! - **Claims.** Lock-and-fetch is one statement: an ordered `TOP (n)` CTE read `WITH
 //!   (UPDLOCK, READPAST, ROWLOCK)`, updated through, `OUTPUT inserted...` returning the rows.
-//! - **Schedule-if-not-exists.** A plain `INSERT` whose duplicate-key error (2627, 2601)
-//!   counts as "0 rows inserted". With `XACT_ABORT OFF` (set on every connection) the error
+//! - **Schedule-if-not-exists.** A plain `INSERT`; the session reports its duplicate-key error
+//!   (2627, 2601) as [`StoreError::Duplicate`](docket_core::StoreError), which the shared store
+//!   counts as "already exists". With `XACT_ABORT OFF` (set on every connection) the error
 //!   ends only that statement, so a batch carries on past existing keys.
 //! - **Times** are `DATETIME2(6)` columns holding UTC, bound and read as UTC wall-clock values.
 //! - **Keys** are `NVARCHAR` in a binary collation (`Latin1_General_100_BIN2`).
@@ -32,7 +33,7 @@ mod dialect;
 mod error;
 mod explain;
 mod migrate;
-mod store;
+mod session;
 
 pub use connect::{connect, connect_with, parse_url, MssqlConnector, MssqlOptions};
 pub use dialect::MssqlDialect;

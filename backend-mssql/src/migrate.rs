@@ -3,25 +3,16 @@
 //! with its version row (SQL Server DDL is transactional), so a failed migration leaves
 //! nothing behind and is retried whole.
 
-use crate::MssqlStore;
+use crate::error::MssqlError;
+use crate::{MssqlConnector, MssqlStore};
 use docket_core::dialect::{Rendered, Value};
 use docket_core::migrate::{plan, split_statements, MigrationFile};
 use docket_core::store::sql::{SqlConnector, SqlSession};
-use docket_core::{Store, StoreError};
+use docket_core::{StoreError, StoreInfo, TableName};
 
 /// The migrations this backend ships, in order.
-pub const MIGRATIONS: &[MigrationFile] = &[
-    MigrationFile {
-        name: "0001_base",
-        up: include_str!("../migrations/0001_base/up.sql"),
-        down: include_str!("../migrations/0001_base/down.sql"),
-    },
-    MigrationFile {
-        name: "0002_priority",
-        up: include_str!("../migrations/0002_priority/up.sql"),
-        down: include_str!("../migrations/0002_priority/down.sql"),
-    },
-];
+pub const MIGRATIONS: &[MigrationFile] =
+    docket_core::migration_files!("0001_base", "0002_priority");
 
 /// Where applied versions (`0001_base@scheduled_tasks`) are recorded, in the login's default
 /// schema.
@@ -38,25 +29,29 @@ fn create_version_table() -> String {
 /// Applies pending migrations to the store's table, up to and including `up_to`
 /// (a name such as `0001_base`; `None` = all). Returns the versions applied now.
 pub fn migrate(store: &MssqlStore, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-    let connector = store.connector();
-    let steps = plan(
-        MIGRATIONS,
-        connector.dialect(),
-        &store.config().table,
-        up_to,
-    )?;
+    store.migrate(up_to)
+}
+
+/// What [`SqlConnector::migrate`] runs for this backend.
+pub(crate) fn run(
+    connector: &MssqlConnector,
+    table: &TableName,
+    up_to: Option<&str>,
+) -> Result<Vec<String>, StoreError> {
+    let steps = plan(MIGRATIONS, connector.dialect(), table, up_to)?;
     connector.batch_execute(&create_version_table())?;
     let mut applied = Vec::new();
     for step in steps {
+        let version = || vec![Value::from(step.version.as_str())];
         let done = connector.in_transaction(&mut |s: &mut dyn SqlSession| {
             // Serializes concurrent migrators of the same table: the second waits, then sees
             // the version row.
-            let existing = s.query_strings(&Rendered {
+            let existing = s.query(&Rendered {
                 sql: format!(
                     "SELECT version AS name FROM [{VERSION_TABLE}] WITH (UPDLOCK, HOLDLOCK) \
                      WHERE version = @P1"
                 ),
-                binds: vec![Value::from(step.version.as_str())],
+                binds: version(),
             })?;
             if !existing.is_empty() {
                 return Ok(false);
@@ -66,13 +61,16 @@ pub fn migrate(store: &MssqlStore, up_to: Option<&str>) -> Result<Vec<String>, S
                     sql: stmt,
                     binds: Vec::new(),
                 })
-                .map_err(|e| {
-                    StoreError::database(format!("migration {} failed: {e}", step.version))
+                .map_err(|source| {
+                    StoreError::from(MssqlError::Migration {
+                        version: step.version.clone(),
+                        source,
+                    })
                 })?;
             }
             s.execute(&Rendered {
                 sql: format!("INSERT INTO [{VERSION_TABLE}] (version) VALUES (@P1)"),
-                binds: vec![Value::from(step.version.as_str())],
+                binds: version(),
             })?;
             Ok(true)
         })?;

@@ -1,15 +1,13 @@
-//! The connection pool and the [`SqlConnector`] on it.
+//! The connection pool: a [`DieselConnector`] of the Oracle family.
 
 use crate::dialect::OracleDialect;
-use crate::store::OracleSession;
+use crate::family::OracleFamily;
 use crate::OracleStore;
-use diesel::r2d2::{ConnectionManager, Pool, PooledConnection};
-use diesel::Connection;
+use diesel::r2d2::{ConnectionManager, Pool};
 use diesel_oci::OciConnection;
-use docket_core::dialect::Dialect;
-use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
+use docket_core::store::sql::SqlStore;
 use docket_core::{StoreConfig, StoreError};
-use docket_diesel::{pool, TxError};
+use docket_diesel::DieselConnector;
 use std::time::Duration;
 
 /// Pool settings.
@@ -31,29 +29,7 @@ impl Default for OracleOptions {
 }
 
 /// A pool of `OciConnection`s to one Oracle database.
-#[derive(Clone)]
-pub struct OracleConnector {
-    pool: Pool<ConnectionManager<OciConnection>>,
-}
-
-impl std::fmt::Debug for OracleConnector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OracleConnector")
-            .field("state", &self.pool.state())
-            .finish()
-    }
-}
-
-impl OracleConnector {
-    /// A raw pooled connection (for migrations and tooling).
-    pub fn connection(
-        &self,
-    ) -> Result<PooledConnection<ConnectionManager<OciConnection>>, StoreError> {
-        self.pool.get().map_err(pool)
-    }
-}
-
-static DIALECT: OracleDialect = OracleDialect;
+pub type OracleConnector = DieselConnector<OracleFamily>;
 
 /// Connects with default settings: `oracle://user:password@host:port/service_name`. Fails if
 /// no connection can be made (including when the Oracle client library cannot be loaded).
@@ -74,32 +50,10 @@ pub fn connect_with(
             .test_on_check_out(false),
         ConnectionManager::<OciConnection>::new(url),
     )?;
-    Ok(SqlStore::new(OracleConnector { pool: connections }, config))
-}
-
-impl SqlConnector for OracleConnector {
-    fn dialect(&self) -> &'static dyn Dialect {
-        &DIALECT
-    }
-
-    fn with_session<T>(
-        &self,
-        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.connection()?;
-        f(&mut OracleSession(&mut conn))
-    }
-
-    /// Oracle's default READ COMMITTED: `SELECT ... FOR UPDATE SKIP LOCKED` locks the rows it
-    /// returns and skips the ones others hold.
-    fn in_transaction<T>(
-        &self,
-        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.connection()?;
-        conn.transaction::<T, TxError, _>(|c| f(&mut OracleSession(c)).map_err(TxError::Store))
-            .map_err(StoreError::from)
-    }
+    Ok(SqlStore::new(
+        OracleConnector::new(connections, &OracleDialect, ()),
+        config,
+    ))
 }
 
 #[cfg(test)]
@@ -121,6 +75,6 @@ mod tests {
             &options,
         )
         .expect_err("no server on port 1");
-        assert!(matches!(err, StoreError::Connection(_)), "{err}");
+        assert!(matches!(err, StoreError::Connection { .. }), "{err}");
     }
 }

@@ -21,7 +21,8 @@ use docket_core::TableName;
 ///   Rows another claimer holds are skipped, so under contention a batch can come back
 ///   shorter than `n` (never with a row twice); the next poll takes the rest.
 /// - No `UPDATE ... RETURNING` into a result set, no `ON CONFLICT`: the insert is plain and
-///   the session reports ORA-00001 (unique constraint) as zero rows inserted.
+///   the session reports ORA-00001 (unique constraint) as `StoreError::Duplicate`, which the
+///   shared store counts as "already exists".
 /// - `LEVEL` is a reserved word: the levels query names its column `"level"`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OracleDialect;

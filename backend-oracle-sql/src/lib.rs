@@ -1,7 +1,8 @@
 //! # docket-oracle
 //!
 //! The Oracle (19c+, 23ai) backend of docket: [`OracleDialect`] (how statements are spelled),
-//! an [`OracleConnector`] (diesel-oci `OciConnection` + r2d2 pool) under the shared
+//! an [`OracleConnector`] (diesel-oci `OciConnection` + r2d2 pool: docket-diesel's shared
+//! session over the [`OracleFamily`]) under the shared
 //! [`SqlStore`](docket_core::store::sql::SqlStore), and migrations templated by
 //! [`docket_core::migrate::plan`].
 //!
@@ -10,8 +11,10 @@
 //! - **Claims.** Lock-and-fetch selects `FOR UPDATE SKIP LOCKED` on a `ROWID` subquery that
 //!   carries the order and the row limit, then updates the keys, in one transaction (Oracle
 //!   cannot limit rows in the query block that locks them; see [`OracleDialect`]).
-//! - **Schedule-if-not-exists.** A plain `INSERT` whose ORA-00001 counts as "0 rows inserted".
-//!   Oracle rolls back only the failed statement, so a batch carries on past existing keys.
+//! - **Schedule-if-not-exists.** A plain `INSERT`; the session reports ORA-00001 as
+//!   [`StoreError::Duplicate`](docket_core::StoreError), which the shared store counts as
+//!   "already exists". Oracle rolls back only the failed statement, so a batch carries on
+//!   past existing keys.
 //! - **Times** are `TIMESTAMP(6)` columns holding UTC, bound and read as UTC wall-clock values.
 //! - **Booleans** are `NUMBER(1)`; diesel-oci binds `true`/`false` as 1/0.
 //! - **Run time.** The `oracle` crate under diesel-oci loads the Oracle client library (OCI,
@@ -26,14 +29,14 @@
 
 mod connect;
 mod dialect;
-mod error;
 mod explain;
+mod family;
 mod migrate;
-mod store;
 
 pub use connect::{connect, connect_with, OracleConnector, OracleOptions};
 pub use dialect::OracleDialect;
 pub use explain::explain_plan;
+pub use family::OracleFamily;
 pub use migrate::{migrate, MIGRATIONS};
 
 docket_core::backend!(OracleBackend, "oracle", ["oracle"], OracleDialect, "EXPLAIN PLAN FOR");

@@ -126,13 +126,13 @@ impl Ctx {
 
     /// A standalone client on the manual clock.
     pub fn client(&self) -> SchedulerClient {
-        SchedulerClient::with_clock(Arc::clone(&self.store), Arc::new(self.clock.clone()))
+        SchedulerClient::with_clock(self.store.clone(), Arc::new(self.clock.clone()))
             .expect("schema is migrated")
     }
 
     /// A scheduler builder on the manual clock with small, test-friendly settings.
     pub fn scheduler(&self, name: &str, polling: PollingStrategy) -> SchedulerBuilder {
-        Scheduler::builder(Arc::clone(&self.store))
+        Scheduler::builder(self.store.clone())
             .clock(Arc::new(self.clock.clone()))
             .config(SchedulerConfig {
                 threads: 4,

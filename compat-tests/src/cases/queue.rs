@@ -37,7 +37,7 @@ fn ctx(h: &dyn Harness, t: Toggle) -> Ctx {
 }
 
 fn queue(ctx: &Ctx, config: QueueConfig) -> WorkQueue {
-    WorkQueue::with_clock(Arc::clone(&ctx.store), Arc::new(ctx.clock.clone()), config)
+    WorkQueue::with_clock(ctx.store.clone(), Arc::new(ctx.clock.clone()), config)
         .expect("work-queue schema is migrated")
 }
 
@@ -615,7 +615,7 @@ pub fn queue_bad_input_is_rejected(h: &dyn Harness, t: Toggle) {
         ..config()
     };
     assert!(matches!(
-        WorkQueue::new(Arc::clone(&ctx.store), forever),
+        WorkQueue::new(ctx.store.clone(), forever),
         Err(DocketError::InvalidConfig(_))
     ));
 

@@ -20,7 +20,7 @@ pub fn timestamps_round_trip(h: &dyn Harness, t: Toggle) {
     let ctx = Ctx::new(h, t);
     let new_york = ctx.space.store(ctx.config(), Some("America/New_York"));
     let client =
-        SchedulerClient::with_clock(Arc::clone(&new_york), Arc::new(ctx.clock.clone())).unwrap();
+        SchedulerClient::with_clock(new_york.clone(), Arc::new(ctx.clock.clone())).unwrap();
     let instants = [
         utc("2026-06-01T12:00:00.123456Z"),
         utc("2500-12-31T23:59:59.999999Z"),
@@ -85,15 +85,15 @@ pub fn schema_with_only_base_migration(h: &dyn Harness, t: Toggle) {
     };
     // A priority-off writer works on the old schema in both suites.
     let old_schema_store = space.store(StoreConfig::with_priority(false), None);
-    let old = build(Arc::clone(&old_schema_store)).expect("priority off needs only 0001_base");
+    let old = build(old_schema_store.clone()).expect("priority off needs only 0001_base");
     old.client().schedule(WORK.instance("old")).unwrap();
-    match (t, build(Arc::clone(&store))) {
+    match (t, build(store.clone())) {
         (Toggle::Off, Ok(scheduler)) => {
             assert_eq!(scheduler.run_due().unwrap(), 1);
         }
         (Toggle::On, Err(DocketError::Store(StoreError::MissingMigration { name, .. }))) => {
             assert_eq!(name, MIGRATION_PRIORITY);
-            let err = SchedulerClient::new(Arc::clone(&store)).unwrap_err();
+            let err = SchedulerClient::new(store.clone()).unwrap_err();
             assert!(err.to_string().contains("0002_priority"), "{err}");
             space.migrate(&config, None);
             let upgraded = build(store).expect("builds after migrating");

@@ -1,0 +1,169 @@
+//! Runs rendered statements on a tiberius client: binds each [`Value`] with its SQL Server type
+//! and reads each column into a [`Cell`] by the type the server sent. Decoding into records is
+//! core's.
+//!
+//! Times are `DATETIME2(6)` columns, which carry no zone: docket writes and reads them as UTC
+//! wall-clock values, so no session or server time zone shifts them.
+
+use crate::connect::Conn;
+use crate::error::MssqlError;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use docket_core::dialect::{Rendered, Value};
+use docket_core::store::sql::SqlSession;
+use docket_core::store::{Cell, Row};
+use docket_core::StoreError;
+use tiberius::{ColumnData, FromSql, ToSql};
+
+/// One pooled connection seen as a [`SqlSession`].
+pub(crate) struct MssqlSession<'c>(pub &'c mut Conn);
+
+/// The values of a statement as tiberius parameters, each with its SQL type even when NULL.
+fn params(stmt: &Rendered) -> Vec<Box<dyn ToSql>> {
+    stmt.binds
+        .iter()
+        .map(|value| -> Box<dyn ToSql> {
+            match value {
+                Value::Text(v) => Box::new(v.clone()),
+                Value::Bytes(v) => Box::new(v.clone()),
+                Value::Timestamp(v) => Box::new(v.as_ref().map(DateTime::naive_utc)),
+                Value::SmallInt(v) => Box::new(*v),
+                Value::Int(v) => Box::new(*v),
+                Value::BigInt(v) => Box::new(*v),
+                Value::Bool(v) => Box::new(*v),
+            }
+        })
+        .collect()
+}
+
+/// One column value by its TDS type. `SUM` of an `INT` is `INT`; a `DECIMAL` (e.g. a `SUM`
+/// over `DECIMAL`) keeps its exact text.
+fn cell(column: &str, data: &ColumnData<'static>) -> Result<Cell, StoreError> {
+    let cell = match data {
+        ColumnData::U8(v) => v.map(|v| Cell::Int(v.into())),
+        ColumnData::I16(v) => v.map(|v| Cell::Int(v.into())),
+        ColumnData::I32(v) => v.map(|v| Cell::Int(v.into())),
+        ColumnData::I64(v) => v.map(Cell::Int),
+        ColumnData::F32(v) => v.map(|v| Cell::Float(v.into())),
+        ColumnData::F64(v) => v.map(Cell::Float),
+        ColumnData::Bit(v) => v.map(Cell::Bool),
+        ColumnData::String(v) => v.as_ref().map(|s| Cell::Text(s.to_string())),
+        ColumnData::Binary(v) => v.as_ref().map(|b| Cell::Bytes(b.to_vec())),
+        ColumnData::Numeric(v) => v.map(|n| Cell::Decimal(n.to_string())),
+        ColumnData::Guid(v) => v.map(|g| Cell::Text(g.to_string())),
+        ColumnData::DateTime2(_) | ColumnData::DateTime(_) | ColumnData::SmallDateTime(_) => {
+            NaiveDateTime::from_sql(data)
+                .map_err(|e| decode(column, e))?
+                .map(|t| Cell::Timestamp(t.and_utc()))
+        }
+        ColumnData::DateTimeOffset(_) => DateTime::<Utc>::from_sql(data)
+            .map_err(|e| decode(column, e))?
+            .map(Cell::Timestamp),
+        other => {
+            return Err(decode(
+                column,
+                format!("unsupported SQL Server column type {other:?}"),
+            ))
+        }
+    };
+    Ok(cell.unwrap_or(Cell::Null))
+}
+
+/// A column the session cannot read (as the diesel families report theirs).
+fn decode(column: &str, reason: impl std::fmt::Display) -> StoreError {
+    StoreError::database(format!("column {column}: {reason}"))
+}
+
+impl MssqlSession<'_> {
+    /// Marks the connection broken when the failure was below SQL (I/O, protocol).
+    fn fail(&mut self, e: tiberius::error::Error) -> MssqlError {
+        let e = MssqlError::from(e);
+        if !e.is_server_error() {
+            self.0.broken = true;
+        }
+        e
+    }
+
+    /// Runs a batch of SQL without binds.
+    pub(crate) fn batch(&mut self, sql: &str) -> Result<(), StoreError> {
+        let conn = &mut *self.0;
+        let result = conn
+            .rt
+            .block_on(async { conn.client.simple_query(sql).await?.into_results().await });
+        result.map(|_| ()).map_err(|e| self.fail(e).into())
+    }
+
+    /// Runs a query and returns the driver's rows of its first result set.
+    pub(crate) fn rows(&mut self, stmt: &Rendered) -> Result<Vec<tiberius::Row>, StoreError> {
+        let owned = params(stmt);
+        let refs: Vec<&dyn ToSql> = owned.iter().map(AsRef::as_ref).collect();
+        let conn = &mut *self.0;
+        let result = conn.rt.block_on(async {
+            conn.client
+                .query(stmt.sql.as_str(), &refs)
+                .await?
+                .into_first_result()
+                .await
+        });
+        result.map_err(|e| self.fail(e).into())
+    }
+}
+
+impl SqlSession for MssqlSession<'_> {
+    /// Runs a statement. A duplicate key (2627, 2601) is [`StoreError::Duplicate`]; with
+    /// `XACT_ABORT OFF` it ends only the statement, so the transaction can carry on.
+    fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError> {
+        let owned = params(stmt);
+        let refs: Vec<&dyn ToSql> = owned.iter().map(AsRef::as_ref).collect();
+        let conn = &mut *self.0;
+        let result = conn
+            .rt
+            .block_on(async { conn.client.execute(stmt.sql.as_str(), &refs).await });
+        match result {
+            Ok(done) => Ok(done.total()),
+            Err(e) => Err(self.fail(e).into()),
+        }
+    }
+
+    fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
+        self.rows(stmt)?
+            .iter()
+            .map(|row| {
+                let cells = row
+                    .cells()
+                    .map(|(col, data)| Ok((col.name().to_owned(), cell(col.name(), data)?)))
+                    .collect::<Result<_, StoreError>>()?;
+                Ok(Row::new(cells))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    #[test]
+    fn cells_by_tds_type() {
+        let read = |d: ColumnData<'static>| cell("c", &d).unwrap();
+        assert_eq!(read(ColumnData::I32(Some(7))), Cell::Int(7));
+        assert_eq!(read(ColumnData::I16(None)), Cell::Null);
+        assert_eq!(read(ColumnData::Bit(Some(true))), Cell::Bool(true));
+        assert_eq!(
+            read(ColumnData::String(Some(Cow::Borrowed("é")))),
+            Cell::Text("é".into())
+        );
+        assert_eq!(
+            read(ColumnData::Numeric(Some(
+                tiberius::numeric::Numeric::new_with_scale(1200, 2)
+            ))),
+            Cell::Decimal("12.00".into())
+        );
+        let t = chrono::NaiveDate::from_ymd_opt(2500, 1, 2)
+            .unwrap()
+            .and_hms_micro_opt(3, 4, 5, 123_456)
+            .unwrap();
+        let data = tiberius::IntoSql::into_sql(t);
+        assert_eq!(read(data), Cell::Timestamp(t.and_utc()));
+    }
+}
