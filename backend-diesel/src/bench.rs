@@ -11,18 +11,9 @@ use docket_core::{StoreError, StoreInfo};
 
 /// What a backend spells its own way when loading benchmark data.
 pub trait ScenarioSql: Sync {
-    /// Writes one statement inserting rows `from..to` of `s` (instances `<prefix><n>`, task
-    /// `s.task_name`) due at `s.now + start + U[0, span)` seconds, unpicked, version 1, with a
-    /// priority uniform in `1..=s.levels`.
-    fn insert_rows(
-        &self,
-        w: &mut SqlWriter<'_>,
-        table: &TableName,
-        s: &Scenario,
-        prefix: &str,
-        range: (u64, u64),
-        span: (i64, i64),
-    );
+    /// Writes the query (after `INSERT INTO t (<ROW_COLUMNS>) `) generating `rows`, in
+    /// [`ROW_COLUMNS`] order.
+    fn select_rows(&self, w: &mut SqlWriter<'_>, rows: &Rows<'_>);
     /// The statement that empties a table (e.g. `TRUNCATE`).
     fn truncate(&self) -> &'static str {
         "DELETE FROM "
@@ -31,10 +22,45 @@ pub trait ScenarioSql: Sync {
     fn analyze(&self, session: &mut dyn SqlSession, table: &TableName) -> Result<(), StoreError>;
 }
 
+/// The columns the generated rows fill.
+pub const ROW_COLUMNS: &str =
+    "task_name, task_instance, execution_time, picked, consecutive_failures, version, priority";
+
+/// Rows `range.0..range.1` of `scenario`: instances `<prefix><n>` of task `scenario.task_name`,
+/// due at `scenario.now + span.0 + U[0, span.1)` seconds, unpicked, no failures, version 1,
+/// priority uniform in `1..=scenario.levels`.
+#[derive(Debug, Clone, Copy)]
+pub struct Rows<'a> {
+    /// The scenario.
+    pub scenario: &'a Scenario,
+    /// Instance id prefix (`d` due, `f` future).
+    pub prefix: &'a str,
+    /// `[from, to)` row numbers.
+    pub range: (u64, u64),
+    /// Seconds after `now` of the earliest time, and the width of the uniform spread.
+    pub span: (i64, i64),
+}
+
 type Store<F> = SqlStore<DieselConnector<F>>;
 
 fn writer<F: Family>(store: &Store<F>) -> SqlWriter<'static> {
     SqlWriter::new(store.connector().dialect())
+}
+
+fn insert_rows<F: Family>(
+    store: &Store<F>,
+    sql: &dyn ScenarioSql,
+    session: &mut dyn SqlSession,
+    rows: &Rows<'_>,
+) -> Result<(), StoreError> {
+    let mut w = writer(store);
+    w.push("INSERT INTO ")
+        .table(&store.config().table)
+        .push(" (")
+        .push(ROW_COLUMNS)
+        .push(") ");
+    sql.select_rows(&mut w, rows);
+    session.execute(&w.finish()).map(drop)
 }
 
 fn table_stmt<F: Family>(store: &Store<F>, head: &str, tail: &str) -> Rendered {
@@ -52,11 +78,15 @@ fn load_due<F: Family>(
 ) -> Result<(), StoreError> {
     let table = &store.config().table;
     store.connector().with_session(&mut |session| {
-        for chunk in chunks(s.due, Scenario::CHUNK) {
-            let mut w = writer(store);
-            sql.insert_rows(&mut w, table, s, "d", chunk, (-3600, 3600));
-            session.execute(&w.finish())?;
-            progress(chunk.1 - chunk.0);
+        for range in chunks(s.due, Scenario::CHUNK) {
+            let rows = Rows {
+                scenario: s,
+                prefix: "d",
+                range,
+                span: (-3600, 3600),
+            };
+            insert_rows(store, sql, session, &rows)?;
+            progress(range.1 - range.0);
         }
         let mut w = writer(store);
         w.push("DELETE FROM ")
@@ -80,11 +110,15 @@ pub fn load_scenario<F: Family>(
     let table = &store.config().table;
     store.connector().with_session(&mut |session| {
         session.execute(&table_stmt(store, sql.truncate(), ""))?;
-        for chunk in chunks(s.future, Scenario::CHUNK) {
-            let mut w = writer(store);
-            sql.insert_rows(&mut w, table, s, "f", chunk, (1, 86_399));
-            session.execute(&w.finish())?;
-            progress(chunk.1 - chunk.0);
+        for range in chunks(s.future, Scenario::CHUNK) {
+            let rows = Rows {
+                scenario: s,
+                prefix: "f",
+                range,
+                span: (1, 86_399),
+            };
+            insert_rows(store, sql, session, &rows)?;
+            progress(range.1 - range.0);
         }
         Ok(())
     })?;

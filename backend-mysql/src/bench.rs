@@ -13,7 +13,7 @@ use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;
 use docket_core::{StoreError, StoreInfo};
-use docket_diesel::bench::ScenarioSql;
+use docket_diesel::bench::{Rows, ScenarioSql};
 use docket_diesel::db;
 use docket_diesel::{bound, DieselSession};
 use std::time::Instant;
@@ -48,21 +48,14 @@ fn numbers(flavor: Flavor) -> &'static str {
 pub struct MysqlScenario(pub Flavor);
 
 impl ScenarioSql for MysqlScenario {
-    fn insert_rows(
-        &self,
-        w: &mut SqlWriter<'_>,
-        table: &TableName,
-        s: &Scenario,
-        prefix: &str,
-        (from, to): (u64, u64),
-        (start, span): (i64, i64),
-    ) {
-        w.push("INSERT INTO ")
-            .table(table)
-            .push(
-                " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
-                 priority) SELECT ",
-            )
+    fn select_rows(&self, w: &mut SqlWriter<'_>, rows: &Rows<'_>) {
+        let Rows {
+            scenario: s,
+            prefix,
+            range: (from, to),
+            span: (start, span),
+        } = *rows;
+        w.push("SELECT ")
             .bind(s.task_name.as_str())
             .push(", CONCAT(")
             .bind(prefix)
@@ -288,8 +281,10 @@ pub fn load_queue(
             progress(chunk.1 - chunk.0);
         }
     }
-    MysqlScenario(store.connector().meta().flavor())
-        .analyze(&mut DieselSession::<MysqlFamily>(&mut conn), &store.config().table)?;
+    MysqlScenario(store.connector().meta().flavor()).analyze(
+        &mut DieselSession::<MysqlFamily>(&mut conn),
+        &store.config().table,
+    )?;
     let mut w = SqlWriter::new(dialect);
     w.push("ANALYZE TABLE ").table(&table.assignments());
     #[derive(QueryableByName)]

@@ -13,7 +13,7 @@ use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;
 use docket_core::{StoreError, StoreInfo};
-use docket_diesel::bench::ScenarioSql;
+use docket_diesel::bench::{Rows, ScenarioSql};
 use docket_diesel::bound;
 use docket_diesel::db;
 
@@ -26,21 +26,14 @@ fn run(conn: &mut PgConnection, stmt: &Rendered) -> Result<usize, StoreError> {
 pub struct PgScenario;
 
 impl ScenarioSql for PgScenario {
-    fn insert_rows(
-        &self,
-        w: &mut SqlWriter<'_>,
-        table: &TableName,
-        s: &Scenario,
-        prefix: &str,
-        (from, to): (u64, u64),
-        (start, span): (i64, i64),
-    ) {
-        w.push("INSERT INTO ")
-            .table(table)
-            .push(
-                " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
-                 priority) SELECT ",
-            )
+    fn select_rows(&self, w: &mut SqlWriter<'_>, rows: &Rows<'_>) {
+        let Rows {
+            scenario: s,
+            prefix,
+            range: (from, to),
+            span: (start, span),
+        } = *rows;
+        w.push("SELECT ")
             .bind(s.task_name.as_str())
             .push(", ")
             .bind(prefix)

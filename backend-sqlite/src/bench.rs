@@ -10,7 +10,7 @@ use docket_core::dialect::{SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;
 use docket_core::StoreError;
-use docket_diesel::bench::ScenarioSql;
+use docket_diesel::bench::{Rows, ScenarioSql};
 use docket_diesel::DieselSession;
 use std::time::Instant;
 
@@ -19,25 +19,18 @@ use std::time::Instant;
 pub struct SqliteScenario;
 
 impl ScenarioSql for SqliteScenario {
-    fn insert_rows(
-        &self,
-        w: &mut SqlWriter<'_>,
-        table: &TableName,
-        s: &Scenario,
-        prefix: &str,
-        (from, to): (u64, u64),
-        (start, span): (i64, i64),
-    ) {
+    fn select_rows(&self, w: &mut SqlWriter<'_>, rows: &Rows<'_>) {
+        let Rows {
+            scenario: s,
+            prefix,
+            range: (from, to),
+            span: (start, span),
+        } = *rows;
         w.push("WITH RECURSIVE g(n) AS (SELECT ")
             .bind(Value::BigInt(from as i64))
             .push(" UNION ALL SELECT n + 1 FROM g WHERE n + 1 < ")
             .bind(Value::BigInt(to as i64))
-            .push(") INSERT INTO ")
-            .table(table)
-            .push(
-                " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
-                 priority) SELECT ",
-            )
+            .push(") SELECT ")
             .bind(s.task_name.as_str())
             .push(", ")
             .bind(prefix)
