@@ -4,13 +4,13 @@ use super::model::Backlog;
 use std::fmt::Write as _;
 
 /// Width of the drawing in user units (it scales to its box).
-const WIDTH: u32 = 640;
+const WIDTH: u32 = 420;
 /// Height of one bar's row.
-const ROW: u32 = 28;
+const ROW: u32 = 30;
 /// Left column (level labels).
-const LABEL: u32 = 92;
+const LABEL: u32 = 88;
 /// Right column (counts).
-const COUNT: u32 = 76;
+const COUNT: u32 = 60;
 
 /// The label of a level.
 pub fn level_label(priority: Option<i16>, by_priority: bool) -> String {

@@ -27,6 +27,8 @@ pub const ITEMS_MAX: i64 = 500;
 pub const HELD_SCAN: i64 = 200;
 /// Items on a worker's list.
 pub const WORKER_LIST: i64 = 20;
+/// Workers whose lists a task type's page shows.
+pub const WORKER_LISTS: usize = 10;
 
 /// The state of one execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -325,6 +327,18 @@ pub struct QueueTypePage {
     pub items: Vec<ItemView>,
     /// The limit asked for.
     pub limit: i64,
+    /// What each worker with an assignment among `items` would get next (at most
+    /// [`WORKER_LISTS`] workers, [`WORKER_LIST`] items each).
+    pub worker_lists: Vec<WorkerList>,
+}
+
+/// The ids of the items a worker would get next, in order.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerList {
+    /// The worker.
+    pub worker: String,
+    /// Item ids, in hand-out order.
+    pub items: Vec<String>,
 }
 
 /// One item's page.
@@ -817,12 +831,36 @@ impl Web {
             )));
         }
         let total = self.check_type(task_type)?;
+        let items = self.items_of(task_type, limit, true)?;
+        let mut workers: Vec<&str> = items
+            .iter()
+            .flat_map(|i| i.assignment_list.iter().flatten())
+            .map(|a| a.worker.as_str())
+            .collect();
+        workers.sort_unstable();
+        workers.dedup();
+        let queue = self.queue()?;
+        let worker_lists = workers
+            .into_iter()
+            .take(WORKER_LISTS)
+            .map(|worker| {
+                Ok(WorkerList {
+                    worker: worker.to_owned(),
+                    items: queue
+                        .list_for(worker, task_type, WORKER_LIST)?
+                        .into_iter()
+                        .map(|i| i.key.task_instance)
+                        .collect(),
+                })
+            })
+            .collect::<Result<_, WebError>>()?;
         Ok(QueueTypePage {
             meta: self.meta(),
             task_type: task_type.to_owned(),
             total,
-            items: self.items_of(task_type, limit, true)?,
+            items,
             limit,
+            worker_lists,
         })
     }
 

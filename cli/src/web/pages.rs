@@ -77,14 +77,21 @@ fn time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
-/// `3 h 12 min`, `45 s`.
+/// `3 h 12 min`, `4 min 5 s`, `45 s`, `30 min` (zero parts left out).
 fn span(secs: i64) -> String {
     let s = secs.unsigned_abs();
+    let two = |big: u64, big_unit: &str, small: u64, small_unit: &str| {
+        if small == 0 {
+            format!("{big} {big_unit}")
+        } else {
+            format!("{big} {big_unit} {small} {small_unit}")
+        }
+    };
     match s {
         0..=59 => format!("{s} s"),
-        60..=3599 => format!("{} min {} s", s / 60, s % 60),
-        3600..=86_399 => format!("{} h {} min", s / 3600, (s % 3600) / 60),
-        _ => format!("{} d {} h", s / 86_400, (s % 86_400) / 3600),
+        60..=3599 => two(s / 60, "min", s % 60, "s"),
+        3600..=86_399 => two(s / 3600, "h", (s % 3600) / 60, "min"),
+        _ => two(s / 86_400, "d", (s % 86_400) / 3600, "h"),
     }
 }
 
@@ -663,6 +670,20 @@ fn record(item: &ItemView) -> String {
     item.record.to_string()
 }
 
+/// Custom attributes as a small table (strings unquoted, other values as JSON).
+fn attributes(item: &ItemView) -> Markup {
+    html! {
+        @if let Some(map) = item.attributes.as_object().filter(|m| !m.is_empty()) {
+            dl.attrs {
+                @for (name, value) in map {
+                    dt { (name) }
+                    dd { @match value.as_str() { Some(s) => (s), None => (value.to_string()) } }
+                }
+            }
+        }
+    }
+}
+
 fn assignment_chips(list: &[AssignmentView]) -> Markup {
     html! {
         @for a in list {
@@ -758,6 +779,28 @@ pub async fn queue_type(
                 button.primary type="submit" { "Open worker page" }
             }
         }
+        @if !p.worker_lists.is_empty() {
+            section.card {
+                h2 { "What each worker sees" span.sub { "the items " code { "next_for" } " would hand them, in order" } }
+                table {
+                    thead { tr { th { "Worker" } th { "Sees" } } }
+                    tbody {
+                        @for w in &p.worker_lists {
+                            tr {
+                                td { a.mono href=(worker_url(&p.task_type, &w.worker)) { (w.worker) } }
+                                td.mono {
+                                    @if w.items.is_empty() { span.muted { "nothing" } }
+                                    @for (n, item) in w.items.iter().enumerate() {
+                                        @if n > 0 { ", " }
+                                        a href=(item_url(&p.task_type, item)) { (item) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
         section.card {
             h2 { "Items" span.sub { "first " (p.items.len()) " of " (p.total) " by arrival" } }
             @if p.items.is_empty() { p.empty { "No items." } } @else { (items_table(&p.items, true)) }
@@ -796,7 +839,7 @@ pub async fn item(
                     dt { "Arrived" } dd { (time(i.available_at)) " UTC" }
                     dt { "Assignments" } dd { (i.assignments) " of " (i.max_assignments) }
                     dt { "Held by" } dd.mono { (i.held_by.as_deref().unwrap_or("—")) }
-                    dt { "Attributes" } dd { code { (i.attributes.to_string()) } }
+                    dt { "Attributes" } dd { @if i.attributes.as_object().is_some_and(|m| m.is_empty()) { span.muted { "none" } } @else { (attributes(i)) } }
                     dt { "Payload" } dd { @match i.data_bytes { Some(n) => { (n) " bytes" }, None => span.muted { "none" } } }
                     dt { "Version" } dd.mono { (i.version) }
                 }
@@ -877,10 +920,9 @@ pub async fn worker(
                     div.head {
                         span.mono.big { (i.item) }
                         code { (record(i)) }
+                        span.muted { "assignment " (i.assignments) " of " (i.max_assignments) }
                     }
-                    @if i.attributes.as_object().is_some_and(|m| !m.is_empty()) {
-                        p { "Attributes: " code { (i.attributes.to_string()) } }
-                    }
+                    (attributes(i))
                     @if viewer.can_act() {
                         @let act = format!("{here}/items/{}", seg(&i.item));
                         div.actions {
@@ -1105,6 +1147,8 @@ mod tests {
         assert_eq!(span(-125), "2 min 5 s");
         assert_eq!(span(7260), "2 h 1 min");
         assert_eq!(span(90_000), "1 d 1 h");
+        assert_eq!(span(1800), "30 min");
+        assert_eq!(span(86_400), "1 d");
     }
 
     #[test]

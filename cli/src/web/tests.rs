@@ -650,6 +650,11 @@ async fn queue_pages_show_record_keys_assignments_and_a_workers_list() {
     assert_eq!(items[0]["assignment_list"][0]["status"], "ACCEPTED");
     assert!(items[0]["assignment_list"][0]["deadline"].is_string());
 
+    // The seed's "Worker 1 sees ...": every worker with an assignment here, with their list.
+    assert_eq!(
+        t["worker_lists"],
+        serde_json::json!([{"worker": "w1", "items": ["rec2", "rec3"]}])
+    );
     let page = f.get("/queue/label").await;
     assert!(page.body.contains("&quot;hitOrder&quot;:2"));
     assert!(page.body.contains("ACCEPTED"));
