@@ -600,11 +600,15 @@ impl Web {
     }
 
     /// One execution; `NotFound` when there is none (or the key is a work-queue item).
+    /// Primary-key lookups only.
     pub fn execution(&self, key: &ExecutionKey) -> Result<ExecutionView, WebError> {
         let now = self.clock.now();
-        let (_, types) = self.names()?;
+        let is_item = match &self.queue {
+            Ok(queue) => queue.item(key)?.is_some(),
+            Err(_) => false,
+        };
         match self.client.get(key)? {
-            Some(e) if !types.contains(&e.task_name) => Ok(self.view(e, now)),
+            Some(e) if !is_item => Ok(self.view(e, now)),
             _ => Err(WebError::NotFound(format!(
                 "no execution {}/{} in {}",
                 key.task_name, key.task_instance, self.table
@@ -773,21 +777,34 @@ impl Web {
         })
     }
 
-    /// The task type exists in the table; returns its item count.
+    /// The task type exists in the table; returns its item count (reads the summary: a
+    /// scan of the table, for the pages that show the count).
     fn check_type(&self, task_type: &str) -> Result<i64, WebError> {
         self.queue()?;
         let summary = self.client.summary()?;
         let (_, types) = self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
         if !types.iter().any(|t| t == task_type) {
-            return Err(WebError::NotFound(format!(
-                "no work-queue task type {task_type:?} in {}",
-                self.table
-            )));
+            return Err(type_missing(task_type, &self.table));
         }
         Ok(summary
             .iter()
             .find(|s| s.task_name == task_type)
             .map_or(0, |s| s.total))
+    }
+
+    /// The task type exists: its first row (by execution time) is a work-queue item. Cheaper
+    /// than [`Web::check_type`]; used on the worker's paths.
+    fn check_type_exists(&self, task_type: &str) -> Result<(), WebError> {
+        let queue = self.queue()?;
+        let first = self.client.list_scheduled(&ListFilter {
+            task_name: Some(task_type.to_owned()),
+            limit: Some(1),
+            ..ListFilter::default()
+        })?;
+        match first.first() {
+            Some(e) if queue.item(&e.key())?.is_some() => Ok(()),
+            _ => Err(type_missing(task_type, &self.table)),
+        }
     }
 
     /// Items of `task_type` (the first `limit` by arrival), with their assignments.
@@ -881,7 +898,7 @@ impl Web {
         also: Option<&str>,
     ) -> Result<WorkerPage, WebError> {
         check_worker(worker)?;
-        self.check_type(task_type)?;
+        self.check_type_exists(task_type)?;
         let queue = self.queue()?;
         let mut held: Vec<ItemView> = self
             .items_of(task_type, HELD_SCAN, false)?
@@ -913,7 +930,7 @@ impl Web {
     /// `next_for`: claims the next item for `worker`; `None` when there is none.
     pub fn take_next(&self, task_type: &str, worker: &str) -> Result<Option<ItemView>, WebError> {
         check_worker(worker)?;
-        self.check_type(task_type)?;
+        self.check_type_exists(task_type)?;
         self.queue()?
             .next_for(worker, task_type)?
             .map(|item| self.item_view(item, true))
@@ -931,7 +948,7 @@ impl Web {
         hide_for: Option<std::time::Duration>,
     ) -> Result<(), WebError> {
         check_worker(worker)?;
-        self.check_type(&key.task_name)?;
+        // `item` finds work-queue items only: a scheduler execution's key is not found.
         let queue = self.queue()?;
         let item = queue.item(key)?.ok_or_else(|| item_missing(key))?;
         let now_version = self
@@ -1029,6 +1046,10 @@ fn stale(key: &ExecutionKey, version: i64) -> WebError {
          Reload the page and try again.",
         key.task_name, key.task_instance
     ))
+}
+
+fn type_missing(task_type: &str, table: &str) -> WebError {
+    WebError::NotFound(format!("no work-queue task type {task_type:?} in {table}"))
 }
 
 fn item_missing(key: &ExecutionKey) -> WebError {

@@ -319,6 +319,12 @@ async fn unknown_things_are_clear_404s_in_html_and_json() {
         ("/queue/nope", "no work-queue task type \"nope\""),
         ("/queue/email", "no work-queue task type \"email\""),
         ("/queue/label/items/nope", "no work-queue item label/nope"),
+        (
+            "/queue/email/workers/w1",
+            "no work-queue task type \"email\"",
+        ),
+        ("/queue/nope/workers/w1", "no work-queue task type \"nope\""),
+        ("/queue/email/items/high", "no work-queue item email/high"),
         ("/no/such/page", "there is no such page"),
     ] {
         let page = f.get(uri).await;
@@ -342,6 +348,19 @@ async fn unknown_things_are_clear_404s_in_html_and_json() {
             "/api/executions/email/nope/run-now",
             Some(TOKEN),
             r#"{"version":1}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let r = f
+        .api_post("/api/queue/email/workers/w1/next", Some(TOKEN), "")
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let v = f.version("email", "high");
+    let r = f
+        .api_post(
+            "/api/queue/email/workers/w1/items/high/submit",
+            Some(TOKEN),
+            &format!(r#"{{"version":{v}}}"#),
         )
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
