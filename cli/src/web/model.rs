@@ -24,7 +24,7 @@ pub const ITEMS_DEFAULT: i64 = 50;
 /// Largest `limit` of a task type's page.
 pub const ITEMS_MAX: i64 = 500;
 /// Items of a type scanned for the ones a worker holds.
-pub const HELD_SCAN: i64 = 200;
+pub const HELD_SCAN: i64 = 100;
 /// Items on a worker's list.
 pub const WORKER_LIST: i64 = 20;
 /// Workers whose lists a task type's page shows.
@@ -119,9 +119,10 @@ impl ExecutionView {
 pub struct Counts {
     /// All executions.
     pub total: i64,
-    /// Due (at most [`DUE_CAP`] are counted; see `due_capped`).
+    /// Due: counted among the first [`DUE_CAP`] due executions (of all tasks on the overview,
+    /// of this task on its page) in hand-out order; see `due_capped`.
     pub due: i64,
-    /// Counting stopped at [`DUE_CAP`]: there are at least `due`.
+    /// Counting stopped before every due execution of this task was seen: at least `due`.
     pub due_capped: bool,
     /// Scheduled for later (null when `due_capped`).
     pub scheduled: Option<i64>,
@@ -412,8 +413,13 @@ impl Web {
         ExecutionView::new(e, now, self.dead_after)
     }
 
-    /// Due executions of `tasks`, by level, counting at most [`DUE_CAP`].
-    fn backlog(&self, tasks: &[String], now: DateTime<Utc>) -> Result<Backlog, WebError> {
+    /// Due executions of `tasks`, by level, and per task, from one due-query reading at most
+    /// [`DUE_CAP`] rows in hand-out order (the store has no count query).
+    fn backlog(
+        &self,
+        tasks: &[String],
+        now: DateTime<Utc>,
+    ) -> Result<(Backlog, HashMap<String, i64>), WebError> {
         let rows = self.store.execution_fetch_due(&DueParams {
             now,
             task_names: tasks,
@@ -423,12 +429,14 @@ impl Web {
         let by_priority = self.store.config().ordering.priority;
         // Highest first, NULL last: Reverse(Some(p)) sorts by p descending, then Reverse(None).
         let mut levels: BTreeMap<std::cmp::Reverse<Option<i16>>, i64> = BTreeMap::new();
-        for e in rows.iter().take(DUE_CAP as usize) {
+        let mut per_task: HashMap<String, i64> = HashMap::new();
+        for e in rows.into_iter().take(DUE_CAP as usize) {
             let level = if by_priority { e.priority } else { None };
             *levels.entry(std::cmp::Reverse(level)).or_default() += 1;
+            *per_task.entry(e.task_name).or_default() += 1;
         }
         let count = levels.len();
-        Ok(Backlog {
+        let backlog = Backlog {
             by_priority,
             levels: levels
                 .into_iter()
@@ -441,7 +449,8 @@ impl Web {
                 .collect(),
             cap: DUE_CAP,
             capped,
-        })
+        };
+        Ok((backlog, per_task))
     }
 
     /// Picked executions (running and dead) of the scheduler tasks, at most [`LIST_LIMIT`]
@@ -493,13 +502,16 @@ impl Web {
             .collect())
     }
 
+    /// Per-task rows. `due`: counted by [`Web::backlog`]; `capped`: whether it stopped
+    /// counting (a task's count is then exact only if every unpicked row of it was counted).
     fn rows(
         &self,
         summary: Vec<docket_core::store::TaskSummary>,
         tasks: &HashSet<&String>,
         dead: &[ExecutionView],
-        now: DateTime<Utc>,
-    ) -> Result<Vec<TaskRow>, WebError> {
+        due: &HashMap<String, i64>,
+        capped: bool,
+    ) -> Vec<TaskRow> {
         let mut dead_per_task: HashMap<&str, i64> = HashMap::new();
         for d in dead {
             *dead_per_task.entry(d.task.as_str()).or_default() += 1;
@@ -508,30 +520,26 @@ impl Web {
             .into_iter()
             .filter(|s| tasks.contains(&s.task_name))
             .map(|s| {
-                let due_rows = self.store.execution_fetch_due(&DueParams {
-                    now,
-                    task_names: std::slice::from_ref(&s.task_name),
-                    limit: DUE_CAP + 1,
-                })?;
-                let due_capped = due_rows.len() as i64 > DUE_CAP;
-                let due = (due_rows.len() as i64).min(DUE_CAP);
+                let due = due.get(&s.task_name).copied().unwrap_or(0);
+                let unpicked = s.total - s.picked;
+                let due_capped = capped && due < unpicked;
                 let dead = dead_per_task
                     .get(s.task_name.as_str())
                     .copied()
                     .unwrap_or(0);
-                Ok(TaskRow {
+                TaskRow {
                     counts: Counts {
                         total: s.total,
                         due,
                         due_capped,
-                        scheduled: (!due_capped).then(|| (s.total - s.picked - due).max(0)),
+                        scheduled: (!due_capped).then(|| (unpicked - due).max(0)),
                         running: (s.picked - dead).max(0),
                         dead,
                         failing: s.failing,
                     },
                     next_execution_time: s.next_execution_time,
                     task: s.task_name,
-                })
+                }
             })
             .collect()
     }
@@ -550,9 +558,10 @@ impl Web {
             .into_iter()
             .filter(|e| task_set.contains(&e.task))
             .collect();
+        let (backlog, due) = self.backlog(&tasks, now)?;
         Ok(Overview {
-            tasks: self.rows(summary, &task_set, &dead, now)?,
-            backlog: self.backlog(&tasks, now)?,
+            tasks: self.rows(summary, &task_set, &dead, &due, backlog.capped),
+            backlog,
             running,
             dead,
             failing,
@@ -575,8 +584,9 @@ impl Web {
         };
         let only: HashSet<&String> = std::iter::once(name).collect();
         let (running, dead) = self.picked(&only, now)?;
+        let (backlog, due) = self.backlog(std::slice::from_ref(name), now)?;
         let row = self
-            .rows(summary, &only, &dead, now)?
+            .rows(summary, &only, &dead, &due, backlog.capped)
             .pop()
             .ok_or_else(|| WebError::NotFound(format!("no scheduler task {task:?}")))?;
         let executions = self
@@ -590,7 +600,7 @@ impl Web {
             .map(|e| self.view(e, now))
             .collect();
         Ok(TaskPage {
-            backlog: self.backlog(std::slice::from_ref(name), now)?,
+            backlog,
             row,
             executions,
             picked: running.into_iter().chain(dead).collect(),
@@ -661,7 +671,7 @@ impl Web {
         if let Ok(queue) = &self.queue {
             for name in types.iter().filter(|n| wanted(n)) {
                 if let Some(item) = queue.item(&ExecutionKey::new(name, &instance))? {
-                    result.items.push(self.item_view(item, false)?);
+                    result.items.push(self.item_view(item, false, None)?);
                 }
             }
         }
@@ -722,13 +732,22 @@ impl Web {
 
     // ---- work queue ----
 
-    fn item_view(&self, item: Item, with_assignments: bool) -> Result<ItemView, WebError> {
+    /// `version`: the row's version when the caller read it already (else it is read).
+    fn item_view(
+        &self,
+        item: Item,
+        with_assignments: bool,
+        version: Option<i64>,
+    ) -> Result<ItemView, WebError> {
         let queue = self.queue()?;
-        let version = self
-            .client
-            .get(&item.key)?
-            .map(|e| e.version)
-            .ok_or_else(|| item_missing(&item.key))?;
+        let version = match version {
+            Some(v) => v,
+            None => self
+                .client
+                .get(&item.key)?
+                .map(|e| e.version)
+                .ok_or_else(|| item_missing(&item.key))?,
+        };
         let assignment_list = if with_assignments {
             Some(
                 queue
@@ -807,29 +826,29 @@ impl Web {
         }
     }
 
-    /// Items of `task_type` (the first `limit` by arrival), with their assignments.
+    /// Items of `task_type` (the first `limit` by arrival) that `keep` accepts, with their
+    /// assignments when asked. The version shown is the one read with the listing: if the item
+    /// changes in between, an action from the page is refused as stale (never the reverse).
     fn items_of(
         &self,
         task_type: &str,
         limit: i64,
         assignments: bool,
+        keep: impl Fn(&Item) -> bool,
     ) -> Result<Vec<ItemView>, WebError> {
         let queue = self.queue()?;
-        let keys: Vec<ExecutionKey> = self
-            .client
-            .list_scheduled(&ListFilter {
-                task_name: Some(task_type.to_owned()),
-                limit: Some(limit),
-                ..ListFilter::default()
-            })?
-            .iter()
-            .map(Execution::key)
-            .collect();
-        let mut items = Vec::with_capacity(keys.len());
-        for key in keys {
+        let rows = self.client.list_scheduled(&ListFilter {
+            task_name: Some(task_type.to_owned()),
+            limit: Some(limit),
+            ..ListFilter::default()
+        })?;
+        let mut items = Vec::with_capacity(rows.len());
+        for row in rows {
             // Gone since it was listed: not shown.
-            if let Some(item) = queue.item(&key)? {
-                items.push(self.item_view(item, assignments)?);
+            if let Some(item) = queue.item(&row.key())? {
+                if keep(&item) {
+                    items.push(self.item_view(item, assignments, Some(row.version))?);
+                }
             }
         }
         Ok(items)
@@ -848,7 +867,7 @@ impl Web {
             )));
         }
         let total = self.check_type(task_type)?;
-        let items = self.items_of(task_type, limit, true)?;
+        let items = self.items_of(task_type, limit, true, |_| true)?;
         let mut workers: Vec<&str> = items
             .iter()
             .flat_map(|i| i.assignment_list.iter().flatten())
@@ -886,7 +905,7 @@ impl Web {
         let item = self.queue()?.item(key)?.ok_or_else(|| item_missing(key))?;
         Ok(ItemPage {
             meta: self.meta(),
-            item: self.item_view(item, true)?,
+            item: self.item_view(item, true, None)?,
         })
     }
 
@@ -900,22 +919,20 @@ impl Web {
         check_worker(worker)?;
         self.check_type_exists(task_type)?;
         let queue = self.queue()?;
-        let mut held: Vec<ItemView> = self
-            .items_of(task_type, HELD_SCAN, false)?
-            .into_iter()
-            .filter(|i| i.held_by.as_deref() == Some(worker))
-            .collect();
+        let mut held = self.items_of(task_type, HELD_SCAN, false, |i| {
+            i.held_by.as_deref() == Some(worker)
+        })?;
         if let Some(id) = also.filter(|id| !held.iter().any(|i| i.item == *id)) {
             if let Some(item) = queue.item(&ExecutionKey::new(task_type, id))? {
                 if item.held_by.as_deref() == Some(worker) {
-                    held.insert(0, self.item_view(item, false)?);
+                    held.insert(0, self.item_view(item, false, None)?);
                 }
             }
         }
         let list = queue
             .list_for(worker, task_type, WORKER_LIST)?
             .into_iter()
-            .map(|i| self.item_view(i, false))
+            .map(|i| self.item_view(i, false, None))
             .collect::<Result<_, _>>()?;
         Ok(WorkerPage {
             meta: self.meta(),
@@ -933,7 +950,7 @@ impl Web {
         self.check_type_exists(task_type)?;
         self.queue()?
             .next_for(worker, task_type)?
-            .map(|item| self.item_view(item, true))
+            .map(|item| self.item_view(item, true, None))
             .transpose()
     }
 

@@ -926,3 +926,40 @@ async fn search_finds_instances_across_tasks_and_items() {
         StatusCode::NOT_FOUND
     );
 }
+
+#[tokio::test]
+async fn due_counting_stops_at_the_cap_and_says_so() {
+    const BULK: TaskDescriptor = TaskDescriptor::new("bulk");
+    let f = Fixture::new(None);
+    let now = Utc::now();
+    let n = super::model::DUE_CAP + 1;
+    let client = SchedulerClient::new(f.store.clone()).unwrap();
+    client
+        .schedule_batch((0..n).map(|i| {
+            BULK.instance(format!("b{i}"))
+                .priority(100)
+                .scheduled_to(now - Duration::seconds(i + 1))
+        }))
+        .unwrap();
+    let o = f.get("/api/overview").await.json();
+    assert_eq!(o["backlog"]["capped"], true);
+    let levels = o["backlog"]["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 1, "lower levels are not drawn: {levels:?}");
+    assert_eq!(levels[0]["due"], super::model::DUE_CAP);
+    assert_eq!(levels[0]["capped"], true);
+    let bulk = &task_row(&o, "bulk")["counts"];
+    assert_eq!(bulk["due"], super::model::DUE_CAP);
+    assert_eq!(bulk["due_capped"], true);
+    assert_eq!(bulk["scheduled"], Value::Null);
+    let email = &task_row(&o, "email")["counts"];
+    assert_eq!(
+        (email["due"].as_i64(), email["due_capped"].as_bool()),
+        (Some(0), Some(true))
+    );
+    let page = f.get("/").await.body;
+    assert!(page.contains("≥ 1000") && page.contains("Counting stops at 1000"));
+    // One task's page counts that task alone.
+    let t = f.get("/api/tasks/email").await.json();
+    assert_eq!(t["row"]["counts"]["due"], 3);
+    assert_eq!(t["row"]["counts"]["due_capped"], false);
+}
