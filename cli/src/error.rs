@@ -62,6 +62,9 @@ pub enum CliError {
     /// A benchmark could not run as asked.
     #[error("bench: {0}")]
     Bench(String),
+    /// `docket web` could not start.
+    #[error("web: {0}")]
+    Web(String),
     /// The demo did not finish as it should.
     #[error("demo: {0}")]
     Demo(String),

@@ -1,5 +1,6 @@
 //! `docket`: migrate, inspect and explain docket tables from a shell, feed the work queue a CSV
-//! file, or watch a scheduler run with `docket demo` (no database needed).
+//! file, watch a scheduler run with `docket demo` (no database needed), or serve a dashboard
+//! with `docket web`.
 
 /// `println!` that returns an error instead of panicking when stdout is closed (e.g. piped
 /// into `head`); use in functions returning `Result<_, CliError>`.
@@ -18,6 +19,7 @@ mod error;
 mod explain;
 mod progress;
 mod queue;
+mod web;
 
 use clap::{Parser, Subcommand};
 use docket_core::{OrderingPolicy, StoreConfig, TableName};
@@ -47,6 +49,8 @@ enum Command {
     Demo,
     /// Benchmarks (`docket bench priority`: what the priority toggle costs).
     Bench(bench::Args),
+    /// Serve the operator dashboard and the worker pages (and their JSON API) over HTTP.
+    Web(web::Args),
 }
 
 /// Where the docket table lives; shared by the commands that open a database.
@@ -150,6 +154,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(args),
         Command::Demo => demo::run(),
         Command::Bench(args) => bench::run(args),
+        Command::Web(args) => web::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

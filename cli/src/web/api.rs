@@ -1,0 +1,269 @@
+//! The JSON API: one route under `/api/` behind every page (`docs/WEB.md`). Reads are open;
+//! writes need `Authorization: Bearer <token>` and the row's `version`.
+
+use super::error::{ApiError, WebError};
+use super::model::{
+    parse_time, ExecutionView, ItemPage, ItemView, Overview, QueuePage, QueueTypePage,
+    SearchResult, TaskPage, WorkerAction, WorkerPage,
+};
+use super::{blocking, AppState};
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::Json;
+use docket_core::ExecutionKey;
+use serde::{Deserialize, Serialize};
+
+type ApiResult<T> = Result<Json<T>, ApiError>;
+
+/// `?task=&instance=` of a search.
+#[derive(Debug, Default, Deserialize)]
+pub struct SearchQuery {
+    /// Task name or task type.
+    pub task: Option<String>,
+    /// Instance or item id.
+    pub instance: Option<String>,
+}
+
+impl SearchQuery {
+    /// Empty fields are absent.
+    pub fn normalized(self) -> (Option<String>, Option<String>) {
+        let keep = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
+        (keep(self.task), keep(self.instance))
+    }
+}
+
+/// `?limit=` of a task type's page.
+#[derive(Debug, Default, Deserialize)]
+pub struct LimitQuery {
+    /// Items to show.
+    pub limit: Option<i64>,
+}
+
+/// Body of an execution action.
+#[derive(Debug, Deserialize)]
+pub struct ActionBody {
+    /// The version the caller saw.
+    pub version: i64,
+    /// New time (reschedule only): RFC 3339, or `YYYY-MM-DDThh:mm[:ss]` as UTC.
+    pub at: Option<String>,
+}
+
+/// Body of a worker action.
+#[derive(Debug, Deserialize)]
+pub struct WorkerBody {
+    /// The version the worker saw.
+    pub version: i64,
+    /// Give back only: seconds the item stays hidden from the worker (default: the queue's).
+    pub hide_for_secs: Option<u64>,
+}
+
+/// What an action did.
+#[derive(Debug, Serialize)]
+pub struct Done<T> {
+    /// `rescheduled`, `cancelled`, `taken`, `submitted`, ...
+    pub done: &'static str,
+    /// The row afterwards (null when it is gone or nothing was taken).
+    pub row: Option<T>,
+}
+
+fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, WebError> {
+    q.map(|Query(q)| q)
+        .map_err(|e| WebError::BadRequest(format!("malformed query: {}", e.body_text())))
+}
+
+fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, WebError> {
+    b.map(|Json(b)| b)
+        .map_err(|e| WebError::BadRequest(format!("malformed JSON body: {}", e.body_text())))
+}
+
+/// `GET /api/overview`.
+pub async fn overview(State(web): State<AppState>) -> ApiResult<Overview> {
+    Ok(Json(blocking(&web, |w| w.overview()).await?))
+}
+
+/// `GET /api/tasks/{task}`.
+pub async fn task(State(web): State<AppState>, Path(task): Path<String>) -> ApiResult<TaskPage> {
+    Ok(Json(blocking(&web, move |w| w.task(&task)).await?))
+}
+
+/// `GET /api/search?task=&instance=`.
+pub async fn search(
+    State(web): State<AppState>,
+    q: Result<Query<SearchQuery>, QueryRejection>,
+) -> ApiResult<SearchResult> {
+    let (task, instance) = query(q)?.normalized();
+    Ok(Json(
+        blocking(&web, move |w| w.search(task, instance)).await?,
+    ))
+}
+
+/// `GET /api/executions/{task}/{instance}`.
+pub async fn execution(
+    State(web): State<AppState>,
+    Path((task, instance)): Path<(String, String)>,
+) -> ApiResult<ExecutionView> {
+    let key = ExecutionKey::new(task, instance);
+    Ok(Json(blocking(&web, move |w| w.execution(&key)).await?))
+}
+
+/// What an execution action changes.
+#[derive(Debug, Clone, Copy)]
+pub enum ExecAction {
+    /// Reschedule to now.
+    RunNow,
+    /// Reschedule to a given time.
+    Reschedule,
+    /// Remove.
+    Cancel,
+}
+
+impl ExecAction {
+    /// From the URL's last segment.
+    pub fn parse(action: &str) -> Result<Self, WebError> {
+        match action {
+            "run-now" => Ok(Self::RunNow),
+            "reschedule" => Ok(Self::Reschedule),
+            "cancel" => Ok(Self::Cancel),
+            other => Err(WebError::NotFound(format!(
+                "no action {other:?}: run-now, reschedule or cancel"
+            ))),
+        }
+    }
+
+    /// Past tense.
+    pub fn done(self) -> &'static str {
+        match self {
+            Self::RunNow => "run now",
+            Self::Reschedule => "rescheduled",
+            Self::Cancel => "cancelled",
+        }
+    }
+
+    /// Applies it; returns the row afterwards (`None` after cancel).
+    pub async fn apply(
+        self,
+        web: &AppState,
+        key: ExecutionKey,
+        version: i64,
+        at: Option<&str>,
+    ) -> Result<Option<ExecutionView>, WebError> {
+        let at = match self {
+            Self::Reschedule => Some(parse_time(at.ok_or_else(|| {
+                WebError::BadRequest("reschedule needs a time (field \"at\")".into())
+            })?)?),
+            _ => None,
+        };
+        blocking(web, move |w| {
+            match self {
+                Self::RunNow => w.reschedule(&key, version, w.clock.now())?,
+                Self::Reschedule => {
+                    w.reschedule(&key, version, at.unwrap_or_else(|| w.clock.now()))?
+                }
+                Self::Cancel => {
+                    w.cancel(&key, version)?;
+                    return Ok(None);
+                }
+            }
+            w.execution(&key).map(Some)
+        })
+        .await
+    }
+}
+
+/// `POST /api/executions/{task}/{instance}/{run-now|reschedule|cancel}` with
+/// `{"version": N, "at": "..."}`.
+pub async fn execution_action(
+    State(web): State<AppState>,
+    Path((task, instance, action)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    b: Result<Json<ActionBody>, JsonRejection>,
+) -> ApiResult<Done<ExecutionView>> {
+    let action = ExecAction::parse(&action)?;
+    web.auth.check_bearer(&headers)?;
+    let b = body(b)?;
+    let key = ExecutionKey::new(task, instance);
+    let row = action.apply(&web, key, b.version, b.at.as_deref()).await?;
+    Ok(Json(Done {
+        done: action.done(),
+        row,
+    }))
+}
+
+/// `GET /api/queue`.
+pub async fn queue(State(web): State<AppState>) -> ApiResult<QueuePage> {
+    Ok(Json(blocking(&web, |w| w.queue_page()).await?))
+}
+
+/// `GET /api/queue/{task_type}?limit=N`.
+pub async fn queue_type(
+    State(web): State<AppState>,
+    Path(task_type): Path<String>,
+    q: Result<Query<LimitQuery>, QueryRejection>,
+) -> ApiResult<QueueTypePage> {
+    let limit = query(q)?.limit;
+    Ok(Json(
+        blocking(&web, move |w| w.queue_type(&task_type, limit)).await?,
+    ))
+}
+
+/// `GET /api/queue/{task_type}/items/{item}`.
+pub async fn item(
+    State(web): State<AppState>,
+    Path((task_type, item)): Path<(String, String)>,
+) -> ApiResult<ItemPage> {
+    let key = ExecutionKey::new(task_type, item);
+    Ok(Json(blocking(&web, move |w| w.item(&key)).await?))
+}
+
+/// `GET /api/queue/{task_type}/workers/{worker}`.
+pub async fn worker(
+    State(web): State<AppState>,
+    Path((task_type, worker)): Path<(String, String)>,
+) -> ApiResult<WorkerPage> {
+    Ok(Json(
+        blocking(&web, move |w| w.worker(&task_type, &worker, None)).await?,
+    ))
+}
+
+/// `POST /api/queue/{task_type}/workers/{worker}/next`: takes the next item.
+pub async fn worker_next(
+    State(web): State<AppState>,
+    Path((task_type, worker)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> ApiResult<Done<ItemView>> {
+    web.auth.check_bearer(&headers)?;
+    let row = blocking(&web, move |w| w.take_next(&task_type, &worker)).await?;
+    Ok(Json(Done {
+        done: if row.is_some() {
+            "taken"
+        } else {
+            "nothing to take"
+        },
+        row,
+    }))
+}
+
+/// `POST /api/queue/{task_type}/workers/{worker}/items/{item}/{submit|skip|give-back}` with
+/// `{"version": N, "hide_for_secs": S}`.
+pub async fn worker_action(
+    State(web): State<AppState>,
+    Path((task_type, worker, item, action)): Path<(String, String, String, String)>,
+    headers: HeaderMap,
+    b: Result<Json<WorkerBody>, JsonRejection>,
+) -> ApiResult<Done<ItemView>> {
+    let action = WorkerAction::parse(&action)?;
+    web.auth.check_bearer(&headers)?;
+    let b = body(b)?;
+    let key = ExecutionKey::new(task_type, item);
+    let hide_for = b.hide_for_secs.map(std::time::Duration::from_secs);
+    let row = blocking(&web, move |w| {
+        w.finish(&key, &worker, action, b.version, hide_for)?;
+        Ok(w.item(&key)?.item)
+    })
+    .await?;
+    Ok(Json(Done {
+        done: action.done(),
+        row: Some(row),
+    }))
+}

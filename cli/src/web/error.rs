@@ -1,0 +1,117 @@
+//! What a request can fail with, as an HTML page ([`HtmlError`]) or a JSON body ([`ApiError`]),
+//! both with the same 4xx/5xx status.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use docket_core::{DocketError, StoreError};
+
+/// A request's failure. Every variant but [`WebError::Store`] and [`WebError::Internal`] is the
+/// client's: a 4xx, and nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    /// No such task, execution, item or page.
+    #[error("{0}")]
+    NotFound(String),
+    /// A malformed form, query or body.
+    #[error("{0}")]
+    BadRequest(String),
+    /// No token, or a wrong one.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The site is read-only, or the request failed the cross-site checks.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The row changed since the page was rendered, is running, or is not held by the worker.
+    #[error("{0}")]
+    Conflict(String),
+    /// The database failed.
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    /// Something on the server side failed (a worker thread, a configuration).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<DocketError> for WebError {
+    fn from(e: DocketError) -> Self {
+        match e {
+            DocketError::Store(e) => WebError::Store(e),
+            DocketError::NotFound { .. } => WebError::NotFound(e.to_string()),
+            DocketError::Running { .. } | DocketError::Queue { .. } => {
+                WebError::Conflict(e.to_string())
+            }
+            DocketError::InvalidIdentifier { .. }
+            | DocketError::InvalidName { .. }
+            | DocketError::InvalidItem { .. }
+            | DocketError::InvalidAttribute { .. }
+            | DocketError::InvalidConfig(_)
+            | DocketError::UnknownTask(_) => WebError::BadRequest(e.to_string()),
+            other => WebError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl WebError {
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            WebError::NotFound(_) => StatusCode::NOT_FOUND,
+            WebError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            WebError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            WebError::Forbidden(_) => StatusCode::FORBIDDEN,
+            WebError::Conflict(_) => StatusCode::CONFLICT,
+            WebError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            WebError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// A short title for the status.
+    pub fn title(&self) -> &'static str {
+        match self {
+            WebError::NotFound(_) => "Not found",
+            WebError::BadRequest(_) => "Bad request",
+            WebError::Unauthorized(_) => "Sign-in required",
+            WebError::Forbidden(_) => "Forbidden",
+            WebError::Conflict(_) => "Conflict: nothing was changed",
+            WebError::Store(_) => "Database unavailable",
+            WebError::Internal(_) => "Server error",
+        }
+    }
+}
+
+/// A failure rendered as an HTML page.
+#[derive(Debug)]
+pub struct HtmlError(pub WebError);
+
+impl<E: Into<WebError>> From<E> for HtmlError {
+    fn from(e: E) -> Self {
+        HtmlError(e.into())
+    }
+}
+
+impl IntoResponse for HtmlError {
+    fn into_response(self) -> Response {
+        (self.0.status(), super::pages::error_page(&self.0)).into_response()
+    }
+}
+
+/// A failure rendered as JSON: `{"error": "...", "status": 409}`.
+#[derive(Debug)]
+pub struct ApiError(pub WebError);
+
+impl<E: Into<WebError>> From<E> for ApiError {
+    fn from(e: E) -> Self {
+        ApiError(e.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.0.status();
+        let body = serde_json::json!({
+            "error": self.0.to_string(),
+            "status": status.as_u16(),
+        });
+        (status, axum::Json(body)).into_response()
+    }
+}

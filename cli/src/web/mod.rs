@@ -1,0 +1,230 @@
+//! `docket web`: an operator dashboard and a worker page, served by the docket binary.
+//!
+//! Every page is rendered on the server (`pages`) from the same data the JSON API returns
+//! (`api`, `model`); the store is synchronous, so every database call runs in
+//! `tokio::task::spawn_blocking`. Writes need the token from `--token-file` (`auth`); without
+//! one the site is read-only. See `docs/WEB.md`.
+
+mod api;
+mod auth;
+mod chart;
+mod error;
+mod model;
+mod pages;
+#[cfg(test)]
+mod tests;
+
+use crate::error::CliError;
+use crate::{backends, store_config, Target};
+use axum::routing::{get, post};
+use axum::Router;
+use docket_core::{
+    Clock, PrimaryOrder, QueueConfig, SchedulerClient, SchedulerConfig, Store, SystemClock,
+    WorkQueue,
+};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use error::WebError;
+
+/// Arguments of `docket web`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    target: Target,
+    /// Address to serve on (port 0: any free port; the address is printed).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// File holding the token that run now, reschedule, cancel and the worker actions need
+    /// (surrounding whitespace is ignored). Without it the site is read-only.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Read and hand out in priority order, as a scheduler or work queue with priority on does
+    /// (needs 0002_priority); the backlog chart then has one bar per priority level.
+    #[arg(long)]
+    priority: bool,
+    /// Custom order of a work-queue task type instead of FIFO: `TYPE=KEYS`, KEYS as in
+    /// `docket queue --order`. Repeatable.
+    #[arg(long = "order", value_name = "TYPE=KEYS", value_parser = parse_type_order)]
+    orders: Vec<(String, PrimaryOrder)>,
+}
+
+fn parse_type_order(value: &str) -> Result<(String, PrimaryOrder), String> {
+    let (task, keys) = value
+        .split_once('=')
+        .ok_or_else(|| "expected TYPE=KEYS, e.g. label=team,score:number:desc".to_owned())?;
+    let order = PrimaryOrder::parse_custom(keys).map_err(|e| e.to_string())?;
+    Ok((task.to_owned(), order))
+}
+
+/// Everything a request handler needs; shared behind an `Arc`.
+#[derive(Debug)]
+pub struct Web {
+    store: Arc<dyn Store>,
+    client: SchedulerClient,
+    /// `Err(reason)` when the table has no work-queue schema (or the backend none).
+    queue: Result<WorkQueue, String>,
+    queue_config: QueueConfig,
+    clock: Arc<dyn Clock>,
+    auth: auth::Secrets,
+    /// Silence after which a picked execution counts as dead.
+    dead_after: chrono::Duration,
+    backend: &'static str,
+    table: String,
+}
+
+/// The state of the router.
+pub type AppState = Arc<Web>;
+
+impl Web {
+    /// State over an open store. `token`: what writes need (`None`: read-only).
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        queue_config: QueueConfig,
+        token: Option<String>,
+    ) -> Result<Self, CliError> {
+        let client = SchedulerClient::with_clock(store.clone(), clock.clone())?;
+        let queue = WorkQueue::with_clock(store.clone(), clock.clone(), queue_config.clone())
+            .map_err(|e| e.to_string());
+        // The scheduler's defaults: 5 min heartbeat x 6 missed heartbeats = 30 min.
+        let dead_after = chrono::Duration::from_std(SchedulerConfig::default().dead_after())
+            .unwrap_or(chrono::Duration::minutes(30));
+        Ok(Self {
+            backend: store.backend(),
+            table: store.config().table.to_string(),
+            store,
+            client,
+            queue,
+            queue_config,
+            clock,
+            auth: auth::Secrets::new(token)?,
+            dead_after,
+        })
+    }
+
+    /// The work queue, or why there is none.
+    fn queue(&self) -> Result<&WorkQueue, WebError> {
+        self.queue
+            .as_ref()
+            .map_err(|reason| WebError::NotFound(format!("this table has no work queue: {reason}")))
+    }
+}
+
+/// Runs `f` on the blocking pool (the store API is synchronous).
+async fn blocking<T: Send + 'static>(
+    web: &AppState,
+    f: impl FnOnce(&Web) -> Result<T, WebError> + Send + 'static,
+) -> Result<T, WebError> {
+    let web = web.clone();
+    tokio::task::spawn_blocking(move || f(&web))
+        .await
+        .map_err(|e| WebError::Internal(format!("request worker failed: {e}")))?
+}
+
+/// Every page and API route.
+pub fn router(web: AppState) -> Router {
+    Router::new()
+        .route("/", get(pages::overview))
+        .route("/style.css", get(pages::stylesheet))
+        .route("/login", get(pages::login_form).post(pages::login))
+        .route("/logout", post(pages::logout))
+        .route("/search", get(pages::search))
+        .route("/tasks/{task}", get(pages::task))
+        .route("/executions/{task}/{instance}", get(pages::execution))
+        .route(
+            "/executions/{task}/{instance}/{action}",
+            post(pages::execution_action),
+        )
+        .route("/queue", get(pages::queue))
+        .route("/queue/{task_type}", get(pages::queue_type))
+        .route("/queue/{task_type}/items/{item}", get(pages::item))
+        .route("/queue/{task_type}/workers", get(pages::worker_lookup))
+        .route("/queue/{task_type}/workers/{worker}", get(pages::worker))
+        .route(
+            "/queue/{task_type}/workers/{worker}/next",
+            post(pages::worker_next),
+        )
+        .route(
+            "/queue/{task_type}/workers/{worker}/items/{item}/{action}",
+            post(pages::worker_action),
+        )
+        .route("/api/overview", get(api::overview))
+        .route("/api/search", get(api::search))
+        .route("/api/tasks/{task}", get(api::task))
+        .route("/api/executions/{task}/{instance}", get(api::execution))
+        .route(
+            "/api/executions/{task}/{instance}/{action}",
+            post(api::execution_action),
+        )
+        .route("/api/queue", get(api::queue))
+        .route("/api/queue/{task_type}", get(api::queue_type))
+        .route("/api/queue/{task_type}/items/{item}", get(api::item))
+        .route("/api/queue/{task_type}/workers/{worker}", get(api::worker))
+        .route(
+            "/api/queue/{task_type}/workers/{worker}/next",
+            post(api::worker_next),
+        )
+        .route(
+            "/api/queue/{task_type}/workers/{worker}/items/{item}/{action}",
+            post(api::worker_action),
+        )
+        .fallback(pages::not_found)
+        .with_state(web)
+}
+
+fn read_token(path: &PathBuf) -> Result<String, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CliError::File {
+        path: path.clone(),
+        source,
+    })?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(CliError::Web(format!(
+            "the token file {} is empty",
+            path.display()
+        )));
+    }
+    Ok(token.to_owned())
+}
+
+/// Runs `docket web` until interrupted.
+pub fn run(args: &Args) -> Result<(), CliError> {
+    let backend = backends::for_url(&args.target.database_url)?;
+    let token = args.token_file.as_ref().map(read_token).transpose()?;
+    let store = (backend.connect)(
+        &args.target.database_url,
+        store_config(&args.target.table, args.priority),
+    )?;
+    let mut queue_config = QueueConfig::default();
+    queue_config.orders.extend(args.orders.iter().cloned());
+    let read_only = token.is_none();
+    let web = Arc::new(Web::new(store, Arc::new(SystemClock), queue_config, token)?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.listen).await?;
+        let addr = listener.local_addr()?;
+        say!(
+            "docket web: serving {} ({}) on http://{addr}/ ({})",
+            web.table,
+            web.backend,
+            if read_only {
+                "read-only: no --token-file"
+            } else {
+                "actions need the token"
+            }
+        );
+        axum::serve(listener, router(web))
+            .with_graceful_shutdown(async {
+                // Without a signal handler the process is stopped by the signal itself.
+                if tokio::signal::ctrl_c().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            })
+            .await?;
+        Ok(())
+    })
+}

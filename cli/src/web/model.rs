@@ -1,0 +1,1105 @@
+//! What the pages show and the JSON API returns, read from the store with its public API only
+//! (`SchedulerClient`, `WorkQueue`, `Store`): no SQL of its own.
+//!
+//! States of an execution (`docs/WEB.md`): **due** (not picked, execution time passed),
+//! **scheduled** (not picked, in the future), **running** (picked, heartbeat fresh), **dead**
+//! (picked, heartbeat at least `dead_after` old: the scheduler's default heartbeat interval x
+//! missed-heartbeats limit, 5 min x 6 = 30 min), and **failing** (consecutive failures > 0,
+//! across the other four).
+
+use super::{Web, WebError};
+use chrono::{DateTime, Utc};
+use docket_core::queue::{Assignment, Item, MAX_WORKER_LEN};
+use docket_core::store::{DueParams, Guard, ListFilter};
+use docket_core::{Execution, ExecutionKey, QueueConfig, WorkQueue};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Due executions counted per task (and for the backlog chart) before counting stops.
+pub const DUE_CAP: i64 = 1000;
+/// Rows in the running, dead and failing lists and in a task's execution list.
+pub const LIST_LIMIT: i64 = 100;
+/// Default and largest number of items on a task type's page.
+pub const ITEMS_DEFAULT: i64 = 50;
+/// Largest `limit` of a task type's page.
+pub const ITEMS_MAX: i64 = 500;
+/// Items of a type scanned for the ones a worker holds.
+pub const HELD_SCAN: i64 = 100;
+/// Items on a worker's list.
+pub const WORKER_LIST: i64 = 20;
+/// Workers whose lists a task type's page shows.
+pub const WORKER_LISTS: usize = 10;
+
+/// The state of one execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Not picked, due.
+    Due,
+    /// Not picked, in the future.
+    Scheduled,
+    /// Picked, heartbeat fresh.
+    Running,
+    /// Picked, heartbeat older than `dead_after`.
+    Dead,
+}
+
+impl State {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Due => "due",
+            State::Scheduled => "scheduled",
+            State::Running => "running",
+            State::Dead => "dead",
+        }
+    }
+}
+
+/// One execution as shown.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecutionView {
+    /// Task name.
+    pub task: String,
+    /// Instance id.
+    pub instance: String,
+    /// Its state.
+    pub state: State,
+    /// When it is (was) due.
+    pub execution_time: DateTime<Utc>,
+    /// Priority (null with priority off or unset).
+    pub priority: Option<i16>,
+    /// Scheduler that picked it.
+    pub picked_by: Option<String>,
+    /// Last heartbeat.
+    pub last_heartbeat: Option<DateTime<Utc>>,
+    /// Seconds since the last heartbeat.
+    pub heartbeat_age_secs: Option<i64>,
+    /// Last success.
+    pub last_success: Option<DateTime<Utc>>,
+    /// Last failure.
+    pub last_failure: Option<DateTime<Utc>>,
+    /// Consecutive failures.
+    pub consecutive_failures: i32,
+    /// Size of the task data in bytes.
+    pub data_bytes: Option<usize>,
+    /// Fencing token: actions must send it back.
+    pub version: i64,
+}
+
+impl ExecutionView {
+    fn new(e: Execution, now: DateTime<Utc>, dead_after: chrono::Duration) -> Self {
+        let age = e.last_heartbeat.map(|h| now - h);
+        let state = match (e.picked, age) {
+            (true, Some(age)) if age >= dead_after => State::Dead,
+            (true, _) => State::Running,
+            (false, _) if e.execution_time <= now => State::Due,
+            (false, _) => State::Scheduled,
+        };
+        Self {
+            state,
+            heartbeat_age_secs: age.map(|a| a.num_seconds()),
+            data_bytes: e.task_data.as_ref().map(Vec::len),
+            task: e.task_name,
+            instance: e.task_instance,
+            execution_time: e.execution_time,
+            priority: e.priority,
+            picked_by: e.picked_by,
+            last_heartbeat: e.last_heartbeat,
+            last_success: e.last_success,
+            last_failure: e.last_failure,
+            consecutive_failures: e.consecutive_failures,
+            version: e.version,
+        }
+    }
+}
+
+/// Counts of one task by state.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Counts {
+    /// All executions.
+    pub total: i64,
+    /// Due: counted among the first [`DUE_CAP`] due executions (of all tasks on the overview,
+    /// of this task on its page) in hand-out order; see `due_capped`.
+    pub due: i64,
+    /// Counting stopped before every due execution of this task was seen: at least `due`.
+    pub due_capped: bool,
+    /// Scheduled for later (null when `due_capped`).
+    pub scheduled: Option<i64>,
+    /// Running.
+    pub running: i64,
+    /// Dead.
+    pub dead: i64,
+    /// With consecutive failures (any state).
+    pub failing: i64,
+}
+
+/// One task's row of the overview.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskRow {
+    /// Task name.
+    pub task: String,
+    /// Counts.
+    pub counts: Counts,
+    /// Earliest execution time.
+    pub next_execution_time: Option<DateTime<Utc>>,
+}
+
+/// One bar of the backlog chart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Level {
+    /// Priority (null: no priority).
+    pub priority: Option<i16>,
+    /// Due executions at this level.
+    pub due: i64,
+    /// Counting stopped in this level: at least `due`.
+    pub capped: bool,
+}
+
+/// Due executions by priority level, highest first, NULL last.
+#[derive(Debug, Clone, Serialize)]
+pub struct Backlog {
+    /// Whether levels are priorities (`--priority`); else one level holds everything.
+    pub by_priority: bool,
+    /// Levels with due executions.
+    pub levels: Vec<Level>,
+    /// Counting stopped at this many.
+    pub cap: i64,
+    /// Whether it did (levels below the last one are not shown then).
+    pub capped: bool,
+}
+
+/// Facts about the dashboard shown on every page.
+#[derive(Debug, Clone, Serialize)]
+pub struct Meta {
+    /// The clock's now.
+    pub now: DateTime<Utc>,
+    /// Backend name.
+    pub backend: &'static str,
+    /// Table.
+    pub table: String,
+    /// Whether the priority toggle is on.
+    pub priority: bool,
+    /// Without a token nothing can be changed.
+    pub read_only: bool,
+    /// Heartbeat silence after which a picked execution is dead.
+    pub dead_after_secs: i64,
+}
+
+/// The operator's overview.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overview {
+    /// Facts.
+    pub meta: Meta,
+    /// Per task counts.
+    pub tasks: Vec<TaskRow>,
+    /// Due backlog by priority, all tasks.
+    pub backlog: Backlog,
+    /// Running executions (heartbeat fresh), longest silent first.
+    pub running: Vec<ExecutionView>,
+    /// Dead executions.
+    pub dead: Vec<ExecutionView>,
+    /// Executions whose last run failed.
+    pub failing: Vec<ExecutionView>,
+    /// Work-queue task types in the table.
+    pub queue_types: Vec<String>,
+}
+
+/// One task's page.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskPage {
+    /// Facts.
+    pub meta: Meta,
+    /// Counts.
+    pub row: TaskRow,
+    /// Its due backlog by priority.
+    pub backlog: Backlog,
+    /// Its executions in hand-out order (at most [`LIST_LIMIT`]).
+    pub executions: Vec<ExecutionView>,
+    /// Its running and dead executions.
+    pub picked: Vec<ExecutionView>,
+    /// Its failing executions.
+    pub failing: Vec<ExecutionView>,
+}
+
+/// A search's hits.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// Facts.
+    pub meta: Meta,
+    /// Task asked for.
+    pub task: Option<String>,
+    /// Instance asked for.
+    pub instance: Option<String>,
+    /// Executions with that instance id (in that task, or in any).
+    pub executions: Vec<ExecutionView>,
+    /// Work-queue items with that id.
+    pub items: Vec<ItemView>,
+    /// With only a task given: that scheduler task (see its page).
+    pub task_page: Option<String>,
+    /// With only a task type given: that work-queue task type (see its page).
+    pub task_type_page: Option<String>,
+}
+
+/// One work-queue assignment.
+#[derive(Debug, Clone, Serialize)]
+pub struct AssignmentView {
+    /// The worker.
+    pub worker: String,
+    /// ACCEPTED, SUBMITTED, ...
+    pub status: &'static str,
+    /// Its deadline (ACCEPTED: lease end; RETURNED/ABANDONED: hidden until).
+    pub deadline: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<Assignment> for AssignmentView {
+    fn from(a: Assignment) -> Self {
+        Self {
+            worker: a.worker,
+            status: a.status.as_str(),
+            deadline: a.deadline,
+            updated_at: a.updated_at,
+        }
+    }
+}
+
+/// One work-queue item.
+#[derive(Debug, Clone, Serialize)]
+pub struct ItemView {
+    /// Task type.
+    pub task_type: String,
+    /// Item id.
+    pub item: String,
+    /// `{"hitOrder": 1, "hitOrderDate": "2020-03-11T10:15:55.935"}`.
+    pub record: serde_json::Value,
+    /// When it arrives (arrived).
+    pub available_at: DateTime<Utc>,
+    /// Counted assignments.
+    pub assignments: i32,
+    /// Most counted assignments.
+    pub max_assignments: i32,
+    /// Worker holding it now.
+    pub held_by: Option<String>,
+    /// Custom attributes.
+    pub attributes: serde_json::Value,
+    /// Size of the payload in bytes.
+    pub data_bytes: Option<usize>,
+    /// Fencing token: worker actions must send it back.
+    pub version: i64,
+    /// Its assignments (only where listed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignment_list: Option<Vec<AssignmentView>>,
+}
+
+/// Work-queue task types with their counts.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueuePage {
+    /// Facts.
+    pub meta: Meta,
+    /// Why there is no work queue, if there is none.
+    pub unavailable: Option<String>,
+    /// Task types.
+    pub types: Vec<QueueTypeRow>,
+}
+
+/// One task type.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueTypeRow {
+    /// Task type.
+    pub task_type: String,
+    /// Items.
+    pub items: i64,
+    /// Earliest arrival.
+    pub first_arrival: Option<DateTime<Utc>>,
+}
+
+/// A task type's page.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueTypePage {
+    /// Facts.
+    pub meta: Meta,
+    /// Task type.
+    pub task_type: String,
+    /// Items in the type.
+    pub total: i64,
+    /// The first `limit` items by arrival, each with its assignments.
+    pub items: Vec<ItemView>,
+    /// The limit asked for.
+    pub limit: i64,
+    /// What each worker with an assignment among `items` would get next (at most
+    /// [`WORKER_LISTS`] workers, [`WORKER_LIST`] items each).
+    pub worker_lists: Vec<WorkerList>,
+}
+
+/// The ids of the items a worker would get next, in order.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerList {
+    /// The worker.
+    pub worker: String,
+    /// Item ids, in hand-out order.
+    pub items: Vec<String>,
+}
+
+/// One item's page.
+#[derive(Debug, Clone, Serialize)]
+pub struct ItemPage {
+    /// Facts.
+    pub meta: Meta,
+    /// The item with its assignments.
+    pub item: ItemView,
+}
+
+/// What a worker sees.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerPage {
+    /// Facts.
+    pub meta: Meta,
+    /// Task type.
+    pub task_type: String,
+    /// The worker.
+    pub worker: String,
+    /// Items this worker holds (among the first [`HELD_SCAN`] by arrival, plus the one asked
+    /// for).
+    pub held: Vec<ItemView>,
+    /// What `next_for` would hand them, in order (`list_for`, at most [`WORKER_LIST`]).
+    pub list: Vec<ItemView>,
+    /// Seconds a returned item stays hidden from the worker by default.
+    pub hide_for_secs: u64,
+}
+
+impl Web {
+    /// Facts shown on every page.
+    pub fn meta(&self) -> Meta {
+        Meta {
+            now: self.clock.now(),
+            backend: self.backend,
+            table: self.table.clone(),
+            priority: self.store.config().ordering.priority,
+            read_only: self.auth.read_only(),
+            dead_after_secs: self.dead_after.num_seconds(),
+        }
+    }
+
+    /// Scheduler task names (rows that are not work-queue items), and work-queue task types.
+    fn names(&self) -> Result<(Vec<String>, Vec<String>), WebError> {
+        let all: Vec<String> = self
+            .client
+            .summary()?
+            .into_iter()
+            .map(|s| s.task_name)
+            .collect();
+        self.split_names(all)
+    }
+
+    fn split_names(&self, all: Vec<String>) -> Result<(Vec<String>, Vec<String>), WebError> {
+        // With the work-queue columns, this skips rows with max_assignments: the task names of
+        // the scheduler. Without them every name is one.
+        let tasks = self.store.execution_unresolved_names(&[])?;
+        let task_set: HashSet<&String> = tasks.iter().collect();
+        let types = if self.queue.is_ok() {
+            all.iter()
+                .filter(|n| !task_set.contains(n))
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok((tasks, types))
+    }
+
+    fn view(&self, e: Execution, now: DateTime<Utc>) -> ExecutionView {
+        ExecutionView::new(e, now, self.dead_after)
+    }
+
+    /// Due executions of `tasks`, by level, and per task, from one due-query reading at most
+    /// [`DUE_CAP`] rows in hand-out order (the store has no count query).
+    fn backlog(
+        &self,
+        tasks: &[String],
+        now: DateTime<Utc>,
+    ) -> Result<(Backlog, HashMap<String, i64>), WebError> {
+        let rows = self.store.execution_fetch_due(&DueParams {
+            now,
+            task_names: tasks,
+            limit: DUE_CAP + 1,
+        })?;
+        let capped = rows.len() as i64 > DUE_CAP;
+        let by_priority = self.store.config().ordering.priority;
+        // Highest first, NULL last: Reverse(Some(p)) sorts by p descending, then Reverse(None).
+        let mut levels: BTreeMap<std::cmp::Reverse<Option<i16>>, i64> = BTreeMap::new();
+        let mut per_task: HashMap<String, i64> = HashMap::new();
+        for e in rows.into_iter().take(DUE_CAP as usize) {
+            let level = if by_priority { e.priority } else { None };
+            *levels.entry(std::cmp::Reverse(level)).or_default() += 1;
+            *per_task.entry(e.task_name).or_default() += 1;
+        }
+        let count = levels.len();
+        let backlog = Backlog {
+            by_priority,
+            levels: levels
+                .into_iter()
+                .enumerate()
+                .map(|(i, (std::cmp::Reverse(priority), due))| Level {
+                    priority,
+                    due,
+                    capped: capped && i + 1 == count,
+                })
+                .collect(),
+            cap: DUE_CAP,
+            capped,
+        };
+        Ok((backlog, per_task))
+    }
+
+    /// Picked executions (running and dead) of the scheduler tasks, at most [`LIST_LIMIT`]
+    /// running ones plus every dead one.
+    fn picked(
+        &self,
+        tasks: &HashSet<&String>,
+        now: DateTime<Utc>,
+    ) -> Result<(Vec<ExecutionView>, Vec<ExecutionView>), WebError> {
+        let dead: Vec<ExecutionView> = self
+            .store
+            .execution_get_dead(now - self.dead_after)?
+            .into_iter()
+            .filter(|e| tasks.contains(&e.task_name))
+            .map(|e| self.view(e, now))
+            .collect();
+        let mut running: Vec<ExecutionView> = self
+            .client
+            .list_scheduled(&ListFilter {
+                picked: Some(true),
+                limit: Some(LIST_LIMIT + dead.len() as i64),
+                ..ListFilter::default()
+            })?
+            .into_iter()
+            .filter(|e| tasks.contains(&e.task_name))
+            .map(|e| self.view(e, now))
+            .filter(|v| v.state == State::Running)
+            .collect();
+        running.truncate(LIST_LIMIT as usize);
+        running.sort_by_key(|v| std::cmp::Reverse(v.heartbeat_age_secs));
+        Ok((running, dead))
+    }
+
+    fn failing(
+        &self,
+        task: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<ExecutionView>, WebError> {
+        Ok(self
+            .client
+            .list_scheduled(&ListFilter {
+                task_name: task.map(str::to_owned),
+                failing_only: true,
+                limit: Some(LIST_LIMIT),
+                ..ListFilter::default()
+            })?
+            .into_iter()
+            .map(|e| self.view(e, now))
+            .collect())
+    }
+
+    /// Per-task rows. `due`: counted by [`Web::backlog`]; `capped`: whether it stopped
+    /// counting (a task's count is then exact only if every unpicked row of it was counted).
+    fn rows(
+        &self,
+        summary: Vec<docket_core::store::TaskSummary>,
+        tasks: &HashSet<&String>,
+        dead: &[ExecutionView],
+        due: &HashMap<String, i64>,
+        capped: bool,
+    ) -> Vec<TaskRow> {
+        let mut dead_per_task: HashMap<&str, i64> = HashMap::new();
+        for d in dead {
+            *dead_per_task.entry(d.task.as_str()).or_default() += 1;
+        }
+        summary
+            .into_iter()
+            .filter(|s| tasks.contains(&s.task_name))
+            .map(|s| {
+                let due = due.get(&s.task_name).copied().unwrap_or(0);
+                let unpicked = s.total - s.picked;
+                let due_capped = capped && due < unpicked;
+                let dead = dead_per_task
+                    .get(s.task_name.as_str())
+                    .copied()
+                    .unwrap_or(0);
+                TaskRow {
+                    counts: Counts {
+                        total: s.total,
+                        due,
+                        due_capped,
+                        scheduled: (!due_capped).then(|| (unpicked - due).max(0)),
+                        running: (s.picked - dead).max(0),
+                        dead,
+                        failing: s.failing,
+                    },
+                    next_execution_time: s.next_execution_time,
+                    task: s.task_name,
+                }
+            })
+            .collect()
+    }
+
+    /// The operator's overview.
+    pub fn overview(&self) -> Result<Overview, WebError> {
+        let meta = self.meta();
+        let now = meta.now;
+        let summary = self.client.summary()?;
+        let (tasks, queue_types) =
+            self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
+        let task_set: HashSet<&String> = tasks.iter().collect();
+        let (running, dead) = self.picked(&task_set, now)?;
+        let failing = self
+            .failing(None, now)?
+            .into_iter()
+            .filter(|e| task_set.contains(&e.task))
+            .collect();
+        let (backlog, due) = self.backlog(&tasks, now)?;
+        Ok(Overview {
+            tasks: self.rows(summary, &task_set, &dead, &due, backlog.capped),
+            backlog,
+            running,
+            dead,
+            failing,
+            queue_types,
+            meta,
+        })
+    }
+
+    /// One scheduler task's page; `NotFound` when no execution has that task name.
+    pub fn task(&self, task: &str) -> Result<TaskPage, WebError> {
+        let meta = self.meta();
+        let now = meta.now;
+        let summary = self.client.summary()?;
+        let (tasks, _) = self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
+        let Some(name) = tasks.iter().find(|t| *t == task) else {
+            return Err(WebError::NotFound(format!(
+                "no scheduler task {task:?} in {}",
+                self.table
+            )));
+        };
+        let only: HashSet<&String> = std::iter::once(name).collect();
+        let (running, dead) = self.picked(&only, now)?;
+        let (backlog, due) = self.backlog(std::slice::from_ref(name), now)?;
+        let row = self
+            .rows(summary, &only, &dead, &due, backlog.capped)
+            .pop()
+            .ok_or_else(|| WebError::NotFound(format!("no scheduler task {task:?}")))?;
+        let executions = self
+            .client
+            .list_scheduled(&ListFilter {
+                task_name: Some(task.to_owned()),
+                limit: Some(LIST_LIMIT),
+                ..ListFilter::default()
+            })?
+            .into_iter()
+            .map(|e| self.view(e, now))
+            .collect();
+        Ok(TaskPage {
+            backlog,
+            row,
+            executions,
+            picked: running.into_iter().chain(dead).collect(),
+            failing: self.failing(Some(task), now)?,
+            meta,
+        })
+    }
+
+    /// One execution; `NotFound` when there is none (or the key is a work-queue item).
+    /// Primary-key lookups only.
+    pub fn execution(&self, key: &ExecutionKey) -> Result<ExecutionView, WebError> {
+        let now = self.clock.now();
+        let is_item = match &self.queue {
+            Ok(queue) => queue.item(key)?.is_some(),
+            Err(_) => false,
+        };
+        match self.client.get(key)? {
+            Some(e) if !is_item => Ok(self.view(e, now)),
+            _ => Err(WebError::NotFound(format!(
+                "no execution {}/{} in {}",
+                key.task_name, key.task_instance, self.table
+            ))),
+        }
+    }
+
+    /// Executions (and items) with this instance id, in `task` or in every task.
+    pub fn search(
+        &self,
+        task: Option<String>,
+        instance: Option<String>,
+    ) -> Result<SearchResult, WebError> {
+        let meta = self.meta();
+        let now = meta.now;
+        let (tasks, types) = self.names()?;
+        let mut result = SearchResult {
+            meta,
+            task: task.clone(),
+            instance: instance.clone(),
+            executions: Vec::new(),
+            items: Vec::new(),
+            task_page: None,
+            task_type_page: None,
+        };
+        let Some(instance) = instance else {
+            let Some(task) = task else {
+                return Err(WebError::BadRequest(
+                    "search needs a task, an instance id, or both".into(),
+                ));
+            };
+            if tasks.contains(&task) {
+                result.task_page = Some(task);
+            } else if types.contains(&task) {
+                result.task_type_page = Some(task);
+            } else {
+                return Err(WebError::NotFound(format!(
+                    "no task or task type {task:?} in {}",
+                    self.table
+                )));
+            }
+            return Ok(result);
+        };
+        let wanted = |name: &String| task.as_ref().map_or(true, |t| t == name);
+        for name in tasks.iter().filter(|n| wanted(n)) {
+            if let Some(e) = self.client.get(&ExecutionKey::new(name, &instance))? {
+                result.executions.push(self.view(e, now));
+            }
+        }
+        if let Ok(queue) = &self.queue {
+            for name in types.iter().filter(|n| wanted(n)) {
+                if let Some(item) = queue.item(&ExecutionKey::new(name, &instance))? {
+                    result.items.push(self.item_view(item, false, None)?);
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    /// Reschedules an execution that is not running to `at` (run now: `at` = now), if it is
+    /// still at `version`.
+    pub fn reschedule(
+        &self,
+        key: &ExecutionKey,
+        version: i64,
+        at: DateTime<Utc>,
+    ) -> Result<(), WebError> {
+        self.check_unpicked(key, version)?;
+        let changes = docket_core::store::Changes {
+            execution_time: Some(docket_core::clock::to_micros(at)),
+            ..Default::default()
+        };
+        if self
+            .store
+            .execution_update(key, Guard::Version(version), &changes)?
+        {
+            Ok(())
+        } else {
+            Err(stale(key, version))
+        }
+    }
+
+    /// Cancels (removes) an execution that is not running, if it is still at `version`.
+    pub fn cancel(&self, key: &ExecutionKey, version: i64) -> Result<(), WebError> {
+        self.check_unpicked(key, version)?;
+        if self.store.execution_remove(key, Guard::Version(version))? {
+            Ok(())
+        } else {
+            Err(stale(key, version))
+        }
+    }
+
+    /// The execution exists, is a scheduler execution, is not picked, and is at `version`.
+    fn check_unpicked(&self, key: &ExecutionKey, version: i64) -> Result<(), WebError> {
+        let e = self.execution(key)?;
+        if matches!(e.state, State::Running | State::Dead) {
+            return Err(WebError::Conflict(format!(
+                "{}/{} is {} (picked by {}); only executions that are not running can be \
+                 changed",
+                key.task_name,
+                key.task_instance,
+                e.state.as_str(),
+                e.picked_by.as_deref().unwrap_or("?")
+            )));
+        }
+        if e.version != version {
+            return Err(stale(key, version));
+        }
+        Ok(())
+    }
+
+    // ---- work queue ----
+
+    /// `version`: the row's version when the caller read it already (else it is read).
+    fn item_view(
+        &self,
+        item: Item,
+        with_assignments: bool,
+        version: Option<i64>,
+    ) -> Result<ItemView, WebError> {
+        let queue = self.queue()?;
+        let version = match version {
+            Some(v) => v,
+            None => self
+                .client
+                .get(&item.key)?
+                .map(|e| e.version)
+                .ok_or_else(|| item_missing(&item.key))?,
+        };
+        let assignment_list = if with_assignments {
+            Some(
+                queue
+                    .assignments(&item.key)?
+                    .into_iter()
+                    .map(AssignmentView::from)
+                    .collect(),
+            )
+        } else {
+            None
+        };
+        Ok(ItemView {
+            record: serde_json::to_value(item.record)
+                .map_err(|e| WebError::Internal(format!("record key: {e}")))?,
+            attributes: serde_json::Value::Object(item.attributes()?),
+            data_bytes: item.data.as_ref().map(Vec::len),
+            task_type: item.key.task_name,
+            item: item.key.task_instance,
+            available_at: item.available_at,
+            assignments: item.assignments,
+            max_assignments: item.max_assignments,
+            held_by: item.held_by,
+            version,
+            assignment_list,
+        })
+    }
+
+    /// The work-queue task types.
+    pub fn queue_page(&self) -> Result<QueuePage, WebError> {
+        let meta = self.meta();
+        let unavailable = self.queue.as_ref().err().cloned();
+        let summary = self.client.summary()?;
+        let (_, types) = self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
+        Ok(QueuePage {
+            meta,
+            unavailable,
+            types: summary
+                .into_iter()
+                .filter(|s| types.contains(&s.task_name))
+                .map(|s| QueueTypeRow {
+                    task_type: s.task_name,
+                    items: s.total,
+                    first_arrival: s.next_execution_time,
+                })
+                .collect(),
+        })
+    }
+
+    /// The task type exists in the table; returns its item count (reads the summary: a
+    /// scan of the table, for the pages that show the count).
+    fn check_type(&self, task_type: &str) -> Result<i64, WebError> {
+        self.queue()?;
+        let summary = self.client.summary()?;
+        let (_, types) = self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
+        if !types.iter().any(|t| t == task_type) {
+            return Err(type_missing(task_type, &self.table));
+        }
+        Ok(summary
+            .iter()
+            .find(|s| s.task_name == task_type)
+            .map_or(0, |s| s.total))
+    }
+
+    /// The task type exists: its first row (by execution time) is a work-queue item. Cheaper
+    /// than [`Web::check_type`]; used on the worker's paths.
+    fn check_type_exists(&self, task_type: &str) -> Result<(), WebError> {
+        let queue = self.queue()?;
+        let first = self.client.list_scheduled(&ListFilter {
+            task_name: Some(task_type.to_owned()),
+            limit: Some(1),
+            ..ListFilter::default()
+        })?;
+        match first.first() {
+            Some(e) if queue.item(&e.key())?.is_some() => Ok(()),
+            _ => Err(type_missing(task_type, &self.table)),
+        }
+    }
+
+    /// Items of `task_type` (the first `limit` by arrival) that `keep` accepts, with their
+    /// assignments when asked. The version shown is the one read with the listing: if the item
+    /// changes in between, an action from the page is refused as stale (never the reverse).
+    fn items_of(
+        &self,
+        task_type: &str,
+        limit: i64,
+        assignments: bool,
+        keep: impl Fn(&Item) -> bool,
+    ) -> Result<Vec<ItemView>, WebError> {
+        let queue = self.queue()?;
+        let rows = self.client.list_scheduled(&ListFilter {
+            task_name: Some(task_type.to_owned()),
+            limit: Some(limit),
+            ..ListFilter::default()
+        })?;
+        let mut items = Vec::with_capacity(rows.len());
+        for row in rows {
+            // Gone since it was listed: not shown.
+            if let Some(item) = queue.item(&row.key())? {
+                if keep(&item) {
+                    items.push(self.item_view(item, assignments, Some(row.version))?);
+                }
+            }
+        }
+        Ok(items)
+    }
+
+    /// A task type's page.
+    pub fn queue_type(
+        &self,
+        task_type: &str,
+        limit: Option<i64>,
+    ) -> Result<QueueTypePage, WebError> {
+        let limit = limit.unwrap_or(ITEMS_DEFAULT);
+        if !(1..=ITEMS_MAX).contains(&limit) {
+            return Err(WebError::BadRequest(format!(
+                "limit must be between 1 and {ITEMS_MAX}, got {limit}"
+            )));
+        }
+        let total = self.check_type(task_type)?;
+        let items = self.items_of(task_type, limit, true, |_| true)?;
+        let mut workers: Vec<&str> = items
+            .iter()
+            .flat_map(|i| i.assignment_list.iter().flatten())
+            .map(|a| a.worker.as_str())
+            .collect();
+        workers.sort_unstable();
+        workers.dedup();
+        let queue = self.queue()?;
+        let worker_lists = workers
+            .into_iter()
+            .take(WORKER_LISTS)
+            .map(|worker| {
+                Ok(WorkerList {
+                    worker: worker.to_owned(),
+                    items: queue
+                        .list_for(worker, task_type, WORKER_LIST)?
+                        .into_iter()
+                        .map(|i| i.key.task_instance)
+                        .collect(),
+                })
+            })
+            .collect::<Result<_, WebError>>()?;
+        Ok(QueueTypePage {
+            meta: self.meta(),
+            task_type: task_type.to_owned(),
+            total,
+            items,
+            limit,
+            worker_lists,
+        })
+    }
+
+    /// One item with its assignments.
+    pub fn item(&self, key: &ExecutionKey) -> Result<ItemPage, WebError> {
+        let item = self.queue()?.item(key)?.ok_or_else(|| item_missing(key))?;
+        Ok(ItemPage {
+            meta: self.meta(),
+            item: self.item_view(item, true, None)?,
+        })
+    }
+
+    /// What `worker` holds and would get next; `also` is an item they may hold (just taken).
+    pub fn worker(
+        &self,
+        task_type: &str,
+        worker: &str,
+        also: Option<&str>,
+    ) -> Result<WorkerPage, WebError> {
+        check_worker(worker)?;
+        self.check_type_exists(task_type)?;
+        let queue = self.queue()?;
+        let mut held = self.items_of(task_type, HELD_SCAN, false, |i| {
+            i.held_by.as_deref() == Some(worker)
+        })?;
+        if let Some(id) = also.filter(|id| !held.iter().any(|i| i.item == *id)) {
+            if let Some(item) = queue.item(&ExecutionKey::new(task_type, id))? {
+                if item.held_by.as_deref() == Some(worker) {
+                    held.insert(0, self.item_view(item, false, None)?);
+                }
+            }
+        }
+        let list = queue
+            .list_for(worker, task_type, WORKER_LIST)?
+            .into_iter()
+            .map(|i| self.item_view(i, false, None))
+            .collect::<Result<_, _>>()?;
+        Ok(WorkerPage {
+            meta: self.meta(),
+            task_type: task_type.to_owned(),
+            worker: worker.to_owned(),
+            held,
+            list,
+            hide_for_secs: self.queue_config.hide_for.as_secs(),
+        })
+    }
+
+    /// `next_for`: claims the next item for `worker`; `None` when there is none.
+    pub fn take_next(&self, task_type: &str, worker: &str) -> Result<Option<ItemView>, WebError> {
+        check_worker(worker)?;
+        self.check_type_exists(task_type)?;
+        self.queue()?
+            .next_for(worker, task_type)?
+            .map(|item| self.item_view(item, true, None))
+            .transpose()
+    }
+
+    /// Submit, skip or give back (hidden from the worker for `hide_for`, default the queue's)
+    /// an item `worker` holds, if it is still at `version`.
+    pub fn finish(
+        &self,
+        key: &ExecutionKey,
+        worker: &str,
+        action: WorkerAction,
+        version: i64,
+        hide_for: Option<std::time::Duration>,
+    ) -> Result<(), WebError> {
+        check_worker(worker)?;
+        // `item` finds work-queue items only: a scheduler execution's key is not found.
+        let queue = self.queue()?;
+        let item = queue.item(key)?.ok_or_else(|| item_missing(key))?;
+        let now_version = self
+            .client
+            .get(key)?
+            .map(|e| e.version)
+            .ok_or_else(|| item_missing(key))?;
+        if now_version != version {
+            return Err(stale(key, version));
+        }
+        if item.held_by.as_deref() != Some(worker) {
+            return Err(WebError::Conflict(format!(
+                "{}/{} is not held by worker {worker:?}{}",
+                key.task_name,
+                key.task_instance,
+                item.held_by
+                    .map(|w| format!(" (held by {w:?})"))
+                    .unwrap_or_default()
+            )));
+        }
+        match action {
+            WorkerAction::Submit => queue.submit(worker, key)?,
+            WorkerAction::Skip => queue.skip(worker, key)?,
+            WorkerAction::GiveBack => match hide_for {
+                None => queue.give_back(worker, key)?,
+                Some(hide_for) => WorkQueue::with_clock(
+                    self.store.clone(),
+                    self.clock.clone(),
+                    QueueConfig {
+                        hide_for,
+                        ..self.queue_config.clone()
+                    },
+                )?
+                .give_back(worker, key)?,
+            },
+        }
+        Ok(())
+    }
+}
+
+/// A worker's action on an item they hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerAction {
+    /// Hand it in.
+    Submit,
+    /// Decline it for good.
+    Skip,
+    /// Give it back; hidden from the worker for a while.
+    GiveBack,
+}
+
+impl WorkerAction {
+    /// From the URL's last segment.
+    pub fn parse(action: &str) -> Result<Self, WebError> {
+        match action {
+            "submit" => Ok(Self::Submit),
+            "skip" => Ok(Self::Skip),
+            "give-back" => Ok(Self::GiveBack),
+            other => Err(WebError::NotFound(format!(
+                "no worker action {other:?}: submit, skip or give-back"
+            ))),
+        }
+    }
+
+    /// Past tense, for the confirmation.
+    pub fn done(self) -> &'static str {
+        match self {
+            Self::Submit => "submitted",
+            Self::Skip => "skipped",
+            Self::GiveBack => "given back",
+        }
+    }
+}
+
+/// A worker name as the assignments table stores it.
+pub fn check_worker(worker: &str) -> Result<(), WebError> {
+    if worker.trim().is_empty() {
+        Err(WebError::BadRequest("the worker name is empty".into()))
+    } else if worker.chars().count() > MAX_WORKER_LEN {
+        Err(WebError::BadRequest(format!(
+            "the worker name is longer than {MAX_WORKER_LEN} characters"
+        )))
+    } else if worker.chars().any(char::is_control) {
+        Err(WebError::BadRequest(
+            "the worker name contains control characters".into(),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn stale(key: &ExecutionKey, version: i64) -> WebError {
+    WebError::Conflict(format!(
+        "{}/{} changed since version {version} was shown (or is gone); nothing was changed. \
+         Reload the page and try again.",
+        key.task_name, key.task_instance
+    ))
+}
+
+fn type_missing(task_type: &str, table: &str) -> WebError {
+    WebError::NotFound(format!("no work-queue task type {task_type:?} in {table}"))
+}
+
+fn item_missing(key: &ExecutionKey) -> WebError {
+    WebError::NotFound(format!(
+        "no work-queue item {}/{}",
+        key.task_name, key.task_instance
+    ))
+}
+
+/// Parses a time given in a form or the API: RFC 3339 (`2026-01-02T03:04:05Z`), or a
+/// `datetime-local` value read as UTC (`2026-01-02T03:04` or with seconds).
+pub fn parse_time(value: &str) -> Result<DateTime<Utc>, WebError> {
+    let value = value.trim();
+    let parsed = DateTime::parse_from_rfc3339(value)
+        .map(|t| t.with_timezone(&Utc))
+        .ok()
+        .or_else(|| {
+            [
+                "%Y-%m-%dT%H:%M:%S%.f",
+                "%Y-%m-%dT%H:%M",
+                "%Y-%m-%d %H:%M:%S%.f",
+                "%Y-%m-%d %H:%M",
+            ]
+            .iter()
+            .find_map(|f| chrono::NaiveDateTime::parse_from_str(value, f).ok())
+            .map(|t| t.and_utc())
+        });
+    parsed
+        .filter(|t| (1970..=9999).contains(&chrono::Datelike::year(t)))
+        .ok_or_else(|| {
+            WebError::BadRequest(format!(
+                "{value:?} is not a time: use YYYY-MM-DDThh:mm[:ss] (UTC) or RFC 3339, \
+                 years 1970 to 9999"
+            ))
+        })
+}

@@ -1,0 +1,1159 @@
+//! Server-rendered HTML (maud escapes every value it interpolates; the only unescaped
+//! insertions are the stylesheet and the chart, which carry no user text).
+
+use super::api::{ExecAction, LimitQuery, SearchQuery};
+use super::auth::{local_path, Secrets};
+use super::chart::backlog_svg;
+use super::error::{HtmlError, WebError};
+use super::model::{
+    check_worker, AssignmentView, Counts, ExecutionView, ItemView, Meta, State as ExecState,
+    WorkerAction, HELD_SCAN, LIST_LIMIT,
+};
+use super::{blocking, AppState};
+use axum::extract::rejection::{FormRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use chrono::{DateTime, Utc};
+use docket_core::ExecutionKey;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use serde::Deserialize;
+
+type PageResult = Result<Markup, HtmlError>;
+
+const CSS: &str = include_str!("style.css");
+
+/// `GET /style.css`.
+pub async fn stylesheet() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "max-age=3600"),
+        ],
+        CSS,
+    )
+}
+
+/// Percent-encodes one path segment (everything but RFC 3986 unreserved characters).
+pub fn seg(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Percent-encodes a query value.
+fn qv(value: &str) -> String {
+    seg(value)
+}
+
+fn exec_url(task: &str, instance: &str) -> String {
+    format!("/executions/{}/{}", seg(task), seg(instance))
+}
+
+fn task_url(task: &str) -> String {
+    format!("/tasks/{}", seg(task))
+}
+
+fn type_url(task_type: &str) -> String {
+    format!("/queue/{}", seg(task_type))
+}
+
+fn item_url(task_type: &str, item: &str) -> String {
+    format!("/queue/{}/items/{}", seg(task_type), seg(item))
+}
+
+fn worker_url(task_type: &str, worker: &str) -> String {
+    format!("/queue/{}/workers/{}", seg(task_type), seg(worker))
+}
+
+fn time(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+/// `3 h 12 min`, `4 min 5 s`, `45 s`, `30 min` (zero parts left out).
+fn span(secs: i64) -> String {
+    let s = secs.unsigned_abs();
+    let two = |big: u64, big_unit: &str, small: u64, small_unit: &str| {
+        if small == 0 {
+            format!("{big} {big_unit}")
+        } else {
+            format!("{big} {big_unit} {small} {small_unit}")
+        }
+    };
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => two(s / 60, "min", s % 60, "s"),
+        3600..=86_399 => two(s / 3600, "h", (s % 3600) / 60, "min"),
+        _ => two(s / 86_400, "d", (s % 86_400) / 3600, "h"),
+    }
+}
+
+/// `in 5 min 3 s` or `12 s ago`.
+fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let secs = (t - now).num_seconds();
+    if secs > 0 {
+        format!("in {}", span(secs))
+    } else {
+        format!("{} ago", span(secs))
+    }
+}
+
+fn when(t: DateTime<Utc>, now: DateTime<Utc>) -> Markup {
+    html! { time datetime=(t.to_rfc3339()) title=(format!("{} UTC", time(t))) { (relative(t, now)) } }
+}
+
+fn opt_when(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Markup {
+    match t {
+        Some(t) => when(t, now),
+        None => html! { span.muted { "—" } },
+    }
+}
+
+/// Who is looking: decides whether action forms are shown.
+struct Viewer {
+    read_only: bool,
+    signed_in: bool,
+    csrf: String,
+}
+
+impl Viewer {
+    fn of(auth: &Secrets, headers: &HeaderMap) -> Self {
+        Self {
+            read_only: auth.read_only(),
+            signed_in: auth.signed_in(headers),
+            csrf: auth.csrf().to_owned(),
+        }
+    }
+
+    fn can_act(&self) -> bool {
+        !self.read_only && self.signed_in
+    }
+
+    fn csrf_field(&self) -> Markup {
+        html! { input type="hidden" name="csrf" value=(self.csrf); }
+    }
+
+    /// What stands in for the action forms when they are not shown.
+    fn no_actions(&self, next: &str, what: &str) -> Markup {
+        html! {
+            @if self.read_only {
+                p.note { "Read-only: this dashboard was started without " code { "--token-file" } ", so nothing can " (what) " here." }
+            } @else if !self.signed_in {
+                p.note { a href=(format!("/login?next={}", qv(next))) { "Sign in with the token" } " to " (what) "." }
+            }
+        }
+    }
+}
+
+fn layout(
+    title: &str,
+    section: &str,
+    viewer: Option<&Viewer>,
+    meta: Option<&Meta>,
+    body: Markup,
+) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · docket" }
+                link rel="stylesheet" href="/style.css";
+            }
+            body {
+                header.top {
+                    a.brand href="/" { span.logo { "▤" } "docket" }
+                    nav {
+                        a href="/" class=@if section == "tasks" { "active" } { "Scheduler" }
+                        a href="/queue" class=@if section == "queue" { "active" } { "Work queue" }
+                    }
+                    form.search method="get" action="/search" {
+                        input type="search" name="instance" placeholder="Find an instance or item id" aria-label="Instance or item id";
+                        button type="submit" { "Search" }
+                    }
+                    div.who {
+                        @match viewer {
+                            Some(v) if v.read_only => { span.pill.muted { "read-only" } }
+                            Some(v) if v.signed_in => {
+                                form method="post" action="/logout" {
+                                    (v.csrf_field())
+                                    span.pill.ok { "signed in" }
+                                    button.link type="submit" { "Sign out" }
+                                }
+                            }
+                            Some(_) => { a.pill href="/login" { "Sign in" } }
+                            None => {}
+                        }
+                    }
+                }
+                main { (body) }
+                @if let Some(m) = meta {
+                    footer {
+                        "Table " code { (m.table) } " on " (m.backend)
+                        " · priority " (if m.priority { "on" } else { "off" })
+                        " · dead after " (span(m.dead_after_secs)) " without heartbeat"
+                        " · rendered " (time(m.now)) " UTC"
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The page of a failed request.
+pub fn error_page(e: &WebError) -> Markup {
+    let status = e.status();
+    layout(
+        e.title(),
+        "",
+        None,
+        None,
+        html! {
+            section.card.error {
+                p.code { (status.as_u16()) }
+                h1 { (e.title()) }
+                p.message { (e.to_string()) }
+                p { a href="/" { "Back to the overview" } }
+            }
+        },
+    )
+}
+
+/// Any unknown path.
+pub async fn not_found() -> HtmlError {
+    HtmlError(WebError::NotFound("there is no such page".into()))
+}
+
+fn flash(done: Option<&str>) -> Markup {
+    let known = [
+        "run now",
+        "rescheduled",
+        "cancelled",
+        "taken",
+        "submitted",
+        "skipped",
+        "given back",
+        "nothing to take",
+        "signed out",
+    ];
+    match done.and_then(|d| known.iter().find(|k| **k == d)) {
+        Some(d) => html! { p.flash role="status" { "Done: " (d) "." } },
+        None => html! {},
+    }
+}
+
+fn state_badge(state: ExecState) -> Markup {
+    html! { span class=(format!("badge state-{}", state.as_str())) { (state.as_str()) } }
+}
+
+fn count_cell(n: i64, class: &str) -> Markup {
+    html! { td.num class=(if n > 0 { class } else { "zero" }) { (n) } }
+}
+
+fn stat_cards(c: &Counts) -> Markup {
+    let due = if c.due_capped {
+        format!("≥ {}", c.due)
+    } else {
+        c.due.to_string()
+    };
+    let scheduled = c.scheduled.map_or("—".to_owned(), |n| n.to_string());
+    html! {
+        div.stats {
+            div.stat.due { span.n { (due) } span.l { "due" } }
+            div.stat.scheduled { span.n { (scheduled) } span.l { "scheduled" } }
+            div.stat.running { span.n { (c.running) } span.l { "running" } }
+            div.stat.failing { span.n { (c.failing) } span.l { "failing" } }
+            div.stat.dead { span.n { (c.dead) } span.l { "dead" } }
+        }
+    }
+}
+
+fn backlog_card(backlog: &super::model::Backlog, scope: &str) -> Markup {
+    html! {
+        section.card {
+            h2 { "Due backlog by priority level" span.sub { (scope) } }
+            (PreEscaped(backlog_svg(backlog)))
+            @if backlog.capped {
+                p.note { "Counting stops at " (backlog.cap) " due executions: the last level shown has at least its count, lower levels are not shown." }
+            }
+            @if !backlog.by_priority {
+                p.note { "Priority is off (start with " code { "--priority" } " to see one bar per level)." }
+            }
+        }
+    }
+}
+
+fn executions_table(rows: &[ExecutionView], now: DateTime<Utc>, empty: &str) -> Markup {
+    html! {
+        @if rows.is_empty() {
+            p.empty { (empty) }
+        } @else {
+            table {
+                thead { tr { th { "Task" } th { "Instance" } th { "State" } th { "Due" } th { "Priority" } th.num { "Failures" } } }
+                tbody {
+                    @for e in rows {
+                        tr {
+                            td { a href=(task_url(&e.task)) { (e.task) } }
+                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (e.instance) } }
+                            td { (state_badge(e.state)) }
+                            td { (when(e.execution_time, now)) }
+                            td { @match e.priority { Some(p) => (p), None => span.muted { "—" } } }
+                            td.num { (e.consecutive_failures) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn picked_table(rows: &[ExecutionView], empty: &str) -> Markup {
+    html! {
+        @if rows.is_empty() {
+            p.empty { (empty) }
+        } @else {
+            table {
+                thead { tr { th { "Task" } th { "Instance" } th { "Owner" } th { "Heartbeat age" } th { "State" } } }
+                tbody {
+                    @for e in rows {
+                        tr {
+                            td { a href=(task_url(&e.task)) { (e.task) } }
+                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (e.instance) } }
+                            td.mono { (e.picked_by.as_deref().unwrap_or("?")) }
+                            td { @match e.heartbeat_age_secs { Some(a) => (span(a)), None => span.muted { "no heartbeat" } } }
+                            td { (state_badge(e.state)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn failing_table(rows: &[ExecutionView], now: DateTime<Utc>) -> Markup {
+    html! {
+        @if rows.is_empty() {
+            p.empty { "No execution is failing." }
+        } @else {
+            table {
+                thead { tr { th { "Task" } th { "Instance" } th.num { "Failures" } th { "Last failure" } th { "Last success" } th { "Next try" } } }
+                tbody {
+                    @for e in rows {
+                        tr {
+                            td { a href=(task_url(&e.task)) { (e.task) } }
+                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (e.instance) } }
+                            td.num.bad { (e.consecutive_failures) }
+                            td { (opt_when(e.last_failure, now)) }
+                            td { (opt_when(e.last_success, now)) }
+                            td { (when(e.execution_time, now)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn html_query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, WebError> {
+    q.map(|Query(q)| q)
+        .map_err(|e| WebError::BadRequest(format!("malformed query: {}", e.body_text())))
+}
+
+fn html_form<T>(f: Result<Form<T>, FormRejection>) -> Result<T, WebError> {
+    f.map(|Form(f)| f)
+        .map_err(|e| WebError::BadRequest(format!("malformed form: {}", e.body_text())))
+}
+
+/// `?done=` after an action.
+#[derive(Debug, Default, Deserialize)]
+pub struct DoneQuery {
+    done: Option<String>,
+    /// Worker page: an item just taken.
+    taken: Option<String>,
+}
+
+/// `GET /`: the operator's overview.
+pub async fn overview(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    q: Result<Query<DoneQuery>, QueryRejection>,
+) -> PageResult {
+    let q = html_query(q)?;
+    let o = blocking(&web, |w| w.overview()).await?;
+    let viewer = Viewer::of(&web.auth, &headers);
+    let now = o.meta.now;
+    let mut total = Counts::default();
+    for t in &o.tasks {
+        total.total += t.counts.total;
+        total.due += t.counts.due;
+        total.due_capped |= t.counts.due_capped;
+        total.running += t.counts.running;
+        total.failing += t.counts.failing;
+        total.dead += t.counts.dead;
+    }
+    total.scheduled = o
+        .tasks
+        .iter()
+        .map(|t| t.counts.scheduled)
+        .sum::<Option<i64>>();
+    let body = html! {
+        div.title {
+            h1 { "Scheduler" }
+            p.sub { (o.tasks.len()) " tasks · " (total.total) " executions" }
+        }
+        (flash(q.done.as_deref()))
+        (stat_cards(&total))
+        div.grid {
+            section.card.wide {
+                h2 { "Tasks" span.sub { "counts by state" } }
+                @if o.tasks.is_empty() {
+                    p.empty { "No scheduled executions in this table." }
+                } @else {
+                    table {
+                        thead { tr { th { "Task" } th.num { "Due" } th.num { "Scheduled" } th.num { "Running" } th.num { "Failing" } th.num { "Dead" } th { "Next execution" } } }
+                        tbody {
+                            @for t in &o.tasks {
+                                tr {
+                                    td { a href=(task_url(&t.task)) { (t.task) } }
+                                    @if t.counts.due_capped {
+                                        td.num.due { "≥ " (t.counts.due) }
+                                    } @else {
+                                        (count_cell(t.counts.due, "due"))
+                                    }
+                                    td.num { (t.counts.scheduled.map_or("—".to_owned(), |n| n.to_string())) }
+                                    (count_cell(t.counts.running, "running"))
+                                    (count_cell(t.counts.failing, "bad"))
+                                    (count_cell(t.counts.dead, "bad"))
+                                    td { (opt_when(t.next_execution_time, now)) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            (backlog_card(&o.backlog, "all tasks"))
+        }
+        section.card {
+            h2 { "Running" span.sub { "picked, heartbeat within " (span(o.meta.dead_after_secs)) } }
+            (picked_table(&o.running, "Nothing is running."))
+        }
+        @if !o.dead.is_empty() {
+            section.card.alert {
+                h2 { "Dead" span.sub { "picked, no heartbeat for " (span(o.meta.dead_after_secs)) " or more: a scheduler will revive them" } }
+                (picked_table(&o.dead, ""))
+            }
+        }
+        section.card {
+            h2 { "Failing" span.sub { "last run failed (at most " (LIST_LIMIT) ")" } }
+            (failing_table(&o.failing, now))
+        }
+        @if !o.queue_types.is_empty() {
+            section.card {
+                h2 { "Work queue" }
+                p { "Task types in this table: "
+                    @for (i, t) in o.queue_types.iter().enumerate() {
+                        @if i > 0 { ", " }
+                        a href=(type_url(t)) { (t) }
+                    }
+                }
+            }
+        }
+        (viewer.no_actions("/", "run, reschedule or cancel executions"))
+    };
+    Ok(layout(
+        "Scheduler",
+        "tasks",
+        Some(&viewer),
+        Some(&o.meta),
+        body,
+    ))
+}
+
+/// `GET /tasks/{task}`.
+pub async fn task(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path(task): Path<String>,
+    q: Result<Query<DoneQuery>, QueryRejection>,
+) -> PageResult {
+    let q = html_query(q)?;
+    let t = blocking(&web, move |w| w.task(&task)).await?;
+    let viewer = Viewer::of(&web.auth, &headers);
+    let now = t.meta.now;
+    let body = html! {
+        p.crumbs { a href="/" { "Scheduler" } " / " }
+        div.title { h1 { (t.row.task) } p.sub { (t.row.counts.total) " executions" } }
+        (flash(q.done.as_deref()))
+        (stat_cards(&t.row.counts))
+        div.grid {
+            section.card.wide {
+                h2 { "Executions" span.sub { "in hand-out order, first " (LIST_LIMIT) } }
+                form.inline method="get" action="/search" {
+                    input type="hidden" name="task" value=(t.row.task);
+                    input type="search" name="instance" placeholder="Instance id" aria-label="Instance id" required;
+                    button type="submit" { "Find" }
+                }
+                (executions_table(&t.executions, now, "No executions."))
+            }
+            (backlog_card(&t.backlog, &t.row.task))
+        }
+        section.card {
+            h2 { "Running and dead" }
+            (picked_table(&t.picked, "Nothing of this task is running."))
+        }
+        section.card {
+            h2 { "Failing" }
+            (failing_table(&t.failing, now))
+        }
+    };
+    Ok(layout(
+        &t.row.task,
+        "tasks",
+        Some(&viewer),
+        Some(&t.meta),
+        body,
+    ))
+}
+
+/// `GET /executions/{task}/{instance}`.
+pub async fn execution(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path((task, instance)): Path<(String, String)>,
+    q: Result<Query<DoneQuery>, QueryRejection>,
+) -> PageResult {
+    let q = html_query(q)?;
+    let key = ExecutionKey::new(task, instance);
+    let (e, meta) = blocking(&web, move |w| Ok((w.execution(&key)?, w.meta()))).await?;
+    let viewer = Viewer::of(&web.auth, &headers);
+    let now = meta.now;
+    let here = exec_url(&e.task, &e.instance);
+    let picked = matches!(e.state, ExecState::Running | ExecState::Dead);
+    let body = html! {
+        p.crumbs { a href="/" { "Scheduler" } " / " a href=(task_url(&e.task)) { (e.task) } " / " }
+        div.title { h1.mono { (e.instance) } (state_badge(e.state)) }
+        (flash(q.done.as_deref()))
+        div.grid {
+            section.card {
+                h2 { "Execution" }
+                dl {
+                    dt { "Task" } dd { a href=(task_url(&e.task)) { (e.task) } }
+                    dt { "Instance" } dd.mono { (e.instance) }
+                    dt { "Execution time" } dd { (time(e.execution_time)) " UTC · " (when(e.execution_time, now)) }
+                    dt { "Priority" } dd { @match e.priority { Some(p) => (p), None => span.muted { "—" } } }
+                    dt { "Picked by" } dd.mono { (e.picked_by.as_deref().unwrap_or("—")) }
+                    dt { "Last heartbeat" } dd { (opt_when(e.last_heartbeat, now)) }
+                    dt { "Last success" } dd { (opt_when(e.last_success, now)) }
+                    dt { "Last failure" } dd { (opt_when(e.last_failure, now)) }
+                    dt { "Consecutive failures" } dd { (e.consecutive_failures) }
+                    dt { "Data" } dd { @match e.data_bytes { Some(n) => { (n) " bytes" }, None => span.muted { "none" } } }
+                    dt { "Version" } dd.mono { (e.version) }
+                }
+            }
+            section.card {
+                h2 { "Actions" }
+                @if picked {
+                    p.note { "It is " (e.state.as_str()) ": a running execution cannot be changed here." @if e.state == ExecState::Dead { " A scheduler revives dead executions by itself." } }
+                } @else if viewer.can_act() {
+                    div.actions {
+                        form method="post" action=(format!("{here}/run-now")) {
+                            (viewer.csrf_field())
+                            input type="hidden" name="version" value=(e.version);
+                            button.primary type="submit" { "Run now" }
+                        }
+                        form method="post" action=(format!("{here}/reschedule")) {
+                            (viewer.csrf_field())
+                            input type="hidden" name="version" value=(e.version);
+                            label { "New time (UTC) "
+                                input type="datetime-local" name="at" step="1" required value=(e.execution_time.format("%Y-%m-%dT%H:%M:%S").to_string());
+                            }
+                            button type="submit" { "Reschedule" }
+                        }
+                        form method="post" action=(format!("{here}/cancel")) {
+                            (viewer.csrf_field())
+                            input type="hidden" name="version" value=(e.version);
+                            button.danger type="submit" { "Cancel execution" }
+                        }
+                    }
+                } @else {
+                    (viewer.no_actions(&here, "run, reschedule or cancel it"))
+                }
+            }
+        }
+    };
+    Ok(layout(
+        &e.instance,
+        "tasks",
+        Some(&viewer),
+        Some(&meta),
+        body,
+    ))
+}
+
+/// Fields of an execution action form.
+#[derive(Debug, Deserialize)]
+pub struct ActionForm {
+    csrf: String,
+    version: i64,
+    at: Option<String>,
+}
+
+/// `POST /executions/{task}/{instance}/{run-now|reschedule|cancel}`.
+pub async fn execution_action(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path((task, instance, action)): Path<(String, String, String)>,
+    f: Result<Form<ActionForm>, FormRejection>,
+) -> Result<Response, HtmlError> {
+    web.auth.check_origin(&headers)?;
+    let action = ExecAction::parse(&action)?;
+    let f = html_form(f)?;
+    web.auth.check_form(&headers, &f.csrf)?;
+    let key = ExecutionKey::new(&task, &instance);
+    action.apply(&web, key, f.version, f.at.as_deref()).await?;
+    let to = match action {
+        ExecAction::Cancel => format!("{}?done=cancelled", task_url(&task)),
+        _ => format!("{}?done={}", exec_url(&task, &instance), qv(action.done())),
+    };
+    Ok(Redirect::to(&to).into_response())
+}
+
+/// `GET /search?task=&instance=`.
+pub async fn search(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    q: Result<Query<SearchQuery>, QueryRejection>,
+) -> Result<Response, HtmlError> {
+    let (task, instance) = html_query(q)?.normalized();
+    let r = blocking(&web, move |w| w.search(task, instance)).await?;
+    if let Some(task) = &r.task_page {
+        return Ok(Redirect::to(&task_url(task)).into_response());
+    }
+    if let Some(task_type) = &r.task_type_page {
+        return Ok(Redirect::to(&type_url(task_type)).into_response());
+    }
+    let viewer = Viewer::of(&web.auth, &headers);
+    let now = r.meta.now;
+    let hits = r.executions.len() + r.items.len();
+    let body = html! {
+        div.title { h1 { "Search" } }
+        section.card {
+            form.inline method="get" action="/search" {
+                input type="text" name="task" placeholder="Task or task type (any)" value=(r.task.as_deref().unwrap_or("")) aria-label="Task";
+                input type="search" name="instance" placeholder="Instance or item id" value=(r.instance.as_deref().unwrap_or("")) aria-label="Instance";
+                button type="submit" { "Search" }
+            }
+            p.sub { (hits) " found for instance " code { (r.instance.as_deref().unwrap_or("")) }
+                @if let Some(t) = &r.task { " in " code { (t) } } }
+            @if !r.executions.is_empty() {
+                h2 { "Executions" }
+                (executions_table(&r.executions, now, ""))
+            }
+            @if !r.items.is_empty() {
+                h2 { "Work-queue items" }
+                (items_table(&r.items, false))
+            }
+        }
+    };
+    Ok(layout("Search", "", Some(&viewer), Some(&r.meta), body).into_response())
+}
+
+fn record(item: &ItemView) -> String {
+    item.record.to_string()
+}
+
+/// Custom attributes as a small table (strings unquoted, other values as JSON).
+fn attributes(item: &ItemView) -> Markup {
+    html! {
+        @if let Some(map) = item.attributes.as_object().filter(|m| !m.is_empty()) {
+            dl.attrs {
+                @for (name, value) in map {
+                    dt { (name) }
+                    dd { @match value.as_str() { Some(s) => (s), None => (value.to_string()) } }
+                }
+            }
+        }
+    }
+}
+
+fn assignment_chips(list: &[AssignmentView]) -> Markup {
+    html! {
+        @for a in list {
+            span class=(format!("chip st-{}", a.status.to_ascii_lowercase())) title=(format!("deadline {} UTC", time(a.deadline))) {
+                (a.worker) " " b { (a.status) }
+            }
+        }
+    }
+}
+
+fn items_table(items: &[ItemView], assignments: bool) -> Markup {
+    html! {
+        table {
+            thead { tr {
+                th { "Item" } th { "Record key" } th { "Arrived" } th.num { "Assignments" } th { "Held by" }
+                @if assignments { th { "Assignment status" } }
+            } }
+            tbody {
+                @for i in items {
+                    tr {
+                        td { a.mono href=(item_url(&i.task_type, &i.item)) { (i.item) } }
+                        td { code { (record(i)) } }
+                        td { (time(i.available_at)) }
+                        td.num { (i.assignments) " / " (i.max_assignments) }
+                        td.mono { (i.held_by.as_deref().unwrap_or("—")) }
+                        @if assignments { td { (assignment_chips(i.assignment_list.as_deref().unwrap_or(&[]))) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `GET /queue`.
+pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResult {
+    let p = blocking(&web, |w| w.queue_page()).await?;
+    let viewer = Viewer::of(&web.auth, &headers);
+    let now = p.meta.now;
+    let body = html! {
+        div.title { h1 { "Work queue" } p.sub { "items worked by people, per task type" } }
+        section.card {
+            @if let Some(reason) = &p.unavailable {
+                p.empty { "No work queue on this table: " (reason) }
+            } @else if p.types.is_empty() {
+                p.empty { "No work-queue items in this table yet (" code { "docket enqueue" } " adds some)." }
+            } @else {
+                table {
+                    thead { tr { th { "Task type" } th.num { "Items" } th { "First arrival" } th { "Worker view" } } }
+                    tbody {
+                        @for t in &p.types {
+                            tr {
+                                td { a href=(type_url(&t.task_type)) { (t.task_type) } }
+                                td.num { (t.items) }
+                                td { (opt_when(t.first_arrival, now)) }
+                                td {
+                                    form.inline method="get" action=(format!("{}/workers", type_url(&t.task_type))) {
+                                        input type="text" name="worker" placeholder="worker name" required aria-label="Worker";
+                                        button type="submit" { "Open" }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout(
+        "Work queue",
+        "queue",
+        Some(&viewer),
+        Some(&p.meta),
+        body,
+    ))
+}
+
+/// `GET /queue/{task_type}?limit=N`.
+pub async fn queue_type(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path(task_type): Path<String>,
+    q: Result<Query<LimitQuery>, QueryRejection>,
+) -> PageResult {
+    let limit = html_query(q)?.limit;
+    let p = blocking(&web, move |w| w.queue_type(&task_type, limit)).await?;
+    let viewer = Viewer::of(&web.auth, &headers);
+    let body = html! {
+        p.crumbs { a href="/queue" { "Work queue" } " / " }
+        div.title { h1 { (p.task_type) } p.sub { (p.total) " items" } }
+        section.card {
+            form.inline method="get" action=(format!("{}/workers", type_url(&p.task_type))) {
+                label { "What does a worker see? " input type="text" name="worker" placeholder="worker name" required; }
+                button.primary type="submit" { "Open worker page" }
+            }
+        }
+        @if !p.worker_lists.is_empty() {
+            section.card {
+                h2 { "What each worker sees" span.sub { "the items " code { "next_for" } " would hand them, in order" } }
+                table {
+                    thead { tr { th { "Worker" } th { "Sees" } } }
+                    tbody {
+                        @for w in &p.worker_lists {
+                            tr {
+                                td { a.mono href=(worker_url(&p.task_type, &w.worker)) { (w.worker) } }
+                                td.mono {
+                                    @if w.items.is_empty() { span.muted { "nothing" } }
+                                    @for (n, item) in w.items.iter().enumerate() {
+                                        @if n > 0 { ", " }
+                                        a href=(item_url(&p.task_type, item)) { (item) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        section.card {
+            h2 { "Items" span.sub { "first " (p.items.len()) " of " (p.total) " by arrival" } }
+            @if p.items.is_empty() { p.empty { "No items." } } @else { (items_table(&p.items, true)) }
+            @if (p.items.len() as i64) < p.total {
+                p.note { a href=(format!("{}?limit={}", type_url(&p.task_type), super::model::ITEMS_MAX)) { "Show up to " (super::model::ITEMS_MAX) } }
+            }
+        }
+    };
+    Ok(layout(
+        &p.task_type,
+        "queue",
+        Some(&viewer),
+        Some(&p.meta),
+        body,
+    ))
+}
+
+/// `GET /queue/{task_type}/items/{item}`.
+pub async fn item(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path((task_type, item)): Path<(String, String)>,
+) -> PageResult {
+    let key = ExecutionKey::new(task_type, item);
+    let p = blocking(&web, move |w| w.item(&key)).await?;
+    let viewer = Viewer::of(&web.auth, &headers);
+    let i = &p.item;
+    let body = html! {
+        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&i.task_type)) { (i.task_type) } " / " }
+        div.title { h1.mono { (i.item) } }
+        div.grid {
+            section.card {
+                h2 { "Item" }
+                dl {
+                    dt { "Record key" } dd { code { (record(i)) } }
+                    dt { "Arrived" } dd { (time(i.available_at)) " UTC" }
+                    dt { "Assignments" } dd { (i.assignments) " of " (i.max_assignments) }
+                    dt { "Held by" } dd.mono { (i.held_by.as_deref().unwrap_or("—")) }
+                    dt { "Attributes" } dd { @if i.attributes.as_object().is_some_and(|m| m.is_empty()) { span.muted { "none" } } @else { (attributes(i)) } }
+                    dt { "Payload" } dd { @match i.data_bytes { Some(n) => { (n) " bytes" }, None => span.muted { "none" } } }
+                    dt { "Version" } dd.mono { (i.version) }
+                }
+            }
+            section.card {
+                h2 { "Assignments" }
+                @let list = i.assignment_list.as_deref().unwrap_or(&[]);
+                @if list.is_empty() { p.empty { "Nobody has worked on it yet." } } @else {
+                    table {
+                        thead { tr { th { "Worker" } th { "Status" } th { "Deadline" } th { "Updated" } } }
+                        tbody {
+                            @for a in list {
+                                tr {
+                                    td { a.mono href=(worker_url(&i.task_type, &a.worker)) { (a.worker) } }
+                                    td { span class=(format!("chip st-{}", a.status.to_ascii_lowercase())) { b { (a.status) } } }
+                                    td { (time(a.deadline)) " UTC" }
+                                    td { (time(a.updated_at)) " UTC" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout(&i.item, "queue", Some(&viewer), Some(&p.meta), body))
+}
+
+/// `?worker=` of the worker lookup form.
+#[derive(Debug, Deserialize)]
+pub struct WorkerQuery {
+    worker: String,
+}
+
+/// `GET /queue/{task_type}/workers?worker=W`: to the worker's page.
+pub async fn worker_lookup(
+    Path(task_type): Path<String>,
+    q: Result<Query<WorkerQuery>, QueryRejection>,
+) -> Result<Redirect, HtmlError> {
+    let worker = html_query(q)?.worker;
+    let worker = worker.trim();
+    check_worker(worker)?;
+    Ok(Redirect::to(&worker_url(&task_type, worker)))
+}
+
+/// `GET /queue/{task_type}/workers/{worker}`: the worker page.
+pub async fn worker(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path((task_type, worker)): Path<(String, String)>,
+    q: Result<Query<DoneQuery>, QueryRejection>,
+) -> PageResult {
+    let q = html_query(q)?;
+    let taken = q.taken.clone();
+    let p = blocking(&web, move |w| {
+        w.worker(&task_type, &worker, taken.as_deref())
+    })
+    .await?;
+    let viewer = Viewer::of(&web.auth, &headers);
+    let here = worker_url(&p.task_type, &p.worker);
+    let hide_choices: [(u64, &str); 4] = [
+        (300, "5 min"),
+        (1800, "30 min"),
+        (7200, "2 h"),
+        (86_400, "1 day"),
+    ];
+    let body = html! {
+        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&p.task_type)) { (p.task_type) } " / worker" }
+        div.title { h1 { "Worker " span.mono { (p.worker) } } p.sub { "task type " (p.task_type) } }
+        (flash(q.done.as_deref()))
+        section.card.worker {
+            h2 { "Your items" span.sub { "held by you" } }
+            @if p.held.is_empty() {
+                p.empty { "You hold no item." }
+            }
+            @for i in &p.held {
+                article.held data-item=(i.item) {
+                    div.head {
+                        span.mono.big { (i.item) }
+                        code { (record(i)) }
+                        span.muted { "assignment " (i.assignments) " of " (i.max_assignments) }
+                    }
+                    (attributes(i))
+                    @if viewer.can_act() {
+                        @let act = format!("{here}/items/{}", seg(&i.item));
+                        div.actions {
+                            form method="post" action=(format!("{act}/submit")) {
+                                (viewer.csrf_field())
+                                input type="hidden" name="version" value=(i.version);
+                                button.primary type="submit" { "Submit" }
+                            }
+                            form method="post" action=(format!("{act}/skip")) {
+                                (viewer.csrf_field())
+                                input type="hidden" name="version" value=(i.version);
+                                button type="submit" { "Skip" }
+                            }
+                            form method="post" action=(format!("{act}/give-back")) {
+                                (viewer.csrf_field())
+                                input type="hidden" name="version" value=(i.version);
+                                label { "hide from me for "
+                                    select name="hide_for_secs" {
+                                        @for (secs, label) in hide_choices {
+                                            option value=(secs) selected[secs == p.hide_for_secs] { (label) }
+                                        }
+                                        @if !hide_choices.iter().any(|(s, _)| *s == p.hide_for_secs) {
+                                            option value=(p.hide_for_secs) selected { (span(p.hide_for_secs as i64)) }
+                                        }
+                                    }
+                                }
+                                button type="submit" { "Give back" }
+                            }
+                        }
+                    }
+                }
+            }
+            @if viewer.can_act() {
+                form.take method="post" action=(format!("{here}/next")) {
+                    (viewer.csrf_field())
+                    button.primary.big type="submit" { "Take next item" }
+                }
+            } @else {
+                (viewer.no_actions(&here, "take, submit, skip or give back items"))
+            }
+            p.note { "Held items are looked up among the first " (HELD_SCAN) " items by arrival." }
+        }
+        section.card {
+            h2 { "What you would get next" span.sub { "in hand-out order, without claiming" } }
+            @if p.list.is_empty() {
+                p.empty { "Nothing for you right now." }
+            } @else {
+                table.list {
+                    thead { tr { th.num { "#" } th { "Item" } th { "Record key" } th { "Arrived" } th.num { "Assignments" } } }
+                    tbody {
+                        @for (n, i) in p.list.iter().enumerate() {
+                            tr {
+                                td.num { (n + 1) }
+                                td { a.mono href=(item_url(&i.task_type, &i.item)) { (i.item) } }
+                                td { code { (record(i)) } }
+                                td { (time(i.available_at)) }
+                                td.num { (i.assignments) " / " (i.max_assignments) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout(
+        &format!("Worker {}", p.worker),
+        "queue",
+        Some(&viewer),
+        Some(&p.meta),
+        body,
+    ))
+}
+
+/// A form with only the CSRF field.
+#[derive(Debug, Deserialize)]
+pub struct CsrfForm {
+    csrf: String,
+}
+
+/// `POST /queue/{task_type}/workers/{worker}/next`: takes the next item.
+pub async fn worker_next(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path((task_type, worker)): Path<(String, String)>,
+    f: Result<Form<CsrfForm>, FormRejection>,
+) -> Result<Redirect, HtmlError> {
+    web.auth.check_origin(&headers)?;
+    let f = html_form(f)?;
+    web.auth.check_form(&headers, &f.csrf)?;
+    let here = worker_url(&task_type, &worker);
+    let taken = blocking(&web, move |w| w.take_next(&task_type, &worker)).await?;
+    Ok(Redirect::to(&match taken {
+        Some(i) => format!("{here}?done=taken&taken={}", qv(&i.item)),
+        None => format!("{here}?done={}", qv("nothing to take")),
+    }))
+}
+
+/// Fields of a worker action form.
+#[derive(Debug, Deserialize)]
+pub struct WorkerForm {
+    csrf: String,
+    version: i64,
+    hide_for_secs: Option<u64>,
+}
+
+/// `POST /queue/{task_type}/workers/{worker}/items/{item}/{submit|skip|give-back}`.
+pub async fn worker_action(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path((task_type, worker, item, action)): Path<(String, String, String, String)>,
+    f: Result<Form<WorkerForm>, FormRejection>,
+) -> Result<Redirect, HtmlError> {
+    web.auth.check_origin(&headers)?;
+    let action = WorkerAction::parse(&action)?;
+    let f = html_form(f)?;
+    web.auth.check_form(&headers, &f.csrf)?;
+    let here = worker_url(&task_type, &worker);
+    let key = ExecutionKey::new(task_type, item);
+    let hide_for = f.hide_for_secs.map(std::time::Duration::from_secs);
+    blocking(&web, move |w| {
+        w.finish(&key, &worker, action, f.version, hide_for)
+    })
+    .await?;
+    Ok(Redirect::to(&format!("{here}?done={}", qv(action.done()))))
+}
+
+/// `?next=` of the sign-in page.
+#[derive(Debug, Default, Deserialize)]
+pub struct NextQuery {
+    next: Option<String>,
+}
+
+/// `GET /login`.
+pub async fn login_form(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    q: Result<Query<NextQuery>, QueryRejection>,
+) -> PageResult {
+    let next = local_path(html_query(q)?.next.as_deref());
+    let viewer = Viewer::of(&web.auth, &headers);
+    let body = html! {
+        section.card.narrow {
+            h1 { "Sign in" }
+            @if viewer.read_only {
+                p.note { "This dashboard is read-only: it was started without " code { "--token-file" } "." }
+            } @else {
+                p { "Run now, reschedule, cancel and the worker actions need the token given to " code { "docket web --token-file" } "." }
+                form.stack method="post" action="/login" {
+                    (viewer.csrf_field())
+                    input type="hidden" name="next" value=(next);
+                    label { "Token " input type="password" name="token" autocomplete="current-password" required autofocus; }
+                    button.primary type="submit" { "Sign in" }
+                }
+            }
+        }
+    };
+    Ok(layout("Sign in", "", Some(&viewer), None, body))
+}
+
+/// Fields of the sign-in form.
+#[derive(Debug, Deserialize)]
+pub struct LoginForm {
+    csrf: String,
+    token: String,
+    next: Option<String>,
+}
+
+/// `POST /login`: checks the token and sets the session cookie.
+pub async fn login(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    f: Result<Form<LoginForm>, FormRejection>,
+) -> Result<Response, HtmlError> {
+    web.auth.check_origin(&headers)?;
+    let f = html_form(f)?;
+    web.auth.check_csrf(&headers, &f.csrf)?;
+    web.auth.check_token(&f.token)?;
+    let to = local_path(f.next.as_deref());
+    Ok((
+        StatusCode::SEE_OTHER,
+        [
+            (header::SET_COOKIE, web.auth.session_cookie()),
+            (header::LOCATION, to),
+        ],
+    )
+        .into_response())
+}
+
+/// `POST /logout`: clears the session cookie.
+pub async fn logout(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    f: Result<Form<CsrfForm>, FormRejection>,
+) -> Result<Response, HtmlError> {
+    web.auth.check_origin(&headers)?;
+    let f = html_form(f)?;
+    web.auth.check_csrf(&headers, &f.csrf)?;
+    Ok((
+        StatusCode::SEE_OTHER,
+        [
+            (header::SET_COOKIE, Secrets::clear_cookie()),
+            (header::LOCATION, "/?done=signed%20out".to_owned()),
+        ],
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_are_percent_encoded() {
+        assert_eq!(seg("a b/c?d#e%"), "a%20b%2Fc%3Fd%23e%25");
+        assert_eq!(seg("rec-1_x.y~"), "rec-1_x.y~");
+        assert_eq!(seg("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn spans_read_as_durations() {
+        assert_eq!(span(5), "5 s");
+        assert_eq!(span(-125), "2 min 5 s");
+        assert_eq!(span(7260), "2 h 1 min");
+        assert_eq!(span(90_000), "1 d 1 h");
+        assert_eq!(span(1800), "30 min");
+        assert_eq!(span(86_400), "1 d");
+    }
+
+    #[test]
+    fn only_known_flash_messages_are_shown() {
+        assert!(flash(Some("submitted")).into_string().contains("submitted"));
+        assert!(flash(Some("<script>")).into_string().is_empty());
+    }
+}

@@ -1,0 +1,965 @@
+//! Handler tests: the router driven with `tower::ServiceExt::oneshot` against a SQLite store in
+//! a temporary directory; every write is checked in the database afterwards.
+
+use super::{router, AppState, Web};
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Request, StatusCode};
+use chrono::{Duration, Utc};
+use docket_core::queue::{AssignmentStatus, Batch, Record};
+use docket_core::store::{Changes, Guard, PickChange};
+use docket_core::{
+    ExecutionKey, QueueConfig, SchedulerClient, Store, StoreConfig, SystemClock, TaskDescriptor,
+    WorkQueue,
+};
+use serde_json::Value;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+const EMAIL: TaskDescriptor = TaskDescriptor::new("email");
+const REPORT: TaskDescriptor = TaskDescriptor::new("report");
+const TOKEN: &str = "s3cret-token-for-tests";
+const XSS: &str = "<script>alert(1)</script>";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Arc<dyn Store>,
+    web: AppState,
+}
+
+impl Fixture {
+    /// A migrated SQLite table with priority on, seeded with:
+    /// email: `high` (due, 90), `low` (due, 10), `<script>...` (due, 10), `later` (in 1 h);
+    /// report: `failing` (due, 2 failures), `running` (picked, heartbeat 1 min ago), `dead`
+    /// (picked, heartbeat 2 h ago); work queue `label`: rec1..rec3, 2 assignments each.
+    fn new(token: Option<&str>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("web.db").display());
+        let store = docket_sqlite::connect(&url, StoreConfig::with_priority(true)).unwrap();
+        docket_sqlite::migrate(&store, None).unwrap();
+        let store: Arc<dyn Store> = Arc::new(store);
+        let now = Utc::now();
+        let client = SchedulerClient::new(store.clone()).unwrap();
+        for (id, p, at) in [
+            ("high", 90, now - Duration::minutes(5)),
+            ("low", 10, now - Duration::minutes(4)),
+            (XSS, 10, now - Duration::minutes(3)),
+            ("later", 50, now + Duration::hours(1)),
+        ] {
+            client
+                .schedule(EMAIL.instance(id).priority(p).scheduled_to(at))
+                .unwrap();
+        }
+        for id in ["failing", "running", "dead"] {
+            client
+                .schedule(
+                    REPORT
+                        .instance(id)
+                        .scheduled_to(now - Duration::minutes(10)),
+                )
+                .unwrap();
+        }
+        let failing = Changes {
+            last_failure: Some(now - Duration::minutes(1)),
+            consecutive_failures: Some(2),
+            ..Changes::default()
+        };
+        assert!(store
+            .execution_update(
+                &ExecutionKey::new("report", "failing"),
+                Guard::Any,
+                &failing
+            )
+            .unwrap());
+        for (id, beat) in [
+            ("running", now - Duration::minutes(1)),
+            ("dead", now - Duration::hours(2)),
+        ] {
+            let claim = Changes {
+                pick: Some(PickChange::Claim {
+                    by: "node-a".into(),
+                    at: beat,
+                }),
+                ..Changes::default()
+            };
+            assert!(store
+                .execution_update(&ExecutionKey::new("report", id), Guard::Any, &claim)
+                .unwrap());
+        }
+        WorkQueue::new(store.clone(), QueueConfig::default())
+            .unwrap()
+            .enqueue(&Batch {
+                task_type: "label".into(),
+                max_assignments: 2,
+                records: ["rec1", "rec2", "rec3"].map(Record::new).to_vec(),
+            })
+            .unwrap();
+        let web = Web::new(
+            store.clone(),
+            Arc::new(SystemClock),
+            QueueConfig::default(),
+            token.map(str::to_owned),
+        )
+        .unwrap();
+        Self {
+            _dir: dir,
+            store,
+            web: Arc::new(web),
+        }
+    }
+
+    fn queue(&self) -> WorkQueue {
+        WorkQueue::new(self.store.clone(), QueueConfig::default()).unwrap()
+    }
+
+    fn version(&self, task: &str, instance: &str) -> i64 {
+        self.store
+            .execution_get(&ExecutionKey::new(task, instance))
+            .unwrap()
+            .unwrap()
+            .version
+    }
+
+    async fn send(&self, req: Request<Body>) -> Reply {
+        let res = router(self.web.clone()).oneshot(req).await.unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+            .await
+            .unwrap();
+        Reply {
+            status,
+            headers,
+            body: String::from_utf8(bytes.to_vec()).unwrap(),
+        }
+    }
+
+    async fn get(&self, uri: &str) -> Reply {
+        self.send(
+            Request::get(uri)
+                .header(header::HOST, "localhost")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+    }
+
+    async fn api_post(&self, uri: &str, token: Option<&str>, body: &str) -> Reply {
+        let mut req = Request::post(uri)
+            .header(header::HOST, "localhost")
+            .header(header::CONTENT_TYPE, "application/json");
+        if let Some(t) = token {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        self.send(req.body(Body::from(body.to_owned())).unwrap())
+            .await
+    }
+
+    async fn form_post(
+        &self,
+        uri: &str,
+        cookie: Option<&str>,
+        origin: Option<&str>,
+        body: &str,
+    ) -> Reply {
+        let mut req = Request::post(uri)
+            .header(header::HOST, "localhost")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        if let Some(c) = cookie {
+            req = req.header(header::COOKIE, c);
+        }
+        if let Some(o) = origin {
+            req = req.header(header::ORIGIN, o);
+        }
+        self.send(req.body(Body::from(body.to_owned())).unwrap())
+            .await
+    }
+
+    fn csrf(&self) -> String {
+        self.web.auth.csrf().to_owned()
+    }
+
+    /// Signs in through the form; returns the `Cookie` header value.
+    async fn sign_in(&self) -> String {
+        let r = self
+            .form_post(
+                "/login",
+                None,
+                Some("http://localhost"),
+                &format!("csrf={}&token={TOKEN}&next=%2Fqueue", self.csrf()),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+        assert_eq!(r.headers[header::LOCATION], "/queue");
+        let cookie = r.headers[header::SET_COOKIE].to_str().unwrap();
+        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+        assert!(
+            !cookie.contains(TOKEN),
+            "the cookie must not hold the token"
+        );
+        cookie.split(';').next().unwrap().to_owned()
+    }
+}
+
+/// Cookie, Origin, form body, expected status, expected words.
+type Case<'a> = (
+    Option<&'a str>,
+    Option<&'a str>,
+    String,
+    StatusCode,
+    &'a str,
+);
+
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+fn task_row<'a>(overview: &'a Value, task: &str) -> &'a Value {
+    overview["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task"] == task)
+        .unwrap_or_else(|| panic!("no task {task} in {overview}"))
+}
+
+#[tokio::test]
+async fn overview_counts_every_state_and_draws_the_backlog_by_priority() {
+    let f = Fixture::new(None);
+    let o = f.get("/api/overview").await.json();
+    let email = &task_row(&o, "email")["counts"];
+    assert_eq!(
+        (
+            email["due"].as_i64(),
+            email["scheduled"].as_i64(),
+            email["running"].as_i64()
+        ),
+        (Some(3), Some(1), Some(0))
+    );
+    let report = &task_row(&o, "report")["counts"];
+    assert_eq!(report["due"], 1);
+    assert_eq!(report["running"], 1);
+    assert_eq!(report["dead"], 1);
+    assert_eq!(report["failing"], 1);
+    assert_eq!(report["scheduled"], 0);
+    // Work-queue task types are not scheduler tasks.
+    assert_eq!(o["tasks"].as_array().unwrap().len(), 2);
+    assert_eq!(o["queue_types"], serde_json::json!(["label"]));
+    // Due backlog: email high (90), email low + <script> (10), report failing (default 50).
+    let levels: Vec<(Value, i64)> = o["backlog"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["priority"].clone(), l["due"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(
+        levels,
+        vec![(90.into(), 1), (50.into(), 1), (10.into(), 2)],
+        "{o}"
+    );
+    assert_eq!(o["running"][0]["instance"], "running");
+    assert_eq!(o["running"][0]["picked_by"], "node-a");
+    assert!(o["running"][0]["heartbeat_age_secs"].as_i64().unwrap() >= 60);
+    assert_eq!(o["dead"][0]["instance"], "dead");
+    assert_eq!(o["dead"][0]["state"], "dead");
+    assert_eq!(o["failing"][0]["instance"], "failing");
+    assert!(o["failing"][0]["last_failure"].is_string());
+    assert_eq!(o["meta"]["dead_after_secs"], 30 * 60);
+    assert_eq!(o["meta"]["read_only"], true);
+
+    let page = f.get("/").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("<svg class=\"chart\""));
+    assert!(page.body.contains("priority 90"));
+    assert!(page.body.contains("node-a"));
+    assert!(page.body.contains("Read-only"));
+    // No action form in a read-only site.
+    assert!(!page.body.contains("method=\"post\" action=\"/executions"));
+}
+
+#[tokio::test]
+async fn user_values_are_html_escaped() {
+    let f = Fixture::new(None);
+    let page = f.get("/tasks/email").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(!page.body.contains(XSS), "raw instance id in the page");
+    assert!(page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    // The link to it is percent-encoded and resolves.
+    assert!(page
+        .body
+        .contains("/executions/email/%3Cscript%3Ealert%281%29%3C%2Fscript%3E"));
+    let exec = f
+        .get("/executions/email/%3Cscript%3Ealert%281%29%3C%2Fscript%3E")
+        .await;
+    assert_eq!(exec.status, StatusCode::OK);
+    assert!(!exec.body.contains(XSS));
+    let search = f
+        .get("/search?instance=%3Cscript%3Ealert%281%29%3C%2Fscript%3E")
+        .await;
+    assert_eq!(search.status, StatusCode::OK);
+    assert!(!search.body.contains(XSS));
+    assert!(search.body.contains("1 found"));
+}
+
+#[tokio::test]
+async fn unknown_things_are_clear_404s_in_html_and_json() {
+    let f = Fixture::new(Some(TOKEN));
+    for (uri, says) in [
+        ("/tasks/nope", "no scheduler task \"nope\""),
+        ("/tasks/label", "no scheduler task \"label\""),
+        ("/executions/email/nope", "no execution email/nope"),
+        ("/executions/label/rec1", "no execution label/rec1"),
+        ("/queue/nope", "no work-queue task type \"nope\""),
+        ("/queue/email", "no work-queue task type \"email\""),
+        ("/queue/label/items/nope", "no work-queue item label/nope"),
+        (
+            "/queue/email/workers/w1",
+            "no work-queue task type \"email\"",
+        ),
+        ("/queue/nope/workers/w1", "no work-queue task type \"nope\""),
+        ("/queue/email/items/high", "no work-queue item email/high"),
+        ("/no/such/page", "there is no such page"),
+    ] {
+        let page = f.get(uri).await;
+        assert_eq!(page.status, StatusCode::NOT_FOUND, "{uri}");
+        assert!(
+            page.body.contains("<h1>Not found</h1>"),
+            "{uri}: {}",
+            page.body
+        );
+        assert!(
+            page.body.contains(&says.replace('"', "&quot;")),
+            "{uri}: {}",
+            page.body
+        );
+    }
+    let api = f.get("/api/tasks/nope").await;
+    assert_eq!(api.status, StatusCode::NOT_FOUND);
+    assert_eq!(api.json()["status"], 404);
+    let r = f
+        .api_post(
+            "/api/executions/email/nope/run-now",
+            Some(TOKEN),
+            r#"{"version":1}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let r = f
+        .api_post("/api/queue/email/workers/w1/next", Some(TOKEN), "")
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let v = f.version("email", "high");
+    let r = f
+        .api_post(
+            "/api/queue/email/workers/w1/items/high/submit",
+            Some(TOKEN),
+            &format!(r#"{{"version":{v}}}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let r = f
+        .api_post(
+            "/api/executions/email/high/explode",
+            Some(TOKEN),
+            r#"{"version":1}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+}
+
+#[tokio::test]
+async fn read_only_site_refuses_every_write() {
+    let f = Fixture::new(None);
+    let v = f.version("email", "high");
+    let before = f
+        .store
+        .execution_get(&ExecutionKey::new("email", "high"))
+        .unwrap();
+    let r = f
+        .api_post(
+            "/api/executions/email/high/cancel",
+            Some(TOKEN),
+            &format!(r#"{{"version":{v}}}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(r.json()["error"].as_str().unwrap().contains("read-only"));
+    let r = f
+        .form_post(
+            "/executions/email/high/cancel",
+            None,
+            None,
+            &format!("csrf={}&version={v}", f.csrf()),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = f
+        .form_post(
+            "/login",
+            None,
+            None,
+            &format!("csrf={}&token={TOKEN}", f.csrf()),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = f
+        .api_post("/api/queue/label/workers/w1/next", Some(TOKEN), "")
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        f.store
+            .execution_get(&ExecutionKey::new("email", "high"))
+            .unwrap(),
+        before
+    );
+    assert!(f
+        .queue()
+        .assignments(&ExecutionKey::new("label", "rec1"))
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn api_actions_need_the_token_and_the_current_version() {
+    let f = Fixture::new(Some(TOKEN));
+    let key = ExecutionKey::new("email", "later");
+    let before = f.store.execution_get(&key).unwrap().unwrap();
+    let v = before.version;
+    let body = format!(r#"{{"version":{v}}}"#);
+    let url = "/api/executions/email/later/run-now";
+    for token in [None, Some("wrong")] {
+        let r = f.api_post(url, token, &body).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{token:?}: {}", r.body);
+    }
+    let r = f.api_post(url, Some(TOKEN), r#"{"version":"x"}"#).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("malformed JSON"));
+    let r = f
+        .api_post(url, Some(TOKEN), &format!(r#"{{"version":{}}}"#, v + 1))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert!(r.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("changed since version"));
+    let r = f
+        .api_post(
+            "/api/executions/email/later/reschedule",
+            Some(TOKEN),
+            &format!(r#"{{"version":{v},"at":"tomorrow"}}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        f.store.execution_get(&key).unwrap().unwrap(),
+        before,
+        "nothing changed"
+    );
+
+    // Run now: due at (about) now, version bumped.
+    let r = f.api_post(url, Some(TOKEN), &body).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["done"], "run now");
+    let after = f.store.execution_get(&key).unwrap().unwrap();
+    assert!(
+        after.execution_time <= Utc::now()
+            && after.execution_time > Utc::now() - Duration::minutes(1)
+    );
+    assert!(after.version > v);
+    assert_eq!(r.json()["row"]["version"], after.version);
+    // The same (now stale) request again: refused, nothing changed.
+    let r = f.api_post(url, Some(TOKEN), &body).await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(f.store.execution_get(&key).unwrap().unwrap(), after);
+
+    // Reschedule to a given time (datetime-local form, read as UTC).
+    let r = f
+        .api_post(
+            "/api/executions/email/later/reschedule",
+            Some(TOKEN),
+            &format!(
+                r#"{{"version":{},"at":"2031-05-06T07:08:09"}}"#,
+                after.version
+            ),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let moved = f.store.execution_get(&key).unwrap().unwrap();
+    assert_eq!(
+        moved.execution_time.to_rfc3339(),
+        "2031-05-06T07:08:09+00:00"
+    );
+
+    // A running execution cannot be changed.
+    let rv = f.version("report", "running");
+    let r = f
+        .api_post(
+            "/api/executions/report/running/cancel",
+            Some(TOKEN),
+            &format!(r#"{{"version":{rv}}}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert!(r.json()["error"].as_str().unwrap().contains("running"));
+    assert!(f
+        .store
+        .execution_get(&ExecutionKey::new("report", "running"))
+        .unwrap()
+        .is_some());
+
+    // Cancel removes it.
+    let r = f
+        .api_post(
+            "/api/executions/email/later/cancel",
+            Some(TOKEN),
+            &format!(r#"{{"version":{}}}"#, moved.version),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["row"], Value::Null);
+    assert!(f.store.execution_get(&key).unwrap().is_none());
+}
+
+#[tokio::test]
+async fn forms_need_sign_in_csrf_and_same_origin() {
+    let f = Fixture::new(Some(TOKEN));
+    let key = ExecutionKey::new("email", "low");
+    let before = f.store.execution_get(&key).unwrap().unwrap();
+    let v = before.version;
+    let csrf = f.csrf();
+    let url = "/executions/email/low/reschedule";
+    let good = format!("csrf={csrf}&version={v}&at=2030-01-02T03%3A04");
+
+    // Sign-in: wrong CSRF, wrong token, cross-site origin.
+    let r = f
+        .form_post("/login", None, None, &format!("csrf=bad&token={TOKEN}"))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = f
+        .form_post("/login", None, None, &format!("csrf={csrf}&token=nope"))
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(r.body.contains("wrong token"));
+    let r = f
+        .form_post(
+            "/login",
+            None,
+            Some("http://evil.example"),
+            &format!("csrf={csrf}&token={TOKEN}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(r.body.contains("cross-site request refused"));
+    let cookie = f.sign_in().await;
+
+    // Not signed in; a forged cookie; cross-site; no CSRF; malformed; stale.
+    let cases: [Case<'_>; 6] = [
+        (
+            None,
+            None,
+            good.clone(),
+            StatusCode::UNAUTHORIZED,
+            "sign in",
+        ),
+        (
+            Some("docket_session=guess"),
+            None,
+            good.clone(),
+            StatusCode::UNAUTHORIZED,
+            "sign in",
+        ),
+        (
+            Some(&cookie),
+            Some("http://evil.example"),
+            good.clone(),
+            StatusCode::FORBIDDEN,
+            "cross-site",
+        ),
+        (
+            Some(&cookie),
+            None,
+            format!("csrf=other&version={v}&at=2030-01-02T03%3A04"),
+            StatusCode::FORBIDDEN,
+            "CSRF",
+        ),
+        (
+            Some(&cookie),
+            None,
+            format!("csrf={csrf}&at=2030-01-02T03%3A04"),
+            StatusCode::BAD_REQUEST,
+            "malformed form",
+        ),
+        (
+            Some(&cookie),
+            None,
+            format!("csrf={csrf}&version={}&at=2030-01-02T03%3A04", v - 1),
+            StatusCode::CONFLICT,
+            "changed since version",
+        ),
+    ];
+    for (cookie, origin, body, status, says) in cases {
+        let r = f.form_post(url, cookie, origin, &body).await;
+        assert_eq!(r.status, status, "{body}: {}", r.body);
+        assert!(r.body.contains(says), "{says}: {}", r.body);
+        assert!(r.body.contains("<!DOCTYPE html>"));
+    }
+    assert_eq!(
+        f.store.execution_get(&key).unwrap().unwrap(),
+        before,
+        "nothing changed"
+    );
+
+    // The signed-in page shows the forms with the CSRF value and the version.
+    let page = f
+        .send(
+            Request::get("/executions/email/low")
+                .header(header::HOST, "localhost")
+                .header(header::COOKIE, &cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert!(page
+        .body
+        .contains(&format!("name=\"csrf\" value=\"{csrf}\"")));
+    assert!(page
+        .body
+        .contains(&format!("name=\"version\" value=\"{v}\"")));
+
+    let r = f
+        .form_post(url, Some(&cookie), Some("http://localhost"), &good)
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(
+        r.headers[header::LOCATION],
+        "/executions/email/low?done=rescheduled"
+    );
+    let after = f.store.execution_get(&key).unwrap().unwrap();
+    assert_eq!(
+        after.execution_time.to_rfc3339(),
+        "2030-01-02T03:04:00+00:00"
+    );
+}
+
+#[tokio::test]
+async fn queue_pages_show_record_keys_assignments_and_a_workers_list() {
+    let f = Fixture::new(Some(TOKEN));
+    let q = f.get("/api/queue").await.json();
+    assert_eq!(q["types"][0]["task_type"], "label");
+    assert_eq!(q["types"][0]["items"], 3);
+
+    f.queue().next_for("w1", "label").unwrap().unwrap();
+    let t = f.get("/api/queue/label").await.json();
+    let items = t["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    assert_eq!(items[0]["item"], "rec1");
+    assert_eq!(items[0]["record"]["hitOrder"], 1);
+    assert!(items[0]["record"]["hitOrderDate"].as_str().unwrap().len() == 23);
+    assert_eq!(items[0]["held_by"], "w1");
+    assert_eq!(items[0]["assignment_list"][0]["status"], "ACCEPTED");
+    assert!(items[0]["assignment_list"][0]["deadline"].is_string());
+
+    // The seed's "Worker 1 sees ...": every worker with an assignment here, with their list.
+    assert_eq!(
+        t["worker_lists"],
+        serde_json::json!([{"worker": "w1", "items": ["rec2", "rec3"]}])
+    );
+    let page = f.get("/queue/label").await;
+    assert!(page.body.contains("&quot;hitOrder&quot;:2"));
+    assert!(page.body.contains("ACCEPTED"));
+    assert_eq!(
+        f.get("/api/queue/label?limit=0").await.status,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        f.get("/api/queue/label?limit=x").await.status,
+        StatusCode::BAD_REQUEST
+    );
+
+    // What w2 would see: rec2, rec3 (rec1 is held by w1).
+    let w = f.get("/api/queue/label/workers/w2").await.json();
+    let list: Vec<&str> = w["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["item"].as_str().unwrap())
+        .collect();
+    assert_eq!(list, ["rec2", "rec3"]);
+    let w1 = f.get("/api/queue/label/workers/w1").await.json();
+    assert_eq!(w1["held"][0]["item"], "rec1");
+    let lookup = f.get("/queue/label/workers?worker=w%202").await;
+    assert_eq!(lookup.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        lookup.headers[header::LOCATION],
+        "/queue/label/workers/w%202"
+    );
+    assert_eq!(
+        f.get("/queue/label/workers?worker=%20").await.status,
+        StatusCode::BAD_REQUEST
+    );
+}
+
+#[tokio::test]
+async fn two_workers_take_submit_skip_and_give_back_through_the_api() {
+    let f = Fixture::new(Some(TOKEN));
+    let take = |w: &'static str| {
+        let f = &f;
+        async move {
+            let r = f
+                .api_post(
+                    &format!("/api/queue/label/workers/{w}/next"),
+                    Some(TOKEN),
+                    "",
+                )
+                .await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+            r.json()["row"].clone()
+        }
+    };
+    let a = take("w1").await;
+    let b = take("w2").await;
+    assert_eq!(
+        (a["item"].as_str(), b["item"].as_str()),
+        (Some("rec1"), Some("rec2"))
+    );
+
+    // w2 cannot submit w1's item; a stale version is refused.
+    let v1 = a["version"].as_i64().unwrap();
+    let r = f
+        .api_post(
+            "/api/queue/label/workers/w2/items/rec1/submit",
+            Some(TOKEN),
+            &format!(r#"{{"version":{v1}}}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert!(r.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("not held by worker \"w2\""));
+    let r = f
+        .api_post(
+            "/api/queue/label/workers/w1/items/rec1/submit",
+            Some(TOKEN),
+            &format!(r#"{{"version":{}}}"#, v1 - 1),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    let rec1 = ExecutionKey::new("label", "rec1");
+    assert_eq!(
+        f.queue().assignments(&rec1).unwrap()[0].status,
+        AssignmentStatus::Accepted
+    );
+
+    let r = f
+        .api_post(
+            "/api/queue/label/workers/w1/items/rec1/submit",
+            Some(TOKEN),
+            &format!(r#"{{"version":{v1}}}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["row"]["held_by"], Value::Null);
+    assert_eq!(
+        f.queue().assignments(&rec1).unwrap()[0].status,
+        AssignmentStatus::Submitted
+    );
+
+    // w2 gives rec2 back for 60 s: RETURNED with a deadline about a minute away.
+    let v2 = b["version"].as_i64().unwrap();
+    let r = f
+        .api_post(
+            "/api/queue/label/workers/w2/items/rec2/give-back",
+            Some(TOKEN),
+            &format!(r#"{{"version":{v2},"hide_for_secs":60}}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let a2 = &f
+        .queue()
+        .assignments(&ExecutionKey::new("label", "rec2"))
+        .unwrap()[0];
+    assert_eq!(a2.status, AssignmentStatus::Returned);
+    let left = a2.deadline - Utc::now();
+    assert!(
+        left > Duration::seconds(50) && left <= Duration::seconds(60),
+        "{left}"
+    );
+
+    // w2 next gets rec1 (submitted once by w1, max 2), then skips it.
+    let c = take("w2").await;
+    assert_eq!(c["item"], "rec1");
+    let r = f
+        .api_post(
+            "/api/queue/label/workers/w2/items/rec1/skip",
+            Some(TOKEN),
+            &format!(r#"{{"version":{}}}"#, c["version"]),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let statuses: Vec<_> = f
+        .queue()
+        .assignments(&rec1)
+        .unwrap()
+        .into_iter()
+        .map(|a| (a.worker, a.status))
+        .collect();
+    assert!(
+        statuses.contains(&("w2".to_owned(), AssignmentStatus::Skipped)),
+        "{statuses:?}"
+    );
+    let r = f
+        .api_post(
+            "/api/queue/label/workers/w2/items/rec1/nope",
+            Some(TOKEN),
+            "{}",
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = f
+        .api_post(
+            "/api/queue/label/workers/w2/items/rec1/skip",
+            Some(TOKEN),
+            "{}",
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn the_worker_page_takes_and_submits_through_forms() {
+    let f = Fixture::new(Some(TOKEN));
+    let cookie = f.sign_in().await;
+    let csrf = f.csrf();
+    let r = f
+        .form_post(
+            "/queue/label/workers/w1/next",
+            Some(&cookie),
+            Some("http://localhost"),
+            &format!("csrf={csrf}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(
+        r.headers[header::LOCATION],
+        "/queue/label/workers/w1?done=taken&taken=rec1"
+    );
+    let page = f
+        .send(
+            Request::get("/queue/label/workers/w1?done=taken&taken=rec1")
+                .header(header::HOST, "localhost")
+                .header(header::COOKIE, &cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert!(page.body.contains("Done: taken."));
+    assert!(page.body.contains("data-item=\"rec1\""));
+    assert!(page
+        .body
+        .contains("action=\"/queue/label/workers/w1/items/rec1/submit\""));
+    let v = f.version("label", "rec1");
+    let r = f
+        .form_post(
+            "/queue/label/workers/w1/items/rec1/submit",
+            Some(&cookie),
+            None,
+            &format!("csrf={csrf}&version={v}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let a = f
+        .queue()
+        .assignments(&ExecutionKey::new("label", "rec1"))
+        .unwrap();
+    assert_eq!(
+        (a[0].worker.as_str(), a[0].status),
+        ("w1", AssignmentStatus::Submitted)
+    );
+    // Submitting again from the same (stale) page: a 409 page, nothing changed.
+    let r = f
+        .form_post(
+            "/queue/label/workers/w1/items/rec1/submit",
+            Some(&cookie),
+            None,
+            &format!("csrf={csrf}&version={v}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert!(r.body.contains("nothing was changed"));
+    assert_eq!(
+        f.queue()
+            .assignments(&ExecutionKey::new("label", "rec1"))
+            .unwrap(),
+        a
+    );
+}
+
+#[tokio::test]
+async fn search_finds_instances_across_tasks_and_items() {
+    let f = Fixture::new(None);
+    let r = f.get("/api/search?instance=rec2").await.json();
+    assert_eq!(r["items"][0]["item"], "rec2");
+    assert!(r["executions"].as_array().unwrap().is_empty());
+    let r = f.get("/api/search?task=report&instance=dead").await.json();
+    assert_eq!(r["executions"][0]["state"], "dead");
+    let r = f.get("/api/search?task=email&instance=dead").await.json();
+    assert!(r["executions"].as_array().unwrap().is_empty());
+    assert_eq!(f.get("/api/search").await.status, StatusCode::BAD_REQUEST);
+    let to_task = f.get("/search?task=email").await;
+    assert_eq!(to_task.status, StatusCode::SEE_OTHER);
+    assert_eq!(to_task.headers[header::LOCATION], "/tasks/email");
+    let to_type = f.get("/search?task=label").await;
+    assert_eq!(to_type.headers[header::LOCATION], "/queue/label");
+    assert_eq!(
+        f.get("/search?task=nope").await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn due_counting_stops_at_the_cap_and_says_so() {
+    const BULK: TaskDescriptor = TaskDescriptor::new("bulk");
+    let f = Fixture::new(None);
+    let now = Utc::now();
+    let n = super::model::DUE_CAP + 1;
+    let client = SchedulerClient::new(f.store.clone()).unwrap();
+    client
+        .schedule_batch((0..n).map(|i| {
+            BULK.instance(format!("b{i}"))
+                .priority(100)
+                .scheduled_to(now - Duration::seconds(i + 1))
+        }))
+        .unwrap();
+    let o = f.get("/api/overview").await.json();
+    assert_eq!(o["backlog"]["capped"], true);
+    let levels = o["backlog"]["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 1, "lower levels are not drawn: {levels:?}");
+    assert_eq!(levels[0]["due"], super::model::DUE_CAP);
+    assert_eq!(levels[0]["capped"], true);
+    let bulk = &task_row(&o, "bulk")["counts"];
+    assert_eq!(bulk["due"], super::model::DUE_CAP);
+    assert_eq!(bulk["due_capped"], true);
+    assert_eq!(bulk["scheduled"], Value::Null);
+    let email = &task_row(&o, "email")["counts"];
+    assert_eq!(
+        (email["due"].as_i64(), email["due_capped"].as_bool()),
+        (Some(0), Some(true))
+    );
+    let page = f.get("/").await.body;
+    assert!(page.contains("≥ 1000") && page.contains("Counting stops at 1000"));
+    // One task's page counts that task alone.
+    let t = f.get("/api/tasks/email").await.json();
+    assert_eq!(t["row"]["counts"]["due"], 3);
+    assert_eq!(t["row"]["counts"]["due_capped"], false);
+}
