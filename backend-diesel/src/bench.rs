@@ -107,7 +107,6 @@ pub fn load_scenario<F: Family>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), StoreError> {
     store.migrate(None)?;
-    let table = &store.config().table;
     store.connector().with_session(&mut |session| {
         session.execute(&table_stmt(store, sql.truncate(), ""))?;
         for range in chunks(s.future, Scenario::CHUNK) {

@@ -41,7 +41,13 @@ pub use error::MssqlError;
 pub use explain::explain_plan;
 pub use migrate::{migrate, MIGRATIONS, VERSION_TABLE};
 
-docket_core::backend!(MssqlBackend, "mssql", ["mssql", "sqlserver"], MssqlDialect, "SET SHOWPLAN_TEXT ON");
+docket_core::backend!(
+    MssqlBackend,
+    "mssql",
+    ["mssql", "sqlserver"],
+    MssqlDialect,
+    "SET SHOWPLAN_TEXT ON"
+);
 
 /// The SQL Server store.
 pub type MssqlStore = docket_core::store::sql::SqlStore<MssqlConnector>;

@@ -8,7 +8,7 @@ use crate::MysqlFamily;
 use crate::{migrate, MysqlStore};
 use diesel::sql_types::Text;
 use diesel::{MysqlConnection, QueryableByName, RunQueryDsl};
-use docket_core::bench::{Cost, QueuePlan, QueueScenario, QueueType, Recorded, Scenario};
+use docket_core::bench::{Cost, QueuePlan, QueueScenario, QueueType, Recorded};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;

@@ -39,7 +39,13 @@ pub use explain::explain_plan;
 pub use family::OracleFamily;
 pub use migrate::{migrate, MIGRATIONS};
 
-docket_core::backend!(OracleBackend, "oracle", ["oracle"], OracleDialect, "EXPLAIN PLAN FOR");
+docket_core::backend!(
+    OracleBackend,
+    "oracle",
+    ["oracle"],
+    OracleDialect,
+    "EXPLAIN PLAN FOR"
+);
 
 /// The Oracle store.
 pub type OracleStore = docket_core::store::sql::SqlStore<OracleConnector>;

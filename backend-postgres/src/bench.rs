@@ -8,7 +8,7 @@ use crate::{migrate, PgStore};
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::Text;
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
-use docket_core::bench::{Cost, QueuePlan, QueueScenario, Recorded, Scenario};
+use docket_core::bench::{Cost, QueuePlan, QueueScenario, Recorded};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;

@@ -5,7 +5,7 @@
 use crate::dialect::SqliteDialect;
 use crate::SqliteFamily;
 use crate::SqliteStore;
-use docket_core::bench::{Cost, Recorded, Scenario};
+use docket_core::bench::{Cost, Recorded};
 use docket_core::dialect::{SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;

@@ -193,7 +193,7 @@ fn read_token(path: &PathBuf) -> Result<String, CliError> {
 pub fn run(args: &Args) -> Result<(), CliError> {
     let backend = backends::for_url(&args.target.database_url)?;
     let token = args.token_file.as_ref().map(read_token).transpose()?;
-    let store = (backend.connect)(
+    let store = backend.connect(
         &args.target.database_url,
         store_config(&args.target.table, args.priority),
     )?;

@@ -662,7 +662,7 @@ impl Web {
             }
             return Ok(result);
         };
-        let wanted = |name: &String| task.as_ref().map_or(true, |t| t == name);
+        let wanted = |name: &String| task.as_ref().is_none_or(|t| t == name);
         for name in tasks.iter().filter(|n| wanted(n)) {
             if let Some(e) = self.client.get(&ExecutionKey::new(name, &instance))? {
                 result.executions.push(self.view(e, now));

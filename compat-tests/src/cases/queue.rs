@@ -231,7 +231,10 @@ pub fn queue_concurrent_workers_never_share_items(h: &dyn Harness, t: Toggle) {
                     assert!(item.assignments <= item.max_assignments, "past max");
                     let released = tick.fetch_add(1, SeqCst);
                     let id = item.key.task_instance.clone();
-                    holds.lock().unwrap().push((id, worker.clone(), taken, released));
+                    holds
+                        .lock()
+                        .unwrap()
+                        .push((id, worker.clone(), taken, released));
                     q.submit(&worker, &item.key).expect("submit");
                 }
             });
