@@ -36,7 +36,3 @@ docket_core::backend!(
 /// The PostgreSQL store.
 pub type PgStore = docket_core::store::sql::SqlStore<PgConnector>;
 
-/// The README's quickstart, compiled as a doctest so it cannot rot.
-#[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;

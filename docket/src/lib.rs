@@ -60,3 +60,8 @@ pub use docket_mssql as mssql;
 pub use docket_oracle as oracle;
 
 pub mod backends;
+
+/// The README's examples, compiled as doctests so they cannot rot.
+#[doc = include_str!("../../README.md")]
+#[cfg(all(doctest, feature = "postgres"))]
+pub struct ReadmeDoctests;
