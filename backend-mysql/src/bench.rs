@@ -43,7 +43,8 @@ fn numbers(flavor: Flavor) -> &'static str {
     }
 }
 
-/// How MySQL/MariaDB generate the priority benchmark's rows (see [`numbers`]).
+/// How MySQL/MariaDB generate the priority benchmark's rows: MariaDB's sequence engine, or a
+/// cross join of digits on MySQL.
 #[derive(Debug, Clone, Copy)]
 pub struct MysqlScenario(pub Flavor);
 

@@ -171,6 +171,7 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
     let backend = crate::backends::by_name(&args.backend)?;
     let (url, _tmp) = database_url(backend, args.database_url.as_deref())?;
     match backend.name() {
+        #[cfg(feature = "postgres")]
         "postgres" => run_priority(
             args,
             &url,
@@ -181,6 +182,7 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
                 "shared buffers hit+read, EXPLAIN (ANALYZE, BUFFERS)"
             ),
         ),
+        #[cfg(feature = "mysql")]
         "mysql" => run_priority(
             args,
             &url,
@@ -193,7 +195,7 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
                 "Handler_read_* delta of the session (rows the engine handed over)"
             ),
         ),
-        _ => run_priority(
+        "sqlite" => run_priority(
             args,
             &url,
             backend.name(),
@@ -203,6 +205,9 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
                 "none available; the figures are execution microseconds"
             ),
         ),
+        other => Err(CliError::Bench(format!(
+            "bench priority runs on postgres, mysql or sqlite, not {other}"
+        ))),
     }
 }
 

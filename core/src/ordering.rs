@@ -1,7 +1,7 @@
 //! The ordering policy: in which order eligible (due, unclaimed) rows are handed out.
 //!
 //! The policy is data. Dialects render it as `ORDER BY` ([`crate::dialect`]); the engine uses
-//! [`OrderingPolicy::compare`] to keep the same order for rows a backend returns unordered
+//! [`Execution::cmp_in_hand_out_order`](crate::Execution::cmp_in_hand_out_order) to keep the same order for rows a backend returns unordered
 //! (for example `UPDATE ... RETURNING`).
 
 use crate::error::DocketError;

@@ -101,7 +101,7 @@ impl QueueConfig {
     }
 }
 
-/// The work-queue API over a [`Store`]. Cheap to clone.
+/// The work-queue API over a [`QueueStore`]. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct WorkQueue {
     store: Arc<dyn QueueStore>,

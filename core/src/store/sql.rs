@@ -126,7 +126,7 @@ pub struct SqlStore<C: SqlConnector> {
 }
 
 impl<C: SqlConnector> SqlStore<C> {
-    /// A store on `connector` for `config`. Call [`Store::check_schema`] before use (the
+    /// A store on `connector` for `config`. Call [`ExecutionStore::check_schema`] before use (the
     /// scheduler and client do).
     pub fn new(connector: C, config: StoreConfig) -> Self {
         let statements = Statements::new(
