@@ -1,6 +1,7 @@
 //! How SQL Server spells docket's statements.
 
 use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
 /// The SQL Server (2019+) dialect.
@@ -17,6 +18,10 @@ use docket_core::TableName;
 ///   and `ROWLOCK` keeps the locks on rows, not pages.
 /// - No `ON CONFLICT`: the insert is plain, the session reports a duplicate key (errors 2627
 ///   and 2601) as `StoreError::Duplicate`, and the shared store counts that as "already exists".
+/// - Work queue: the claim reads its candidates without locks, then locks one by key `WITH
+///   (UPDLOCK, READPAST, ROWLOCK)` (two-phase: a locking read that sorts would lock every
+///   eligible row it examines). Custom keys are read with `OPENJSON` (see
+///   [`Dialect::json_attribute`] below).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MssqlDialect;
 
@@ -32,7 +37,8 @@ impl Dialect for MssqlDialect {
             lock_and_fetch: Some(LockAndFetch::CteUpdateOutput),
             // CREATE/ALTER TABLE and CREATE INDEX take part in transactions.
             transactional_ddl: true,
-            work_queue: false,
+            work_queue: true,
+            // UPDLOCK holds every row the locking read examines; for a sort, every eligible one.
             claim_locks_examined_rows: true,
         }
     }
@@ -68,6 +74,45 @@ impl Dialect for MssqlDialect {
 
     fn current_schema(&self) -> &'static str {
         "SCHEMA_NAME()"
+    }
+
+    /// A scalar subquery over `OPENJSON(custom_attributes)`'s default schema (one row per
+    /// member: `key`, `value` as text, `type`), matching the member by its name, bound, and
+    /// reading it only when its JSON type is the key's (1 string, 2 number): anything else is
+    /// missing, as on the other backends. `TOP (1)`: a document with a duplicated member (valid
+    /// JSON) must not fail the statement.
+    ///
+    /// - Text and timestamps (UTC text, normalized at intake) as the value's UTF-8 bytes:
+    ///   NVARCHAR comparison ignores trailing spaces and `BIN2` orders UTF-16 code units, while
+    ///   UTF-8 byte order is code point order, as on PostgreSQL's `"C"` collation.
+    /// - Numbers as `DECIMAL(38, 10)`: exact for the integers and decimals JSON numbers usually
+    ///   carry (2^53 + 1 included); exponent notation goes through `FLOAT`; a value beyond
+    ///   `DECIMAL(38, 10)` (about 1e28) reads as missing rather than failing the statement.
+    ///
+    /// Not `CROSS APPLY OPENJSON(...) WITH (...)`: its typed columns convert any scalar (a
+    /// number under a text key would read as text, a non-numeric string under a number key
+    /// fails the statement), its column paths are literals (the attribute name would be spliced
+    /// into the SQL), and the shared statement has no FROM-clause hook (docs/DESIGN.md).
+    fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
+        let (value, json_type) = match key.kind {
+            KeyType::Text | KeyType::Timestamp => (
+                "CONVERT(VARBINARY(MAX), CONVERT(VARCHAR(MAX), \
+                 j.[value] COLLATE Latin1_General_100_BIN2_UTF8))",
+                "1",
+            ),
+            KeyType::Number => (
+                "COALESCE(TRY_CAST(j.[value] AS DECIMAL(38, 10)), \
+                 TRY_CAST(TRY_CAST(j.[value] AS FLOAT) AS DECIMAL(38, 10)))",
+                "2",
+            ),
+        };
+        w.push("(SELECT TOP (1) ")
+            .push(value)
+            .push(" FROM OPENJSON(custom_attributes) j WHERE j.[key] = ")
+            .bind(key.attribute.as_str())
+            .push(" AND j.[type] = ")
+            .push(json_type)
+            .push(")");
     }
 
     // `SELECT DISTINCT` (the default) over the (priority, execution_time) index: SQL Server has

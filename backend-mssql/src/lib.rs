@@ -16,6 +16,10 @@
 //!   ends only that statement, so a batch carries on past existing keys.
 //! - **Times** are `DATETIME2(6)` columns holding UTC, bound and read as UTC wall-clock values.
 //! - **Keys** are `NVARCHAR` in a binary collation (`Latin1_General_100_BIN2`).
+//! - **Work queue** (migrations `0003_ordering`, `0004_work_queue`): `next_for` reads candidates
+//!   without locks, then locks one by key `WITH (UPDLOCK, READPAST, ROWLOCK)`; custom keys are
+//!   read with `OPENJSON` from an `NVARCHAR(MAX)` column checked with `ISJSON`. Golden-tested
+//!   and parsed only; not yet run against a server.
 //!
 //! URLs: `mssql://host:port;database=app;user=sa;password=...;trustServerCertificate=true`
 //! (the JDBC connection-string syntax after the scheme; `sqlserver://` works too).

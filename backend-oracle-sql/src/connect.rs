@@ -3,7 +3,8 @@
 use crate::dialect::OracleDialect;
 use crate::family::OracleFamily;
 use crate::OracleStore;
-use diesel::r2d2::{ConnectionManager, Pool};
+use diesel::connection::SimpleConnection;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel_oci::OciConnection;
 use docket_core::store::sql::SqlStore;
 use docket_core::{StoreConfig, StoreError};
@@ -28,6 +29,18 @@ impl Default for OracleOptions {
     }
 }
 
+/// Binary sorting and comparison on every new pooled connection, whatever `NLS_LANG` the
+/// client library was given: custom text keys then sort by code point, as on the other backends.
+#[derive(Debug)]
+struct BinarySort;
+
+impl CustomizeConnection<OciConnection, diesel::r2d2::Error> for BinarySort {
+    fn on_acquire(&self, conn: &mut OciConnection) -> Result<(), diesel::r2d2::Error> {
+        conn.batch_execute("ALTER SESSION SET NLS_SORT = BINARY NLS_COMP = BINARY")
+            .map_err(diesel::r2d2::Error::QueryError)
+    }
+}
+
 /// A pool of `OciConnection`s to one Oracle database.
 pub type OracleConnector = DieselConnector<OracleFamily>;
 
@@ -47,7 +60,8 @@ pub fn connect_with(
         Pool::builder()
             .max_size(options.max_connections.max(1))
             .connection_timeout(options.connection_timeout)
-            .test_on_check_out(false),
+            .test_on_check_out(false)
+            .connection_customizer(Box::new(BinarySort)),
         ConnectionManager::<OciConnection>::new(url),
     )?;
     Ok(SqlStore::new(

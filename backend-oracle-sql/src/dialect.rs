@@ -1,6 +1,7 @@
 //! How Oracle spells docket's statements.
 
 use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
 /// The Oracle (19c+, 23ai) dialect.
@@ -24,6 +25,10 @@ use docket_core::TableName;
 ///   the session reports ORA-00001 (unique constraint) as `StoreError::Duplicate`, which the
 ///   shared store counts as "already exists".
 /// - `LEVEL` is a reserved word: the levels query names its column `"level"`.
+/// - Work queue: the claim reads its candidates without locks, then locks one by key with
+///   `FOR UPDATE SKIP LOCKED` (two-phase; the keyed read carries no row limit, which Oracle
+///   rejects beside `FOR UPDATE`). Custom keys are read with `JSON_VALUE ... RETURNING` (see
+///   [`Dialect::json_attribute`] below).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OracleDialect;
 
@@ -38,7 +43,8 @@ impl Dialect for OracleDialect {
             lock_and_fetch: Some(LockAndFetch::SelectThenUpdate),
             // DDL commits implicitly.
             transactional_ddl: false,
-            work_queue: false,
+            work_queue: true,
+            // A limited read cannot lock (ORA-02014), so the claim locks one candidate by key.
             claim_locks_examined_rows: true,
         }
     }
@@ -65,6 +71,31 @@ impl Dialect for OracleDialect {
 
     fn current_schema(&self) -> &'static str {
         "SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')"
+    }
+
+    /// `JSON_VALUE(custom_attributes, '$."name".stringOnly()' RETURNING VARCHAR2(4000))`, or
+    /// `numberOnly()` `RETURNING NUMBER`: the item method makes a value of another JSON type an
+    /// error, which JSON_VALUE's default `NULL ON ERROR` turns into missing, as on the other
+    /// backends. Numbers are exact to 38 digits; text (and timestamps, UTC text normalized at
+    /// intake) sorts by the session's `NLS_SORT`, which every pooled connection sets to
+    /// `BINARY` (UTF-8 byte order, code point order in an AL32UTF8 database). Limits: a text
+    /// value over 4,000 bytes and an empty string (NULL in Oracle) read as missing.
+    ///
+    /// The path is a literal: Oracle's JSON_VALUE takes only a text literal as its path (no
+    /// bind), the one place docket writes a caller's word into SQL. The name in it is an [`AttributeName`](docket_core::AttributeName), validated as
+    /// `[A-Za-z_][A-Za-z0-9_]*`, so it cannot end the quoted step or the literal.
+    fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
+        let (method, returning) = match key.kind {
+            KeyType::Text | KeyType::Timestamp => ("stringOnly", "VARCHAR2(4000)"),
+            KeyType::Number => ("numberOnly", "NUMBER"),
+        };
+        w.push("JSON_VALUE(custom_attributes, '")
+            .push(&key.attribute.json_path())
+            .push(".")
+            .push(method)
+            .push("()' RETURNING ")
+            .push(returning)
+            .push(")");
     }
 
     fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName) {

@@ -17,6 +17,10 @@
 //!   past existing keys.
 //! - **Times** are `TIMESTAMP(6)` columns holding UTC, bound and read as UTC wall-clock values.
 //! - **Booleans** are `NUMBER(1)`; diesel-oci binds `true`/`false` as 1/0.
+//! - **Work queue** (migrations `0003_ordering`, `0004_work_queue`): `next_for` reads candidates
+//!   without locks, then locks one by key with `FOR UPDATE SKIP LOCKED`; custom keys are read
+//!   with `JSON_VALUE ... RETURNING` from a `CLOB` column checked `IS JSON`; sessions sort with
+//!   `NLS_SORT = BINARY`. Golden-tested and parsed only; not yet run against a server.
 //! - **Run time.** The `oracle` crate under diesel-oci loads the Oracle client library (OCI,
 //!   e.g. Instant Client) when the first connection opens; building needs no Oracle software.
 //!

@@ -17,7 +17,8 @@ pub struct Args {
     /// Render with the priority toggle on.
     #[arg(long)]
     priority: bool,
-    /// Print every statement the dialect can emit, not only the due-queries.
+    /// Print every statement the dialect can emit, not only the due-queries (the work-queue
+    /// statements too, FIFO and a sample custom order, where the backend runs the queue).
     #[arg(long)]
     all: bool,
     /// Also print the database's plan for the due-queries (PostgreSQL: EXPLAIN (ANALYZE,
@@ -64,6 +65,11 @@ fn describe(name: &str) -> &'static str {
         "lock_and_fetch" => "lock-and-fetch: claims a batch in one statement",
         "due_for_update" => "lock-and-fetch, step 1: lock due rows",
         "claim_keys" => "lock-and-fetch, step 2: mark the locked rows picked",
+        "item_next_fifo" | "item_next_custom" => {
+            "work queue: one-step claim read (sent only where a locking read locks just the rows it returns)"
+        }
+        "item_list_fifo" => "work queue: list_for; also the two-step claim's unlocked candidate read",
+        "item_lock_one" => "work queue, two-step claim: lock one candidate by key",
         _ => "",
     }
 }
@@ -123,6 +129,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let wanted = due_query_names(backend, args.priority);
     for (name, rendered) in statements.catalogue() {
         if args.all || wanted.contains(&name) {
+            print_statement(name, &rendered)?;
+        }
+    }
+    if args.all && backend.dialect().capabilities().work_queue {
+        for (name, rendered) in statements.queue_catalogue() {
             print_statement(name, &rendered)?;
         }
     }

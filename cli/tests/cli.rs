@@ -315,8 +315,8 @@ fn explain_all_ends_every_statement_with_a_semicolon_line() {
             .filter(|s| !s.is_empty())
             .collect();
         // 17 statements, plus the levels query, 6 per-level forms and the next-due probe of a
-        // drained level with priority on.
-        assert_eq!(statements.len(), 25, "{all}");
+        // drained level with priority on, then the 14 work-queue statements.
+        assert_eq!(statements.len(), 25 + 14, "{all}");
         assert!(all.ends_with("\n;\n"));
         for s in statements {
             let sql = s.lines().last().unwrap();
@@ -459,9 +459,17 @@ fn postgres_errors_name_what_is_wrong() {
 
 #[test]
 fn explain_all_prints_sql_server_and_oracle_dialects() {
-    for (backend, marker) in [
-        ("mssql", "WITH (UPDLOCK, READPAST, ROWLOCK)"),
-        ("oracle", "FOR UPDATE SKIP LOCKED"),
+    for (backend, marker, custom_key) in [
+        (
+            "mssql",
+            "WITH (UPDLOCK, READPAST, ROWLOCK)",
+            "FROM OPENJSON(custom_attributes) j WHERE j.[key] = @P",
+        ),
+        (
+            "oracle",
+            "FOR UPDATE SKIP LOCKED",
+            "JSON_VALUE(custom_attributes, '$.\"team\".stringOnly()' RETURNING VARCHAR2(4000))",
+        ),
     ] {
         for priority in [false, true] {
             let mut args = vec!["explain", "--backend", backend, "--all"];
@@ -470,8 +478,11 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
             }
             let all = stdout_of(docket().args(&args));
             let statements = all.split("\n;\n").filter(|s| !s.trim().is_empty()).count();
-            assert_eq!(statements, if priority { 25 } else { 17 }, "{all}");
+            // With the 14 work-queue statements.
+            assert_eq!(statements, (if priority { 25 } else { 17 }) + 14, "{all}");
             assert!(all.contains(marker), "{all}");
+            assert!(all.contains("-- item_lock_one"), "{all}");
+            assert!(all.contains(custom_key), "{all}");
         }
     }
     let mssql = stdout_of(docket().args(["explain", "--backend", "mssql", "--priority"]));

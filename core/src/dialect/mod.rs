@@ -40,8 +40,7 @@ pub struct Capabilities {
     /// then locks one by key. False where only returned rows are locked (PostgreSQL) or the
     /// write transaction is the lock (SQLite).
     pub claim_locks_examined_rows: bool,
-    /// Runs the work queue (ships migrations `0003_ordering` and `0004_work_queue` and decodes
-    /// items). SQL Server and Oracle do not yet.
+    /// Runs the work queue (ships migrations `0003_ordering` and `0004_work_queue`).
     pub work_queue: bool,
 }
 
@@ -127,7 +126,9 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Writes an expression reading `key` from the JSON text column `custom_attributes`, NULL
     /// when the attribute is missing: text (and timestamp, normalized to sortable UTC text at
     /// intake) in binary collation (code point order), numbers as numbers. The path or name is
-    /// bound, never spliced. Default: SQL/JSON `JSON_VALUE(custom_attributes, ?)`.
+    /// bound, never spliced, where the database takes a bind there (Oracle takes only a literal
+    /// path: its dialect writes the validated [`AttributeName`](crate::AttributeName)).
+    /// Default: SQL/JSON `JSON_VALUE(custom_attributes, ?)`.
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
         let path = key.attribute.json_path();
         match key.kind {

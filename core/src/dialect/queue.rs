@@ -103,6 +103,7 @@ impl Statements<'_> {
     /// in order and each candidate is checked against the assignments primary key; items that
     /// are held or full are not in the `assignable = true` range at all.
     pub fn item_eligible(&self, q: &ForWorker<'_>, limit: Option<i64>, lock: bool) -> Rendered {
+        let limit = self.eligible_limit(q, limit, lock);
         let mut w = self.item_select(limit);
         if lock {
             w.push(self.dialect().lock_hint());
@@ -135,6 +136,16 @@ impl Statements<'_> {
             w.push(self.dialect().skip_locked_clause());
         }
         w.finish()
+    }
+
+    /// The row limit of [`Statements::item_eligible`]. A dialect that cannot limit the query
+    /// block it locks ([`Dialect::row_locator`](super::Dialect::row_locator): Oracle rejects a
+    /// row limit beside `FOR UPDATE`) locks only by key, in the two-phase claim
+    /// ([`Capabilities::claim_locks_examined_rows`](super::Capabilities)): the key pins at most
+    /// one row, so no limit is written.
+    fn eligible_limit(&self, q: &ForWorker<'_>, limit: Option<i64>, lock: bool) -> Option<i64> {
+        let by_key_unlimited = lock && q.key.is_some() && self.dialect().row_locator().is_some();
+        limit.filter(|_| !by_key_unlimited)
     }
 
     /// Marks a locked, assignable item held by `worker` and counts the assignment. Guarded by

@@ -1,0 +1,3 @@
+ALTER TABLE {table} DROP COLUMN custom_attributes;
+ALTER TABLE {table} DROP COLUMN record_order;
+ALTER TABLE {table} DROP COLUMN record_date;
