@@ -108,7 +108,11 @@ if [ ! -d "$datadir/mysql" ]; then
 	fi
 	for f in /docker-entrypoint-initdb.d/*; do
 		case "$f" in
-			*.sh) echo "running $f"; . "$f" ;;
+			*.sh)
+				echo "running $f"
+				# shellcheck source=/dev/null
+				. "$f"
+				;;
 			*.sql) echo "running $f"; "${db_client[@]}" < "$f" ;;
 			*) ;;
 		esac

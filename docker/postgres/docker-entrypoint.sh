@@ -22,7 +22,7 @@ if [ "$(id -u)" = '0' ]; then
 	mkdir -p "$PGDATA" /var/run/postgresql
 	chmod 00700 "$PGDATA"
 	chown -R postgres:postgres "$PGDATA" /var/run/postgresql
-	exec setpriv --reuid=postgres --regid=postgres --init-groups "$BASH_SOURCE" "$@"
+	exec setpriv --reuid=postgres --regid=postgres --init-groups "${BASH_SOURCE[0]}" "$@"
 fi
 
 : "${POSTGRES_USER:=postgres}"
@@ -61,7 +61,11 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
 	fi
 	for f in /docker-entrypoint-initdb.d/*; do
 		case "$f" in
-			*.sh) echo "running $f"; . "$f" ;;
+			*.sh)
+				echo "running $f"
+				# shellcheck source=/dev/null
+				. "$f"
+				;;
 			*.sql) echo "running $f"; "${psql_run[@]}" --dbname "$POSTGRES_DB" -f "$f" ;;
 			*) ;;
 		esac

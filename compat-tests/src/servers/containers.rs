@@ -4,7 +4,7 @@
 //! `DOCKET_TESTCONTAINERS=1`.
 //!
 //! One container per backend per test process, started on first use and reused by every case
-//! (the callers cache the [`Resolved`] in a `OnceLock`). Its port is published on 127.0.0.1 only,
+//! (the callers cache the resolved server in a `OnceLock`). Its port is published on 127.0.0.1 only,
 //! on a fixed host port so that an outage (stop, start) keeps the URL. Nothing in Rust runs at
 //! process exit and a static is never dropped, so testcontainers' remove-on-drop cannot clean up
 //! here (and testcontainers-rs has no Ryuk reaper); instead:
@@ -99,6 +99,16 @@ pub enum Kind {
 }
 
 impl Backend {
+    /// Name as in test names and `NOT RUN` messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Postgres => "postgres",
+            Backend::Mysql => "mysql",
+            Backend::Mssql => "mssql",
+            Backend::Oracle => "oracle",
+        }
+    }
+
     /// The image kind for this backend; for `mysql`, [`MYSQL_FLAVOR_VAR`] decides.
     pub fn kind(self) -> Result<Kind, String> {
         Ok(match self {
@@ -378,8 +388,9 @@ mod engine {
         // Past the test harness' output capture, so that every run shows where its server is.
         let _ = writeln!(
             std::io::stderr(),
-            "docket compat-tests: {backend:?} via {source} (ready in {:.1} s; removed when this \
-             process exits)",
+            "docket compat-tests: {} via {source} (ready in {:.1} s; removed when this process \
+             exits)",
+            backend.name(),
             started.elapsed().as_secs_f64()
         );
         let id = running.id;
@@ -1055,11 +1066,18 @@ mod tests {
 
     /// A container that does not log readiness within the bound is reported with its log and
     /// removed; without an engine or the image, that is what the reason says. The image is the
-    /// configured PostgreSQL one, whose first start needs more than a second.
+    /// configured MariaDB one, whose first start (data directory, time zone tables, restart)
+    /// takes seconds.
     #[test]
     fn a_container_that_never_gets_ready_is_bounded() {
-        let (line, took) =
-            resolve_in_child("postgres", &[(STARTUP_TIMEOUT_VAR, "1"), (PULL_VAR, "0")]);
+        let (line, took) = resolve_in_child(
+            "mysql",
+            &[
+                ("DOCKET_TC_MYSQL_FLAVOR", "mariadb"),
+                (STARTUP_TIMEOUT_VAR, "1"),
+                (PULL_VAR, "0"),
+            ],
+        );
         assert!(line.starts_with("NOT-RESOLVED "), "{line}");
         if cfg!(feature = "testcontainers") {
             assert!(
