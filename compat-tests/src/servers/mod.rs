@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+pub mod containers;
+pub mod mssql;
 pub mod mysql;
+pub mod oracle;
 pub mod postgres;
 
 /// Why a backend's live suite could not run; tests turn it into a failing panic with
@@ -67,11 +70,16 @@ impl Resolved {
     }
 }
 
-/// The URL in `env_var` when set and non-empty, else `start_throwaway()`, whose error completes
-/// the sentence "`env_var` unset and ...".
+/// Resolves a server in the order of SPEC section 7: the URL in `env_var` when set and
+/// non-empty; else `start_throwaway()` (when the backend has one; its error completes the
+/// sentence "`env_var` unset and ..."); else a container for `backend` when a Docker engine is
+/// reachable. `DOCKET_TESTCONTAINERS=1` goes to the container right after the URL (and never
+/// falls back, so a run meant to use containers cannot pass on something else);
+/// `DOCKET_TESTCONTAINERS=0` never starts one.
 pub(crate) fn resolve(
     env_var: &str,
-    start_throwaway: impl FnOnce() -> Result<Resolved, String>,
+    start_throwaway: Option<impl FnOnce() -> Result<Resolved, String>>,
+    backend: containers::Backend,
 ) -> Result<Resolved, NotRun> {
     if let Some(value) = std::env::var_os(env_var).filter(|v| !v.is_empty()) {
         return match value.into_string() {
@@ -83,7 +91,33 @@ pub(crate) fn resolve(
             Err(_) => Err(NotRun(format!("{env_var} is set but is not valid UTF-8"))),
         };
     }
-    start_throwaway().map_err(|reason| NotRun(format!("{env_var} unset and {reason}")))
+    let mode = containers::mode().map_err(|e| NotRun(format!("{env_var} unset and {e}")))?;
+    if mode == containers::Mode::Prefer {
+        return containers::start(backend).map_err(|e| {
+            NotRun(format!(
+                "{env_var} unset and {}=1 asks for a container: {e}",
+                containers::MODE_VAR
+            ))
+        });
+    }
+    let throwaway = match start_throwaway {
+        Some(start) => match start() {
+            Ok(resolved) => return Ok(resolved),
+            Err(reason) => reason,
+        },
+        None => "no throwaway server exists for this backend".to_owned(),
+    };
+    if mode == containers::Mode::Off {
+        return Err(NotRun(format!(
+            "{env_var} unset and {throwaway} (containers are off: {}=0)",
+            containers::MODE_VAR
+        )));
+    }
+    containers::start(backend).map_err(|e| {
+        NotRun(format!(
+            "{env_var} unset and {throwaway}; testcontainers: {e}"
+        ))
+    })
 }
 
 /// A fresh directory under the system temp dir that outlives its handle (the watchdog removes it).

@@ -11,7 +11,10 @@
 //!    port and its own socket, as root with `--user=root` when the test process is root. Its
 //!    time zone tables are loaded from `/usr/share/zoneinfo`. A detached watchdog shell stops
 //!    the server and removes the directory once the test process has gone, however it ended.
-//! 3. If neither works, [`admin_url`] returns a [`NotRun`] saying what was tried and what failed.
+//! 3. Otherwise, when a Docker engine is reachable, a MariaDB (or, with
+//!    `DOCKET_TC_MYSQL_FLAVOR=mysql`, MySQL 8) container through testcontainers
+//!    ([`super::containers`]; `DOCKET_TESTCONTAINERS=1` makes this step 2, `=0` skips it).
+//! 4. If none works, [`admin_url`] returns a [`NotRun`] saying what was tried and what failed.
 
 use std::fs;
 use std::os::unix::process::CommandExt;
@@ -21,6 +24,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::containers::Backend;
 use super::{
     free_port, keep_temp_dir, log_tail, resolve, run, running_as_root, shell_quote, spawn_watchdog,
     NotRun, Resolved, PORT_ATTEMPTS,
@@ -36,7 +40,7 @@ static RESOLVED: OnceLock<Result<Resolved, NotRun>> = OnceLock::new();
 
 fn resolved() -> &'static Result<Resolved, NotRun> {
     RESOLVED.get_or_init(|| {
-        resolve(ENV_VAR, start_throwaway).map(|r| Resolved {
+        resolve(ENV_VAR, Some(start_throwaway), Backend::Mysql).map(|r| Resolved {
             url: r.url.trim_end_matches('/').to_owned(),
             ..r
         })

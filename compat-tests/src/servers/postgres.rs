@@ -8,7 +8,9 @@
 //!    fresh temporary directory on a free port. When running as root, `initdb` and `pg_ctl` are
 //!    run as the `postgres` OS user through `runuser`. A detached watchdog shell stops the server
 //!    and removes the directory once the test process has gone, however it ended.
-//! 3. If neither works, [`admin_url`] returns a [`NotRun`] saying what was tried and what failed.
+//! 3. Otherwise, when a Docker engine is reachable, a container through testcontainers
+//!    ([`super::containers`]; `DOCKET_TESTCONTAINERS=1` makes this step 2, `=0` skips it).
+//! 4. If none works, [`admin_url`] returns a [`NotRun`] saying what was tried and what failed.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,7 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::containers::Backend;
 use super::{
     free_port, keep_temp_dir, log_tail, resolve, run, running_as_root, shell_quote, spawn_watchdog,
     NotRun, Resolved, PORT_ATTEMPTS,
@@ -35,7 +38,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 static RESOLVED: OnceLock<Result<Resolved, NotRun>> = OnceLock::new();
 
 fn resolved() -> &'static Result<Resolved, NotRun> {
-    RESOLVED.get_or_init(|| resolve(ENV_VAR, start_throwaway))
+    RESOLVED.get_or_init(|| resolve(ENV_VAR, Some(start_throwaway), Backend::Postgres))
 }
 
 /// Base connection URL (e.g. "postgres://postgres@127.0.0.1:PORT/postgres") of a server on which
