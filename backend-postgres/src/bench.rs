@@ -27,12 +27,8 @@ pub struct PgScenario;
 
 impl ScenarioSql for PgScenario {
     fn select_rows(&self, w: &mut SqlWriter<'_>, rows: &Rows<'_>) {
-        let Rows {
-            scenario: s,
-            prefix,
-            range: (from, to),
-            span: (start, span),
-        } = *rows;
+        let (s, prefix, (from, to), (start, span)) =
+            (rows.scenario, rows.prefix, rows.range, rows.span);
         w.push("SELECT ")
             .bind(s.task_name.as_str())
             .push(", ")

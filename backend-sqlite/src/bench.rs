@@ -20,12 +20,8 @@ pub struct SqliteScenario;
 
 impl ScenarioSql for SqliteScenario {
     fn select_rows(&self, w: &mut SqlWriter<'_>, rows: &Rows<'_>) {
-        let Rows {
-            scenario: s,
-            prefix,
-            range: (from, to),
-            span: (start, span),
-        } = *rows;
+        let (s, prefix, (from, to), (start, span)) =
+            (rows.scenario, rows.prefix, rows.range, rows.span);
         w.push("WITH RECURSIVE g(n) AS (SELECT ")
             .bind(Value::BigInt(from as i64))
             .push(" UNION ALL SELECT n + 1 FROM g WHERE n + 1 < ")

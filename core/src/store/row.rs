@@ -152,6 +152,14 @@ impl Row {
         }
     }
 
+    /// The key columns `task_name` and `task_instance`.
+    pub fn key(&mut self) -> Result<ExecutionKey, StoreError> {
+        Ok(ExecutionKey::new(
+            self.text("task_name")?,
+            self.text("task_instance")?,
+        ))
+    }
+
     /// A timestamp column.
     pub fn timestamp(&mut self, column: &'static str) -> Result<DateTime<Utc>, StoreError> {
         self.opt_timestamp(column)?.ok_or_else(|| null(column))
@@ -253,7 +261,7 @@ impl Item {
     /// Decodes a row of [`ITEM_COLUMNS`](crate::dialect::queue::ITEM_COLUMNS).
     pub fn from_row(row: &mut Row) -> Result<Self, StoreError> {
         Ok(Item {
-            key: ExecutionKey::new(row.text("task_name")?, row.text("task_instance")?),
+            key: row.key()?,
             data: row.opt_bytes("task_data")?,
             available_at: row.timestamp("execution_time")?,
             record: RecordKey {
@@ -273,7 +281,7 @@ impl Assignment {
     /// and `updated_at`.
     pub fn from_row(row: &mut Row) -> Result<Self, StoreError> {
         Ok(Assignment {
-            key: ExecutionKey::new(row.text("task_name")?, row.text("task_instance")?),
+            key: row.key()?,
             worker: row.text("worker")?,
             status: AssignmentStatus::decode(&row.text("status")?)?,
             deadline: row.timestamp("deadline")?,
