@@ -959,20 +959,30 @@ mod tests {
             return;
         };
         let outcome = match backend.as_str() {
-            "postgres" => crate::servers::postgres::admin_url()
-                .map(|_| crate::servers::postgres::source().unwrap_or_default()),
-            "mysql" => crate::servers::mysql::admin_url()
-                .map(|_| crate::servers::mysql::source().unwrap_or_default()),
-            "mssql" => crate::servers::mssql::admin_url()
-                .map(|_| crate::servers::mssql::source().unwrap_or_default()),
-            "oracle" => crate::servers::oracle::admin_url()
-                .map(|_| crate::servers::oracle::source().unwrap_or_default()),
+            "postgres" => crate::servers::postgres::admin_url().map(|_| {
+                crate::servers::postgres::source()
+                    .unwrap_or_default()
+                    .to_owned()
+            }),
+            "mysql" => crate::servers::mysql::admin_url().map(|_| {
+                crate::servers::mysql::source()
+                    .unwrap_or_default()
+                    .to_owned()
+            }),
+            "mssql" => remote(&crate::servers::remote::MSSQL),
+            "oracle" => remote(&crate::servers::remote::ORACLE),
             other => panic!("{CHILD_VAR}={other:?} names no backend"),
         };
         match outcome {
             Ok(source) => println!("\n{OUTCOME}RESOLVED {source}"),
             Err(e) => println!("\n{OUTCOME}NOT-RESOLVED {e}"),
         }
+    }
+
+    /// A remote backend's outcome: where its server came from, or why there is none.
+    fn remote(r: &crate::servers::remote::Remote) -> Result<String, crate::servers::NotRun> {
+        r.admin_url()
+            .map(|_| r.source().unwrap_or_default().to_owned())
     }
 
     /// Runs [`resolve_in_this_process`] for `backend` in a child test process with containers

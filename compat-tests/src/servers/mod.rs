@@ -13,10 +13,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 pub mod containers;
-pub mod mssql;
 pub mod mysql;
-pub mod oracle;
 pub mod postgres;
+pub mod remote;
 
 /// Why a backend's live suite could not run; tests turn it into a failing panic with
 /// "NOT RUN: BACKEND: REASON".
