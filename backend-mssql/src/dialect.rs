@@ -123,14 +123,7 @@ impl Dialect for MssqlDialect {
     /// collation the lower-case view names of the default do not resolve.
     fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
         w.push("SELECT COLUMN_NAME AS name FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = ");
-        match table.schema() {
-            Some(schema) => {
-                w.bind(schema);
-            }
-            None => {
-                w.push(self.current_schema());
-            }
-        }
+        self.schema_of(w, table);
         w.push(" AND TABLE_NAME = ")
             .bind(table.table())
             .push(" AND COLUMN_NAME = ")

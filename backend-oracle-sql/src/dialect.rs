@@ -108,14 +108,7 @@ impl Dialect for OracleDialect {
     /// (how Oracle stores unquoted names).
     fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
         w.push("SELECT column_name AS name FROM all_tab_columns WHERE owner = ");
-        match table.schema() {
-            Some(schema) => {
-                w.bind(schema);
-            }
-            None => {
-                w.push(self.current_schema());
-            }
-        }
+        self.schema_of(w, table);
         w.push(" AND table_name = ")
             .bind(table.table())
             .push(" AND column_name = ")

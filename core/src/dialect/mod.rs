@@ -145,10 +145,9 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         }
     }
 
-    /// Writes a query returning one row (one text column named `name`) if `column` exists on
-    /// `table`, none otherwise. Default: `information_schema.columns`.
-    fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        w.push("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ");
+    /// Writes the schema of `table` for a catalogue look-up: its own schema (bound) when it has
+    /// one, else [`Dialect::current_schema`].
+    fn schema_of(&self, w: &mut SqlWriter<'_>, table: &TableName) {
         match table.schema() {
             Some(schema) => {
                 w.bind(schema);
@@ -157,6 +156,13 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
                 w.push(self.current_schema());
             }
         }
+    }
+
+    /// Writes a query returning one row (one text column named `name`) if `column` exists on
+    /// `table`, none otherwise. Default: `information_schema.columns`.
+    fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
+        w.push("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ");
+        self.schema_of(w, table);
         w.push(" AND table_name = ")
             .bind(table.table())
             .push(" AND column_name = ")
