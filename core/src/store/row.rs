@@ -34,6 +34,10 @@ pub enum Cell {
     Bool(bool),
     /// An instant (zone-less database times are read as UTC).
     Timestamp(DateTime<Utc>),
+    /// A value the driver returned but the session could not read (e.g. PostgreSQL's
+    /// `-infinity`, MySQL's zero date), with the driver's reason. Reading it is a
+    /// [`StoreError::Decode`] naming the column, so one such value fails its row only.
+    Invalid(String),
 }
 
 /// One result row: named cells in select-list order.
@@ -69,7 +73,31 @@ impl Row {
         let at = self
             .position(column)
             .ok_or_else(|| decode(column, "the result has no such column"))?;
-        Ok(std::mem::take(&mut self.cells[at].1))
+        match std::mem::take(&mut self.cells[at].1) {
+            Cell::Invalid(reason) => Err(decode(column, format!("unreadable value: {reason}"))),
+            cell => Ok(cell),
+        }
+    }
+
+    /// An integer column's value without taking it (`None` unless it holds an integer).
+    pub fn peek_i64(&self, column: &str) -> Option<i64> {
+        match &self.cells[self.position(column)?].1 {
+            Cell::Int(v) => Some(*v),
+            Cell::Decimal(s) | Cell::Text(s) => parse_integer(s),
+            _ => None,
+        }
+    }
+
+    /// A column as text for a report, whatever it holds (`None` when missing or NULL): keys of
+    /// rows that fail to decode are still named.
+    pub fn lossy_text(&self, column: &str) -> Option<String> {
+        match &self.cells[self.position(column)?].1 {
+            Cell::Null | Cell::Invalid(_) => None,
+            Cell::Text(s) | Cell::Decimal(s) => Some(s.clone()),
+            Cell::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            Cell::Int(v) => Some(v.to_string()),
+            other => Some(format!("{other:?}")),
+        }
     }
 
     /// A nullable text column.
@@ -328,6 +356,24 @@ mod tests {
         assert!(r.bool("b").is_err());
         assert!(r.text("c").is_err());
         assert!(r.opt_text("d").is_err());
+    }
+
+    #[test]
+    fn an_unreadable_value_fails_only_its_column() {
+        let mut r = row(vec![
+            ("at", Cell::Invalid("-infinity is out of range".into())),
+            ("n", Cell::Int(3)),
+        ]);
+        assert_eq!(r.lossy_text("at"), None);
+        assert_eq!(r.peek_i64("n"), Some(3));
+        match r.timestamp("at") {
+            Err(StoreError::Decode { column, reason }) => {
+                assert_eq!(column, "at");
+                assert!(reason.contains("-infinity"), "{reason}");
+            }
+            other => panic!("expected a decode error, got {other:?}"),
+        }
+        assert_eq!(r.i64("n").unwrap(), 3);
     }
 
     #[test]
