@@ -310,6 +310,25 @@ impl Assignment {
     }
 }
 
+/// A row of task `t` as db-scheduler writes it (`consecutive_failures` NULL), for tests.
+#[cfg(test)]
+pub(crate) fn execution_row(instance: &str, execution_time: Cell, version: i64) -> Row {
+    let cells = [
+        ("task_name", Cell::Text("t".into())),
+        ("task_instance", Cell::Text(instance.into())),
+        ("task_data", Cell::Null),
+        ("execution_time", execution_time),
+        ("picked", Cell::Bool(false)),
+        ("picked_by", Cell::Null),
+        ("last_success", Cell::Null),
+        ("last_failure", Cell::Null),
+        ("consecutive_failures", Cell::Null),
+        ("last_heartbeat", Cell::Null),
+        ("version", Cell::Int(version)),
+    ];
+    Row::new(cells.into_iter().map(|(n, c)| (n.to_owned(), c)).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,19 +398,7 @@ mod tests {
     #[test]
     fn null_consecutive_failures_reads_as_zero() {
         let t = Cell::Timestamp(DateTime::from_timestamp(0, 0).unwrap());
-        let mut r = row(vec![
-            ("task_name", Cell::Text("t".into())),
-            ("task_instance", Cell::Text("1".into())),
-            ("task_data", Cell::Null),
-            ("execution_time", t),
-            ("picked", Cell::Bool(false)),
-            ("picked_by", Cell::Null),
-            ("last_success", Cell::Null),
-            ("last_failure", Cell::Null),
-            ("consecutive_failures", Cell::Null),
-            ("last_heartbeat", Cell::Null),
-            ("version", Cell::Int(3)),
-        ]);
+        let mut r = execution_row("1", t, 3);
         let e = Execution::from_row(&mut r).unwrap();
         assert_eq!(
             (e.consecutive_failures, e.version, e.priority),

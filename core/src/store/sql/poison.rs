@@ -221,20 +221,7 @@ mod tests {
     use super::*;
 
     fn row(instance: &str, execution_time: Cell) -> Row {
-        let cells = [
-            ("task_name", Cell::Text("t".into())),
-            ("task_instance", Cell::Text(instance.into())),
-            ("task_data", Cell::Null),
-            ("execution_time", execution_time),
-            ("picked", Cell::Bool(false)),
-            ("picked_by", Cell::Null),
-            ("last_success", Cell::Null),
-            ("last_failure", Cell::Null),
-            ("consecutive_failures", Cell::Null),
-            ("last_heartbeat", Cell::Null),
-            ("version", Cell::Int(7)),
-        ];
-        Row::new(cells.into_iter().map(|(n, c)| (n.to_owned(), c)).collect())
+        crate::store::row::execution_row(instance, execution_time, 7)
     }
 
     fn poison(instance: &str) -> PoisonRow {
