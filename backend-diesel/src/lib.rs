@@ -99,6 +99,11 @@ impl Step {
         conn: &mut dyn BoxableConnection<DB>,
         sql: &str,
     ) -> diesel::migration::Result<()> {
+        if sql.trim().is_empty() {
+            // An adopted migration with nothing left to create: only its version is recorded
+            // (MySQL rejects an empty query).
+            return Ok(());
+        }
         if self.by_statement {
             for stmt in docket_core::migrate::split_statements(sql) {
                 conn.batch_execute(&stmt)?;

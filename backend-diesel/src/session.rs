@@ -17,7 +17,7 @@ use diesel_migrations::MigrationHarness;
 use docket_core::dialect::{Dialect, Rendered, Value};
 use docket_core::ident::TableName;
 use docket_core::migrate::{plan, MigrationFile, TableMigration};
-use docket_core::store::sql::{SqlConnector, SqlSession};
+use docket_core::store::sql::{Adapt, SqlConnector, SqlSession};
 use docket_core::store::{Cell, Row};
 use docket_core::StoreError;
 use std::marker::PhantomData;
@@ -84,9 +84,11 @@ impl<F: Family> QueryableByName<F::Backend> for Cells<F> {
             let field =
                 diesel::row::Row::get(row, i).ok_or("a column the row said it had is missing")?;
             let name = field.field_name().unwrap_or_default().to_owned();
+            // A value the family cannot read fails only its row, when a decoder reads it
+            // (a poison row), never the whole result.
             let cell = match field.value() {
                 None => Cell::Null,
-                Some(raw) => F::cell(raw)?,
+                Some(raw) => F::cell(raw).unwrap_or_else(|e| Cell::Invalid(e.to_string())),
             };
             cells.push((name, cell));
         }
@@ -232,10 +234,19 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
     }
 
     fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
+        self.migrate_adapted(table, up_to, &mut |steps| steps)
+    }
+
+    fn migrate_adapted(
+        &self,
+        table: &TableName,
+        up_to: Option<&str>,
+        adapt: Adapt<'_>,
+    ) -> Result<Vec<String>, StoreError> {
         let steps = F::prepare_migrations(
             &self.meta,
             table,
-            plan(F::MIGRATIONS, self.dialect, table, up_to)?,
+            adapt(plan(F::MIGRATIONS, self.dialect, table, up_to)?),
         );
         crate::run(&mut *self.connection()?, steps, F::ONE_STATEMENT_PER_CALL)
     }

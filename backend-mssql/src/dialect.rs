@@ -123,10 +123,43 @@ impl Dialect for MssqlDialect {
     /// collation the lower-case view names of the default do not resolve.
     fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
         w.push("SELECT COLUMN_NAME AS name FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = ");
-        self.schema_of(w, table);
+        w.schema_of(table);
         w.push(" AND TABLE_NAME = ")
             .bind(table.table())
             .push(" AND COLUMN_NAME = ")
             .bind(column);
+    }
+
+    /// `INFORMATION_SCHEMA.COLUMNS`, upper case as in [`Dialect::column_exists`] above.
+    fn table_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+        w.push(
+            "SELECT COLUMN_NAME AS name, DATA_TYPE AS data_type FROM INFORMATION_SCHEMA.COLUMNS \
+             WHERE TABLE_SCHEMA = ",
+        )
+        .schema_of(table)
+        .push(" AND TABLE_NAME = ")
+        .bind(table.table());
+    }
+
+    /// `sys.index_columns` of the table's object id (the bracketed name is bound); included
+    /// (non-key) columns have `key_ordinal` 0 and are left out.
+    fn index_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+        let mut quoted = SqlWriter::new(self);
+        quoted.table(table);
+        w.push(
+            "SELECT i.name AS index_name, ic.key_ordinal AS position, c.name AS column_name \
+             FROM sys.indexes i JOIN sys.index_columns ic ON ic.object_id = i.object_id \
+             AND ic.index_id = i.index_id JOIN sys.columns c ON c.object_id = ic.object_id \
+             AND c.column_id = ic.column_id WHERE ic.key_ordinal > 0 AND i.object_id = \
+             OBJECT_ID(",
+        )
+        .bind(quoted.finish().sql)
+        .push(")");
+    }
+
+    /// `DATETIME2` (docket's) and `DATETIMEOFFSET` (db-scheduler's): docket binds UTC
+    /// `DATETIME2` values, which SQL Server converts to offset +00:00.
+    fn timestamp_types(&self) -> &'static [&'static str] {
+        &["datetime2", "datetimeoffset"]
     }
 }

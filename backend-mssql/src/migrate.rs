@@ -7,7 +7,7 @@ use crate::error::MssqlError;
 use crate::{MssqlConnector, MssqlStore};
 use docket_core::dialect::{Rendered, Value};
 use docket_core::migrate::{plan, split_statements, MigrationFile};
-use docket_core::store::sql::{SqlConnector, SqlSession};
+use docket_core::store::sql::{Adapt, SqlConnector, SqlSession};
 use docket_core::{StoreError, StoreInfo, TableName};
 
 /// The migrations this backend ships, in order.
@@ -37,12 +37,14 @@ pub fn migrate(store: &MssqlStore, up_to: Option<&str>) -> Result<Vec<String>, S
 }
 
 /// What [`SqlConnector::migrate`] runs for this backend.
+/// `adapt` sees the plan before it runs (adopting an existing table).
 pub(crate) fn run(
     connector: &MssqlConnector,
     table: &TableName,
     up_to: Option<&str>,
+    adapt: Adapt<'_>,
 ) -> Result<Vec<String>, StoreError> {
-    let steps = plan(MIGRATIONS, connector.dialect(), table, up_to)?;
+    let steps = adapt(plan(MIGRATIONS, connector.dialect(), table, up_to)?);
     connector.batch_execute(&create_version_table())?;
     let mut applied = Vec::new();
     for step in steps {

@@ -125,16 +125,23 @@ impl SqlSession for MssqlSession<'_> {
     }
 
     fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
-        self.rows(stmt)?
+        // A value that cannot be read fails only its row, when a decoder reads it.
+        let read = |column: &str, data| match cell(column, data) {
+            Ok(value) => value,
+            Err(StoreError::Decode { reason, .. }) => Cell::Invalid(reason),
+            Err(e) => Cell::Invalid(e.to_string()),
+        };
+        Ok(self
+            .rows(stmt)?
             .iter()
             .map(|row| {
-                let cells = row
-                    .cells()
-                    .map(|(col, data)| Ok((col.name().to_owned(), cell(col.name(), data)?)))
-                    .collect::<Result<_, StoreError>>()?;
-                Ok(Row::new(cells))
+                Row::new(
+                    row.cells()
+                        .map(|(col, data)| (col.name().to_owned(), read(col.name(), data)))
+                        .collect(),
+                )
             })
-            .collect()
+            .collect())
     }
 }
 

@@ -130,6 +130,14 @@ impl Dialect for MysqlDialect {
         "DATABASE()"
     }
 
+    // `table_columns` and `index_columns` keep the `information_schema` defaults.
+
+    /// `DATETIME` holds the UTC wall-clock values docket binds; `TIMESTAMP` would convert
+    /// through the session time zone.
+    fn timestamp_types(&self) -> &'static [&'static str] {
+        &["datetime"]
+    }
+
     /// The path is bound. Text (and timestamps, sortable UTC text) is unquoted and compared in
     /// the flavor's binary no-pad collation: code point order, trailing spaces significant, as
     /// PostgreSQL's `COLLATE "C"` (`JSON_UNQUOTE` alone returns PAD SPACE `utf8mb4_bin`).

@@ -108,10 +108,36 @@ impl Dialect for OracleDialect {
     /// (how Oracle stores unquoted names).
     fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
         w.push("SELECT column_name AS name FROM all_tab_columns WHERE owner = ");
-        self.schema_of(w, table);
+        w.schema_of(table);
         w.push(" AND table_name = ")
             .bind(table.table())
             .push(" AND column_name = ")
             .bind(column.to_ascii_uppercase());
+    }
+
+    /// `ALL_TAB_COLUMNS` of the table (its name as quoted, case kept).
+    fn table_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+        w.push("SELECT column_name AS name, data_type AS data_type FROM all_tab_columns WHERE owner = ")
+            .schema_of(table)
+            .push(" AND table_name = ")
+            .bind(table.table());
+    }
+
+    /// `ALL_IND_COLUMNS`. A `DESC` key is a function-based index column in Oracle (reported
+    /// under a generated `SYS_NC...` name), so such an index matches no column list.
+    fn index_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+        w.push(
+            "SELECT index_name AS index_name, column_position AS position, column_name AS \
+             column_name FROM all_ind_columns WHERE table_owner = ",
+        )
+        .schema_of(table)
+        .push(" AND table_name = ")
+        .bind(table.table());
+    }
+
+    /// `TIMESTAMP` only: docket binds UTC `TIMESTAMP` values, which a `TIMESTAMP WITH TIME
+    /// ZONE` column (db-scheduler's Oracle DDL) would read in the session time zone.
+    fn timestamp_types(&self) -> &'static [&'static str] {
+        &["timestamp"]
     }
 }

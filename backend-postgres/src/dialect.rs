@@ -54,6 +54,29 @@ impl Dialect for PgDialect {
         }
     }
 
+    fn timestamp_types(&self) -> &'static [&'static str] {
+        // `timestamp` (without time zone) compared with the `timestamptz` binds would shift
+        // by the session time zone: not adoptable.
+        &["timestamp with time zone"]
+    }
+
+    /// `pg_index` (no `information_schema` view lists indexes): each key column with its
+    /// position; expression columns (attnum 0) have no `pg_attribute` row and are left out.
+    fn index_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+        w.push(
+            "SELECT i.relname AS index_name, k.n AS position, a.attname AS column_name \
+             FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid \
+             JOIN pg_namespace ns ON ns.oid = t.relnamespace \
+             JOIN pg_class i ON i.oid = x.indexrelid \
+             CROSS JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) \
+             JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum \
+             WHERE ns.nspname = ",
+        )
+        .schema_of(table)
+        .push(" AND t.relname = ")
+        .bind(table.table());
+    }
+
     // No loose index scan before PostgreSQL 18 (`SELECT DISTINCT` reads the whole index): walk
     // the levels with one index probe each on (priority DESC NULLS LAST, execution_time).
     fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName) {

@@ -64,13 +64,45 @@ impl Dialect for SqliteDialect {
     // No information_schema: the `pragma_table_info` table-valued function lists the columns
     // (its `name` column is the column name). The schema argument selects an attached database.
     fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        w.push("SELECT name FROM pragma_table_info(")
-            .bind(table.table());
+        w.push("SELECT name FROM ");
+        pragma(w, "pragma_table_info", table.table(), table.schema());
+        w.push(" WHERE name = ").bind(column);
+    }
+
+    /// `pragma_table_info`: `type` is the declared type as written in `CREATE TABLE`.
+    fn table_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+        w.push("SELECT name, type AS data_type FROM ");
+        pragma(w, "pragma_table_info", table.table(), table.schema());
+    }
+
+    /// `pragma_index_list` joined to `pragma_index_info` (0-based `seqno`).
+    fn index_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+        w.push(
+            "SELECT il.name AS index_name, ii.seqno + 1 AS position, ii.name AS column_name FROM ",
+        );
+        pragma(w, "pragma_index_list", table.table(), table.schema());
+        w.push(" AS il, pragma_index_info(il.name");
         if let Some(schema) = table.schema() {
             w.push(", ").bind(schema);
         }
-        w.push(") WHERE name = ").bind(column);
+        w.push(") AS ii");
     }
+
+    /// Declared types with INTEGER or NUMERIC affinity: docket stores integer microseconds
+    /// (db-scheduler's `TIMESTAMP` columns hold whatever its driver wrote: see
+    /// docs/MOVING_FROM_DB_SCHEDULER.md).
+    fn timestamp_types(&self) -> &'static [&'static str] {
+        &["integer", "int", "bigint", "timestamp", "datetime"]
+    }
+}
+
+/// `name(?[, ?])`: a table-valued pragma on `arg`, in `schema` (an attached database) if given.
+fn pragma(w: &mut SqlWriter<'_>, name: &str, arg: &str, schema: Option<&str>) {
+    w.push(name).push("(").bind(arg);
+    if let Some(schema) = schema {
+        w.push(", ").bind(schema);
+    }
+    w.push(")");
 }
 
 #[cfg(test)]

@@ -36,7 +36,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Apply pending migrations to a docket table and print the versions applied.
+    /// Apply pending migrations to a docket table and print the versions applied (with --adopt:
+    /// take over an existing table, such as db-scheduler's, first).
     Migrate(MigrateArgs),
     /// Show what would be handed out next: due, unpicked executions in hand-out order, or with
     /// --worker the work-queue items a worker would get.
@@ -96,6 +97,12 @@ struct MigrateArgs {
     /// Stop after this migration (e.g. 0001_base); default: all.
     #[arg(long, value_name = "NAME")]
     to: Option<String>,
+    /// Adopt an existing table without docket's migration history (e.g. one created by
+    /// db-scheduler's DDL): check its columns and types, record the migrations it already
+    /// satisfies, create only the indexes it lacks, then migrate as usual. Never re-creates or
+    /// rewrites the table; an incompatible table is an error naming the column.
+    #[arg(long)]
+    adopt: bool,
 }
 
 /// Validates `--table` (nothing unvalidated ever reaches SQL).
@@ -127,6 +134,9 @@ fn migrate(args: &MigrateArgs) -> Result<(), CliError> {
         }
     }
     let config = store_config(&args.target.table, false);
+    if args.adopt {
+        return adopt(args, backend, config);
+    }
     let applied = progress::while_running(
         format!("migrating {} ({})", args.target.table, backend.name()),
         || backend.migrate(&args.target.database_url, config, args.to.as_deref()),
@@ -141,6 +151,34 @@ fn migrate(args: &MigrateArgs) -> Result<(), CliError> {
     }
     for version in applied {
         say!("applied {version}");
+    }
+    Ok(())
+}
+
+fn adopt(
+    args: &MigrateArgs,
+    backend: &dyn docket_core::backend::Backend,
+    config: StoreConfig,
+) -> Result<(), CliError> {
+    let url = &args.target.database_url;
+    let done = progress::while_running(
+        format!("adopting {} ({})", args.target.table, backend.name()),
+        || backend.connect(url, config)?.adopt(args.to.as_deref()),
+    )?;
+    for version in &done.adopted {
+        say!("adopted {version} (the table already has it; recorded, not run)");
+    }
+    for index in &done.created_indexes {
+        say!("created index {index}");
+    }
+    for version in &done.applied {
+        say!("applied {version}");
+    }
+    if done.adopted.is_empty() && done.applied.is_empty() {
+        say!(
+            "{} is up to date: nothing to adopt or apply",
+            args.target.table
+        );
     }
     Ok(())
 }

@@ -5,7 +5,10 @@ use assert_cmd::Command;
 use chrono::{Duration, Utc};
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, PgConnection};
-use docket_core::{QueueConfig, SchedulerClient, Store, StoreConfig, TaskDescriptor, WorkQueue};
+use docket_compat_tests::{backends, cases, Harness, Toggle};
+use docket_core::{
+    Adopted, QueueConfig, SchedulerClient, Store, StoreConfig, TaskDescriptor, WorkQueue,
+};
 use predicates::prelude::*;
 use predicates::str::contains;
 use std::sync::Arc;
@@ -314,9 +317,10 @@ fn explain_all_ends_every_statement_with_a_semicolon_line() {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
-        // 17 statements, plus the levels query, 6 per-level forms and the next-due probe of a
-        // drained level with priority on, then the 14 work-queue statements.
-        assert_eq!(statements.len(), 25 + 14, "{all}");
+        // 22 statements (5 of them for held-back poison rows and adopting a table), plus the
+        // levels query, 6 per-level forms and the next-due probe of a drained level with
+        // priority on, then the 14 work-queue statements.
+        assert_eq!(statements.len(), 30 + 14, "{all}");
         assert!(all.ends_with("\n;\n"));
         for s in statements {
             let sql = s.lines().last().unwrap();
@@ -479,7 +483,7 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
             let all = stdout_of(docket().args(&args));
             let statements = all.split("\n;\n").filter(|s| !s.trim().is_empty()).count();
             // With the 14 work-queue statements.
-            assert_eq!(statements, (if priority { 25 } else { 17 }) + 14, "{all}");
+            assert_eq!(statements, (if priority { 30 } else { 22 }) + 14, "{all}");
             assert!(all.contains(marker), "{all}");
             assert!(all.contains("-- item_lock_one"), "{all}");
             assert!(all.contains(custom_key), "{all}");
@@ -971,4 +975,69 @@ fn postgres_work_queue_commands_before_0004_name_the_migration() {
         .args(["queue", "--database-url", &url])
         .assert()
         .success();
+}
+
+/// `docket migrate --adopt` on `space`, its printed lines read back.
+fn adopt_with_the_binary(space: &dyn docket_compat_tests::Space, to: Option<&str>) -> Adopted {
+    let url = space.url();
+    let mut cmd = docket();
+    cmd.args(["migrate", "--adopt", "--database-url", &url]);
+    if let Some(to) = to {
+        cmd.args(["--to", to]);
+    }
+    let out = stdout_of(&mut cmd);
+    let mut done = Adopted::default();
+    for line in out.lines() {
+        let word = |prefix: &str| {
+            line.strip_prefix(prefix)
+                .map(|rest| rest.split(' ').next().unwrap_or_default().to_owned())
+        };
+        if let Some(v) = word("adopted ") {
+            done.adopted.push(v);
+        } else if let Some(v) = word("created index ") {
+            done.created_indexes.push(v);
+        } else if let Some(v) = word("applied ") {
+            done.applied.push(v);
+        } else {
+            assert!(line.contains("up to date"), "unexpected output: {line}");
+        }
+    }
+    done
+}
+
+/// The adoption flow with the binary: a db-scheduler table adopted by
+/// `docket migrate --adopt`, then docket schedulers run every row of their tasks.
+fn adopt_db_scheduler_table_with_the_cli(harness: &dyn docket_compat_tests::Harness) {
+    for toggle in [Toggle::Off, Toggle::On] {
+        cases::db_scheduler::adoption_flow(harness, toggle, &adopt_with_the_binary);
+    }
+}
+
+#[test]
+fn postgres_migrate_adopt_takes_over_a_db_scheduler_table() {
+    adopt_db_scheduler_table_with_the_cli(&backends::Postgres);
+}
+
+#[test]
+fn mysql_migrate_adopt_takes_over_a_db_scheduler_table() {
+    adopt_db_scheduler_table_with_the_cli(&backends::Mysql);
+}
+
+#[test]
+fn sqlite_migrate_adopt_takes_over_a_db_scheduler_table() {
+    adopt_db_scheduler_table_with_the_cli(&backends::Sqlite);
+}
+
+#[test]
+fn migrate_adopt_names_the_incompatible_column() {
+    let space = backends::Sqlite.space();
+    let foreign = space.foreign();
+    foreign
+        .batch("CREATE TABLE scheduled_tasks (task_name TEXT, task_instance TEXT)")
+        .unwrap();
+    docket()
+        .args(["migrate", "--adopt", "--database-url", &space.url()])
+        .assert()
+        .failure()
+        .stderr(contains("cannot be adopted: column task_data is missing"));
 }

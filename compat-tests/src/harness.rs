@@ -1,10 +1,13 @@
 //! What a backend provides to the suite, and the per-test context built on it.
 
 use chrono::{DateTime, TimeZone, Utc};
+use docket_core::dialect::{Dialect, Rendered};
 use docket_core::scheduler::SchedulerBuilder;
+use docket_core::store::sql::{SqlConnector, SqlSession};
+use docket_core::store::Row;
 use docket_core::{
-    ManualClock, PollingStrategy, Scheduler, SchedulerClient, SchedulerConfig, Store, StoreConfig,
-    Task,
+    ExecutionKey, ManualClock, PollingStrategy, Scheduler, SchedulerClient, SchedulerConfig, Store,
+    StoreConfig, StoreError, TableName, Task,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +46,208 @@ pub trait Space: Send + Sync {
     /// A connection URL that selects this space, for other processes (see
     /// [`crate::backends::connect`]).
     fn url(&self) -> String;
+    /// Plain SQL on this space, as another program (a db-scheduler node, an operator) sends
+    /// it: pooled connections of the backend, no docket store in between.
+    fn foreign(&self) -> Box<dyn Foreign>;
+    /// The column types and constraints of db-scheduler's published DDL for this database
+    /// (`<database>_tables.sql` of its repository); [`DbSchedulerTypes::ddl`] writes it.
+    fn db_scheduler_types(&self) -> DbSchedulerTypes;
+    /// Statements that make the row `key` of `table` one docket cannot decode, with a value
+    /// this database accepts (such as PostgreSQL's `-infinity`), and the column that fails.
+    /// Run in one session ([`Foreign::transaction`]).
+    fn poison(&self, table: &TableName, key: &ExecutionKey) -> (Vec<Rendered>, &'static str);
+}
+
+/// db-scheduler's DDL for one database, as data: the type of each column, which columns are
+/// `NOT NULL`, the primary key and the prefix of index names.
+#[derive(Debug, Clone, Copy)]
+pub struct DbSchedulerTypes {
+    /// `task_name`.
+    pub name: &'static str,
+    /// `task_instance`.
+    pub instance: &'static str,
+    /// `task_data`.
+    pub data: &'static str,
+    /// `execution_time`, `last_success`, `last_failure`, `last_heartbeat`.
+    pub time: &'static str,
+    /// `picked`.
+    pub flag: &'static str,
+    /// `picked_by`.
+    pub picked_by: &'static str,
+    /// `consecutive_failures`.
+    pub failures: &'static str,
+    /// `version`.
+    pub version: &'static str,
+    /// The columns declared `NOT NULL`.
+    pub not_null: &'static [&'static str],
+    /// The primary key's columns.
+    pub primary_key: &'static str,
+    /// Prefix of the index names.
+    pub index_prefix: &'static str,
+}
+
+impl DbSchedulerTypes {
+    /// What most of db-scheduler's DDL files share; each database's differs in a few fields.
+    pub const COMMON: DbSchedulerTypes = DbSchedulerTypes {
+        name: "VARCHAR(100)",
+        instance: "VARCHAR(100)",
+        data: "BLOB",
+        time: "TIMESTAMP",
+        flag: "BOOLEAN",
+        picked_by: "VARCHAR(50)",
+        failures: "INT",
+        version: "BIGINT",
+        not_null: &[
+            "task_name",
+            "task_instance",
+            "execution_time",
+            "picked",
+            "version",
+        ],
+        primary_key: "task_name, task_instance",
+        index_prefix: "",
+    };
+
+    /// The DDL of table `scheduled_tasks` (quoted by `dialect`), with or without `priority`.
+    pub fn ddl(&self, dialect: &dyn Dialect, priority: bool) -> DbSchedulerDdl {
+        let mut w = docket_core::dialect::SqlWriter::new(dialect);
+        w.table(&TableName::default());
+        let table = w.finish().sql;
+        let mut columns = vec![
+            ("task_name", self.name),
+            ("task_instance", self.instance),
+            ("task_data", self.data),
+            ("execution_time", self.time),
+            ("picked", self.flag),
+            ("picked_by", self.picked_by),
+            ("last_success", self.time),
+            ("last_failure", self.time),
+            ("consecutive_failures", self.failures),
+            ("last_heartbeat", self.time),
+            ("version", self.version),
+        ];
+        if priority {
+            columns.push(("priority", "SMALLINT"));
+        }
+        let columns: Vec<String> = columns
+            .into_iter()
+            .map(|(name, ty)| match self.not_null.contains(&name) {
+                true => format!("{name} {ty} NOT NULL"),
+                false => format!("{name} {ty}"),
+            })
+            .collect();
+        let index = |name: &str, keys: &str| {
+            format!(
+                "CREATE INDEX {}{name}_idx ON {table} ({keys})",
+                self.index_prefix
+            )
+        };
+        DbSchedulerDdl {
+            table: vec![
+                format!(
+                    "CREATE TABLE {table} ({}, PRIMARY KEY ({}))",
+                    columns.join(", "),
+                    self.primary_key
+                ),
+                index("execution_time", "execution_time"),
+                index("last_heartbeat", "last_heartbeat"),
+            ],
+            priority_index: priority.then(|| {
+                index(
+                    "priority_execution_time",
+                    "priority DESC, execution_time ASC",
+                )
+            }),
+        }
+    }
+}
+
+/// db-scheduler's DDL, one statement per entry.
+#[derive(Debug, Clone)]
+pub struct DbSchedulerDdl {
+    /// The table and the indexes on `execution_time` and `last_heartbeat`.
+    pub table: Vec<String>,
+    /// The `(priority, execution_time)` index, when the table has `priority`.
+    pub priority_index: Option<String>,
+}
+
+impl DbSchedulerDdl {
+    /// The whole DDL, as db-scheduler ships it.
+    pub fn all(&self) -> Vec<String> {
+        self.table
+            .iter()
+            .chain(&self.priority_index)
+            .cloned()
+            .collect()
+    }
+}
+
+/// `UPDATE <table> SET <column> = <literal> WHERE <key>` in `dialect`: the literal is SQL this
+/// suite writes (a value such as `'-infinity'`), the key is bound.
+pub fn set_literal(
+    dialect: &dyn Dialect,
+    table: &TableName,
+    key: &ExecutionKey,
+    column: &str,
+    literal: &str,
+) -> Rendered {
+    let mut w = docket_core::dialect::SqlWriter::new(dialect);
+    w.push("UPDATE ")
+        .table(table)
+        .push(&format!(" SET {column} = {literal} WHERE task_name = "))
+        .bind(key.task_name.as_str())
+        .push(" AND task_instance = ")
+        .bind(key.task_instance.as_str());
+    w.finish()
+}
+
+/// Literal SQL without binds.
+pub fn literal(sql: &str) -> Rendered {
+    Rendered {
+        sql: sql.to_owned(),
+        binds: Vec::new(),
+    }
+}
+
+/// Plain SQL on a space (see [`Space::foreign`]), written with the backend's dialect so that
+/// placeholders are numbered right and every value is bound.
+pub trait Foreign: Send + Sync {
+    /// The dialect to write statements in.
+    fn dialect(&self) -> &'static dyn Dialect;
+    /// Runs a statement; returns affected rows.
+    fn execute(&self, stmt: &Rendered) -> Result<u64, StoreError>;
+    /// Runs a query.
+    fn query(&self, stmt: &Rendered) -> Result<Vec<Row>, StoreError>;
+    /// Runs `f` in one transaction on one connection (committed when `f` returns `Ok`).
+    fn transaction(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+    /// Runs literal SQL without binds (DDL).
+    fn batch(&self, sql: &str) -> Result<u64, StoreError> {
+        self.execute(&literal(sql))
+    }
+}
+
+impl<C: SqlConnector> Foreign for C {
+    fn dialect(&self) -> &'static dyn Dialect {
+        SqlConnector::dialect(self)
+    }
+
+    fn execute(&self, stmt: &Rendered) -> Result<u64, StoreError> {
+        self.with_session(&mut |s| s.execute(stmt))
+    }
+
+    fn query(&self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
+        self.with_session(&mut |s| s.query(stmt))
+    }
+
+    fn transaction(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.in_transaction(f)
+    }
 }
 
 /// Panics with the suite's `NOT RUN` marker.

@@ -10,11 +10,12 @@
 
 pub mod backends;
 pub mod cases;
+pub mod db_scheduler;
 pub mod harness;
 pub mod reliability;
 pub mod servers;
 
-pub use harness::{Ctx, Harness, Need, Space, Toggle};
+pub use harness::{Ctx, DbSchedulerDdl, DbSchedulerTypes, Foreign, Harness, Need, Space, Toggle};
 
 /// Instantiates the whole suite for one harness, once per priority toggle.
 #[macro_export]
@@ -79,6 +80,12 @@ macro_rules! compat_cases {
             queue_concurrent_next_for_never_starves,
             queue_bad_input_is_rejected,
             queue_custom_timestamp_key,
+            queue_per_assignment_deadlines,
+            db_scheduler_table_is_adopted,
+            adopting_an_incompatible_table_names_the_column,
+            poison_rows_never_block_a_poll,
+            poll_failures_are_listener_events,
+            mixed_fleet_with_db_scheduler_nodes,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

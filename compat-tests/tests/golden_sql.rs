@@ -10,6 +10,7 @@
 
 use docket_core::dialect::{Dialect, LockAndFetch, Rendered, Statements};
 use docket_core::migrate::{plan, split_statements, MigrationFile};
+use docket_core::store::sql::AdoptPlan;
 use docket_core::{OrderingPolicy, TableName};
 use sqlparser::dialect::{MsSqlDialect, OracleDialect};
 use sqlparser::parser::Parser;
@@ -140,6 +141,11 @@ golden!(
     unresolved_names,
     delete_unresolved,
     column_exists,
+    due_excluding,
+    due_for_update_excluding,
+    lock_and_fetch_excluding,
+    table_columns,
+    index_columns,
 );
 
 fn parse(dialect: &dyn sqlparser::dialect::Dialect, what: &str, sql: &str) {
@@ -337,4 +343,63 @@ fn queue_custom_keys_per_dialect() {
         oracle.ends_with("FOR UPDATE SKIP LOCKED") && !oracle.contains("FETCH FIRST"),
         "{oracle}"
     );
+}
+
+/// What `migrate --adopt` runs for a table with every column of `0001_base` and
+/// `0002_priority` but no index: each backend's own `CREATE INDEX` statements of those
+/// migrations, nothing else (no `CREATE TABLE`, no `ALTER TABLE`). With db-scheduler's indexes
+/// in place it runs nothing.
+#[test]
+fn adopt_creates_only_missing_indexes() {
+    let backends: [(&[MigrationFile], &'static dyn Dialect); 5] = [
+        (docket_postgres::MIGRATIONS, &docket_postgres::PgDialect),
+        (
+            docket_mysql::MIGRATIONS,
+            &docket_mysql::MysqlDialect::MARIADB,
+        ),
+        (docket_sqlite::MIGRATIONS, &docket_sqlite::SqliteDialect),
+        (docket_mssql::MIGRATIONS, &docket_mssql::MssqlDialect),
+        (docket_oracle::MIGRATIONS, &docket_oracle::OracleDialect),
+    ];
+    let adopt = |indexes: &[&[&str]]| AdoptPlan {
+        satisfied: vec!["0001_base", "0002_priority"],
+        indexes: indexes
+            .iter()
+            .map(|keys| keys.iter().map(|k| (*k).to_owned()).collect())
+            .collect(),
+    };
+    let db_scheduler: &[&[&str]] = &[
+        &["task_name", "task_instance"],
+        &["execution_time"],
+        &["last_heartbeat"],
+        &["priority", "execution_time"],
+    ];
+    let mut out = String::new();
+    for (files, dialect) in backends {
+        let steps = plan(files, dialect, &table(), Some("0002_priority")).expect("plan");
+        let mut created = Vec::new();
+        for step in adopt(&[]).apply(steps.clone(), &mut created) {
+            out.push_str(&format!(
+                "-- {} {} adopted\n{}\n",
+                dialect.name(),
+                step.version,
+                step.up
+            ));
+            for stmt in split_statements(&step.up) {
+                assert!(stmt.starts_with("CREATE INDEX"), "{stmt}");
+            }
+        }
+        let mut none = Vec::new();
+        for step in adopt(db_scheduler).apply(steps, &mut none) {
+            assert_eq!(
+                step.up,
+                "",
+                "{}: db-scheduler's indexes cover it",
+                dialect.name()
+            );
+        }
+        assert!(none.is_empty());
+        out.push('\n');
+    }
+    insta::assert_snapshot!("adopt_indexes", out);
 }

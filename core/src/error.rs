@@ -86,6 +86,17 @@ pub enum StoreError {
         #[source]
         source: BoxError,
     },
+    /// An existing table cannot be adopted: a column docket needs is missing or has a type
+    /// docket cannot read and write exactly.
+    #[error("table {table} cannot be adopted: column {column} {reason}")]
+    Incompatible {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// What is wrong with it, e.g. "is missing" or "has type timestamp; docket needs ...".
+        reason: String,
+    },
     /// A stored value could not be turned into the model (e.g. out-of-range number).
     #[error("invalid stored value in column {column}: {reason}")]
     Decode {

@@ -45,7 +45,7 @@ pub use scheduler::{
     config::{PollingStrategy, SchedulerConfig},
     Scheduler,
 };
-pub use store::{ExecutionStore, QueueStore, Store, StoreConfig, StoreInfo};
+pub use store::{Adopted, ExecutionStore, QueueStore, Store, StoreConfig, StoreInfo};
 pub use task::{
     DeadExecutionPolicy, ExecutionContext, FailurePolicy, Priority, Task, TaskDescriptor,
     TaskError, TaskInstance,

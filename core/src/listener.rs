@@ -1,6 +1,6 @@
 //! A hook for observing the scheduler (besides `tracing` events and `metrics`).
 
-use crate::records::Execution;
+use crate::records::{Execution, ExecutionKey};
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
@@ -51,6 +51,23 @@ pub enum SchedulerEvent {
     LostExecution(Execution),
     /// Rows of task names no registered task knows; they are left alone.
     UnresolvedTasks(Vec<String>),
+    /// A due row that cannot be decoded (a poison row): it was skipped (never left claimed),
+    /// the other rows of the poll went on, and the store leaves it out of its due-queries for a
+    /// while (see `docs/DESIGN.md`, "Poison rows").
+    PoisonRow {
+        /// The row's key.
+        key: ExecutionKey,
+        /// The first column that failed to decode.
+        column: &'static str,
+        /// Why it failed.
+        reason: String,
+    },
+    /// A poll of a started scheduler failed (the store was unreachable, a statement failed);
+    /// the poller tries again after the polling interval. Nothing was claimed.
+    PollFailed {
+        /// The error.
+        error: String,
+    },
 }
 
 /// Receives [`SchedulerEvent`]s.

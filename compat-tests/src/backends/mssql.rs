@@ -3,8 +3,9 @@
 //! see `tests/compat.rs`).
 
 use super::unique_name;
-use crate::harness::{not_run, Harness, Space};
-use docket_core::{Store, StoreConfig};
+use crate::harness::{literal, not_run, set_literal, DbSchedulerTypes, Foreign, Harness, Space};
+use docket_core::dialect::{Rendered, SqlWriter};
+use docket_core::{ExecutionKey, Store, StoreConfig, TableName};
 use docket_mssql::MssqlOptions;
 use std::sync::Arc;
 use std::time::Duration;
@@ -94,6 +95,36 @@ impl Space for MssqlSpace {
 
     fn url(&self) -> String {
         self.url.clone()
+    }
+
+    fn foreign(&self) -> Box<dyn Foreign> {
+        Box::new(self.connect(StoreConfig::default()).connector().clone())
+    }
+
+    /// `mssql_tables.sql`.
+    fn db_scheduler_types(&self) -> DbSchedulerTypes {
+        DbSchedulerTypes {
+            name: "VARCHAR(250)",
+            instance: "VARCHAR(250)",
+            data: "VARBINARY(MAX)",
+            time: "DATETIMEOFFSET",
+            flag: "BIT",
+            not_null: &["task_name", "task_instance", "execution_time", "version"],
+            primary_key: "task_instance, task_name",
+            ..DbSchedulerTypes::COMMON
+        }
+    }
+
+    /// Every SQL Server value of docket's columns decodes, so the row gets a NULL version
+    /// (after the column is made nullable, as in db-scheduler tables edited by hand).
+    fn poison(&self, table: &TableName, key: &ExecutionKey) -> (Vec<Rendered>, &'static str) {
+        let mut alter = SqlWriter::new(&docket_mssql::MssqlDialect);
+        alter
+            .push("ALTER TABLE ")
+            .table(table)
+            .push(" ALTER COLUMN version BIGINT NULL");
+        let update = set_literal(&docket_mssql::MssqlDialect, table, key, "version", "NULL");
+        (vec![literal(&alter.finish().sql), update], "version")
     }
 }
 

@@ -1,11 +1,12 @@
 //! MySQL/MariaDB: one database per test on the server from [`crate::servers::mysql`].
 
 use super::unique_name;
-use crate::harness::{not_run, Harness, Space};
+use crate::harness::{literal, not_run, set_literal, DbSchedulerTypes, Foreign, Harness, Space};
 use crate::servers::mysql::admin_url;
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, MysqlConnection};
-use docket_core::{Store, StoreConfig};
+use docket_core::dialect::Rendered;
+use docket_core::{ExecutionKey, Store, StoreConfig, TableName};
 use docket_mysql::MysqlOptions;
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,6 +84,37 @@ impl Space for MysqlSpace {
 
     fn url(&self) -> String {
         with_database(&self.admin, Some(&self.database))
+    }
+
+    fn foreign(&self) -> Box<dyn Foreign> {
+        Box::new(
+            self.connect(StoreConfig::default(), None)
+                .connector()
+                .clone(),
+        )
+    }
+
+    /// `mysql_tables.sql` (`mariadb_tables.sql` is the same).
+    fn db_scheduler_types(&self) -> DbSchedulerTypes {
+        DbSchedulerTypes {
+            time: "DATETIME(6)",
+            ..DbSchedulerTypes::COMMON
+        }
+    }
+
+    /// The zero date, which MySQL and MariaDB store outside `NO_ZERO_DATE` mode (a legacy
+    /// favourite) and sort first, but which is no date.
+    fn poison(&self, table: &TableName, key: &ExecutionKey) -> (Vec<Rendered>, &'static str) {
+        let column = "execution_time";
+        let zero = "'0000-00-00 00:00:00'";
+        let update = set_literal(
+            &docket_mysql::MysqlDialect::MARIADB,
+            table,
+            key,
+            column,
+            zero,
+        );
+        (vec![literal("SET SESSION sql_mode = ''"), update], column)
     }
 }
 

@@ -3,11 +3,12 @@
 //! without the URL the live suite is not compiled, see `tests/compat.rs`).
 
 use super::unique_name;
-use crate::harness::{not_run, Harness, Space};
+use crate::harness::{not_run, set_literal, DbSchedulerTypes, Foreign, Harness, Space};
 use diesel::connection::SimpleConnection;
 use diesel::Connection;
 use diesel_oci::OciConnection;
-use docket_core::{Store, StoreConfig};
+use docket_core::dialect::Rendered;
+use docket_core::{ExecutionKey, Store, StoreConfig, TableName};
 use docket_oracle::OracleOptions;
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,6 +92,39 @@ impl Space for OracleSpace {
 
     fn url(&self) -> String {
         self.url.clone()
+    }
+
+    fn foreign(&self) -> Box<dyn Foreign> {
+        Box::new(self.connect(StoreConfig::default()).connector().clone())
+    }
+
+    /// `oracle_tables.sql`, with `TIMESTAMP(6)` columns: the variant db-scheduler documents
+    /// for `alwaysPersistTimestampInUTC` (its default `TIMESTAMP WITH TIME ZONE` is rejected by
+    /// adoption: docket binds zone-less UTC values). The table name is quoted as docket quotes
+    /// it (db-scheduler's DDL leaves it unquoted: upper case).
+    fn db_scheduler_types(&self) -> DbSchedulerTypes {
+        DbSchedulerTypes {
+            time: "TIMESTAMP(6)",
+            flag: "NUMBER(1, 0)",
+            failures: "NUMBER(19, 0)",
+            version: "NUMBER(19, 0)",
+            not_null: &[],
+            index_prefix: "scheduled_tasks_",
+            ..DbSchedulerTypes::COMMON
+        }
+    }
+
+    /// A failure count beyond docket's 32 bits, which docket's `NUMBER(10)` column holds.
+    fn poison(&self, table: &TableName, key: &ExecutionKey) -> (Vec<Rendered>, &'static str) {
+        let column = "consecutive_failures";
+        let update = set_literal(
+            &docket_oracle::OracleDialect,
+            table,
+            key,
+            column,
+            "9999999999",
+        );
+        (vec![update], column)
     }
 }
 

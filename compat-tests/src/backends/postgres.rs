@@ -2,11 +2,12 @@
 //! through the connection's `search_path`.
 
 use super::unique_name;
-use crate::harness::{not_run, Harness, Space};
+use crate::harness::{not_run, set_literal, DbSchedulerTypes, Foreign, Harness, Space};
 use crate::servers::postgres::admin_url;
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, PgConnection};
-use docket_core::{Store, StoreConfig};
+use docket_core::dialect::Rendered;
+use docket_core::{ExecutionKey, Store, StoreConfig, TableName};
 use docket_postgres::PgOptions;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,6 +80,39 @@ impl Space for PgSpace {
 
     fn url(&self) -> String {
         PgSpace::url(self, None)
+    }
+
+    fn foreign(&self) -> Box<dyn Foreign> {
+        Box::new(
+            self.connect(StoreConfig::default(), None)
+                .connector()
+                .clone(),
+        )
+    }
+
+    /// `postgresql_tables.sql`.
+    fn db_scheduler_types(&self) -> DbSchedulerTypes {
+        DbSchedulerTypes {
+            name: "TEXT",
+            instance: "TEXT",
+            data: "BYTEA",
+            time: "TIMESTAMP WITH TIME ZONE",
+            picked_by: "TEXT",
+            ..DbSchedulerTypes::COMMON
+        }
+    }
+
+    /// `-infinity`: a `timestamptz` PostgreSQL stores (and sorts first) but chrono cannot hold.
+    fn poison(&self, table: &TableName, key: &ExecutionKey) -> (Vec<Rendered>, &'static str) {
+        let column = "execution_time";
+        let update = set_literal(
+            &docket_postgres::PgDialect,
+            table,
+            key,
+            column,
+            "'-infinity'",
+        );
+        (vec![update], column)
     }
 }
 

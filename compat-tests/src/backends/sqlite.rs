@@ -1,8 +1,9 @@
 //! SQLite: one database file per test in its own temporary directory, removed with the space.
 //! No server is needed (SQLite is compiled in), so this backend always runs.
 
-use crate::harness::{Harness, Space};
-use docket_core::{Store, StoreConfig};
+use crate::harness::{set_literal, DbSchedulerTypes, Foreign, Harness, Space};
+use docket_core::dialect::Rendered;
+use docket_core::{ExecutionKey, Store, StoreConfig, TableName};
 use docket_sqlite::SqliteOptions;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -62,5 +63,35 @@ impl Space for SqliteSpace {
 
     fn url(&self) -> String {
         format!("sqlite://{}", self.file.display())
+    }
+
+    fn foreign(&self) -> Box<dyn Foreign> {
+        Box::new(self.connect(StoreConfig::default()).connector().clone())
+    }
+
+    /// `sqlite_tables.sql`.
+    fn db_scheduler_types(&self) -> DbSchedulerTypes {
+        DbSchedulerTypes {
+            flag: "BIT",
+            not_null: &[],
+            ..DbSchedulerTypes::COMMON
+        }
+    }
+
+    /// An integer time (docket stores microseconds since the epoch) beyond the years chrono
+    /// holds: SQLite stores any 64-bit integer.
+    fn poison(&self, table: &TableName, key: &ExecutionKey) -> (Vec<Rendered>, &'static str) {
+        let column = "execution_time";
+        let far = "-9223372036854775807";
+        (
+            vec![set_literal(
+                &docket_sqlite::SqliteDialect,
+                table,
+                key,
+                column,
+                far,
+            )],
+            column,
+        )
     }
 }

@@ -7,7 +7,7 @@ use chrono::Duration;
 use docket_core::store::{Changes, DueParams, Guard, ListFilter, PickChange};
 use docket_core::task::Retry;
 use docket_core::{
-    Clock, ExecutionKey, FailurePolicy, PollingStrategy, Schedule, SchedulerEvent, Task,
+    Clock, ExecutionKey, FailurePolicy, PollingStrategy, Schedule, Scheduler, SchedulerEvent, Task,
     TaskDescriptor, TaskError,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,11 +82,22 @@ pub fn heartbeat_and_dead_detection(h: &dyn Harness, t: Toggle) {
     );
 }
 
-/// A revived execution's first owner cannot record its outcome over the new claim.
-pub fn revived_execution_fences_old_owner(h: &dyn Harness, t: Toggle) {
-    let ctx = Ctx::new(h, t);
-    let (started_tx, started_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
+/// A scheduler whose `work` handler hangs: it says `started`, then waits for `release`.
+pub(super) struct Hanging {
+    /// The scheduler.
+    pub scheduler: Scheduler,
+    /// One message per handler start.
+    pub started: mpsc::Receiver<()>,
+    /// Lets one handler return.
+    pub release: mpsc::Sender<()>,
+    /// Instances its `LostExecution` events named (fenced outcomes).
+    pub lost: Arc<Mutex<Vec<String>>>,
+}
+
+/// A [`Hanging`] scheduler called `name`.
+pub(super) fn hanging(ctx: &Ctx, name: &str, polling: PollingStrategy) -> Hanging {
+    let (started_tx, started) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel::<()>();
     let release_rx = Mutex::new(release_rx);
     let slow = Task::one_time(WORK, move |_, _| {
         started_tx.send(()).ok();
@@ -95,8 +106,8 @@ pub fn revived_execution_fences_old_owner(h: &dyn Harness, t: Toggle) {
     });
     let lost = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&lost);
-    let old = ctx
-        .scheduler("old", PollingStrategy::lock_and_fetch())
+    let scheduler = ctx
+        .scheduler(name, polling)
         .task(slow)
         .listener(Arc::new(move |e: &SchedulerEvent| {
             if let SchedulerEvent::LostExecution(x) = e {
@@ -105,6 +116,23 @@ pub fn revived_execution_fences_old_owner(h: &dyn Harness, t: Toggle) {
         }))
         .build()
         .unwrap();
+    Hanging {
+        scheduler,
+        started,
+        release,
+        lost,
+    }
+}
+
+/// A revived execution's first owner cannot record its outcome over the new claim.
+pub fn revived_execution_fences_old_owner(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let Hanging {
+        scheduler: old,
+        started: started_rx,
+        release: release_tx,
+        lost,
+    } = hanging(&ctx, "old", PollingStrategy::lock_and_fetch());
     let (task, _) = counting_task(WORK);
     let rescuer = ctx.build("new", PollingStrategy::fetch(), vec![task]);
     ctx.client().schedule(WORK.instance("1")).unwrap();

@@ -697,3 +697,54 @@ pub fn queue_custom_timestamp_key(h: &dyn Harness, t: Toggle) {
         Err(DocketError::InvalidItem { .. })
     ));
 }
+
+/// Per-assignment deadlines: `next_for_until` gives one assignment its own abandon deadline
+/// and `give_back_until` its own hide deadline; `lease` and `hide_for` stay the defaults.
+pub fn queue_per_assignment_deadlines(h: &dyn Harness, t: Toggle) {
+    use docket_core::Clock;
+    let ctx = ctx(h, t);
+    let q = queue(&ctx, config());
+    q.enqueue(&batch(1, records(&["a", "b"]))).unwrap();
+    let now = ctx.clock.now();
+    let short = now + Duration::seconds(10);
+    let a = q
+        .next_for_until("w1", TASK, short)
+        .unwrap()
+        .expect("an item");
+    assert_eq!(take(&q, "w2"), "b");
+    let deadline = |item: &str| q.assignments(&key(item)).unwrap()[0].deadline;
+    assert_eq!((a.key.task_instance.as_str(), deadline("a")), ("a", short));
+    assert_eq!(
+        deadline("b"),
+        now + Duration::from_std(LEASE).unwrap(),
+        "the lease stays the default"
+    );
+    advance(&ctx, StdDuration::from_secs(11));
+    assert_eq!(
+        q.abandon_expired().unwrap(),
+        1,
+        "only the short deadline passed"
+    );
+    assert_eq!(
+        q.assignments(&key("a")).unwrap()[0].status,
+        AssignmentStatus::Abandoned
+    );
+    assert!(sees(&q, "w1").is_empty(), "abandoned: hidden for hide_for");
+    assert_eq!(sees(&q, "w3"), ["a"]);
+
+    q.give_back_until("w2", &key("b"), ctx.clock.now() + Duration::seconds(5))
+        .unwrap();
+    assert_eq!(
+        sees(&q, "w2"),
+        ["a"],
+        "b hidden from w2 until its own deadline"
+    );
+    advance(&ctx, StdDuration::from_secs(5));
+    assert_eq!(sees(&q, "w2"), ["a", "b"]);
+    assert_eq!(sees(&q, "w1"), ["b"], "a still hidden from w1 (hide_for)");
+    let far = ctx.clock.now() + Duration::days(366 * 8000);
+    assert!(matches!(
+        q.next_for_until("w4", TASK, far),
+        Err(DocketError::InvalidConfig(_))
+    ));
+}

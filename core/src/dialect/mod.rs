@@ -6,7 +6,7 @@ pub mod queue;
 pub mod statements;
 pub mod writer;
 
-pub use statements::{Column, Level, Statements};
+pub use statements::{Column, Due, Level, Statements};
 pub use writer::{Rendered, SqlWriter, Value};
 
 use crate::ident::TableName;
@@ -145,27 +145,48 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         }
     }
 
-    /// Writes the schema of `table` for a catalogue look-up: its own schema (bound) when it has
-    /// one, else [`Dialect::current_schema`].
-    fn schema_of(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        match table.schema() {
-            Some(schema) => {
-                w.bind(schema);
-            }
-            None => {
-                w.push(self.current_schema());
-            }
-        }
-    }
-
     /// Writes a query returning one row (one text column named `name`) if `column` exists on
     /// `table`, none otherwise. Default: `information_schema.columns`.
     fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
         w.push("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ");
-        self.schema_of(w, table);
+        w.schema_of(table);
         w.push(" AND table_name = ")
             .bind(table.table())
             .push(" AND column_name = ")
             .bind(column);
+    }
+
+    /// Writes a query returning one row per column of `table` (none when it does not exist):
+    /// `name` (text) and `data_type` (the catalogue's type name as text, e.g. `timestamp with
+    /// time zone`, `datetime`, `VARCHAR2`). Adopting an existing table checks these against
+    /// what docket reads ([`Dialect::timestamp_types`]). Default: `information_schema.columns`.
+    fn table_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+        w.push(
+            "SELECT column_name AS name, data_type AS data_type FROM information_schema.columns \
+             WHERE table_schema = ",
+        );
+        w.schema_of(table);
+        w.push(" AND table_name = ").bind(table.table());
+    }
+
+    /// Writes a query returning one row per key column of each index on `table`:
+    /// `index_name`, `position` (1-based) and `column_name`. A column of an expression index
+    /// may be reported under a generated name; such an index simply matches nothing. Default:
+    /// `information_schema.statistics` (MySQL and MariaDB; other dialects override it).
+    fn index_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+        w.push(
+            "SELECT index_name AS index_name, seq_in_index AS position, column_name AS \
+             column_name FROM information_schema.statistics WHERE table_schema = ",
+        );
+        w.schema_of(table);
+        w.push(" AND table_name = ").bind(table.table());
+    }
+
+    /// The catalogue type names (as [`Dialect::table_columns`] reports them, lower case,
+    /// without a precision such as `(6)`) of timestamp columns this backend reads and writes
+    /// exactly. Adopting a table whose time columns have another type (one that depends on a
+    /// session time zone, say) is an error naming the column. Default: none.
+    fn timestamp_types(&self) -> &'static [&'static str] {
+        &[]
     }
 }

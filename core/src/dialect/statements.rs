@@ -78,6 +78,35 @@ pub enum Level {
     Null,
 }
 
+/// What a due-query asks for: rows of `task_names` at `level`, due at `now`, at most `limit`,
+/// leaving out the keys in `exclude` (rows a store holds back, such as poison rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Due<'a> {
+    /// Which priority level.
+    pub level: Level,
+    /// The clock's now.
+    pub now: DateTime<Utc>,
+    /// Only these tasks.
+    pub task_names: &'a [String],
+    /// At most this many rows.
+    pub limit: i64,
+    /// Never these rows.
+    pub exclude: &'a [ExecutionKey],
+}
+
+impl<'a> Due<'a> {
+    /// A due-query excluding nothing.
+    pub fn new(level: Level, now: DateTime<Utc>, task_names: &'a [String], limit: i64) -> Self {
+        Self {
+            level,
+            now,
+            task_names,
+            limit,
+            exclude: &[],
+        }
+    }
+}
+
 /// Renders the executions-table statements of one dialect, table and ordering policy.
 #[derive(Debug, Clone)]
 pub struct Statements<'d> {
@@ -232,21 +261,20 @@ impl<'d> Statements<'d> {
     }
 
     /// `WHERE` of the due-queries plus their `ORDER BY` and limit.
-    fn due_rows(
-        &self,
-        w: &mut SqlWriter<'_>,
-        level: Level,
-        now: DateTime<Utc>,
-        task_names: &[String],
-        limit: i64,
-    ) {
-        Self::due_where(w, level, now, task_names);
-        self.push_order(w, level, &self.policy.primary);
-        self.dialect.limit(w, limit);
+    fn due_rows(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) {
+        Self::due_where(w, due);
+        self.push_order(w, due.level, &self.policy.primary);
+        self.dialect.limit(w, due.limit);
     }
 
     /// `WHERE` of the due-queries.
-    fn due_where(w: &mut SqlWriter<'_>, level: Level, now: DateTime<Utc>, task_names: &[String]) {
+    fn due_where(w: &mut SqlWriter<'_>, due: &Due<'_>) {
+        let Due {
+            level,
+            now,
+            task_names,
+            ..
+        } = *due;
         w.push(" WHERE picked = ")
             .bind(false)
             .push(" AND execution_time <= ")
@@ -262,6 +290,40 @@ impl<'d> Statements<'d> {
                 w.push(" AND priority IS NULL");
             }
         }
+        Self::push_exclusion(w, due.exclude);
+    }
+
+    /// ` AND NOT ((task_name = ? AND task_instance = ?) OR ...)`: nothing when `exclude` is
+    /// empty, so the due-queries stay the same text unless a store holds rows back.
+    fn push_exclusion(w: &mut SqlWriter<'_>, exclude: &[ExecutionKey]) {
+        if exclude.is_empty() {
+            return;
+        }
+        w.push(" AND NOT ");
+        Self::push_any_key(w, exclude);
+    }
+
+    /// `((task_name = ? AND task_instance = ?) OR ...)`, one term per key.
+    fn push_any_key(w: &mut SqlWriter<'_>, keys: &[ExecutionKey]) {
+        w.push("(");
+        for (i, key) in keys.iter().enumerate() {
+            if i > 0 {
+                w.push(" OR ");
+            }
+            w.push("(task_name = ")
+                .bind(key.task_name.as_str())
+                .push(" AND task_instance = ")
+                .bind(key.task_instance.as_str())
+                .push(")");
+        }
+        w.push(")");
+    }
+
+    /// [`Statements::due`] for a [`Due`] (which may exclude keys).
+    pub fn due_excluding(&self, due: &Due<'_>) -> Rendered {
+        let mut w = self.select_from(Some(due.limit));
+        self.due_rows(&mut w, due);
+        w.finish()
     }
 
     /// Due, unclaimed executions of the given tasks at `level`, in hand-out order
@@ -273,9 +335,7 @@ impl<'d> Statements<'d> {
         task_names: &[String],
         limit: i64,
     ) -> Rendered {
-        let mut w = self.select_from(Some(limit));
-        self.due_rows(&mut w, level, now, task_names, limit);
-        w.finish()
+        self.due_excluding(&Due::new(level, now, task_names, limit))
     }
 
     /// The first execution of `level` due strictly after `now`, any task, picked or not: one
@@ -321,11 +381,16 @@ impl<'d> Statements<'d> {
         task_names: &[String],
         limit: i64,
     ) -> Rendered {
+        self.due_for_update_excluding(&Due::new(level, now, task_names, limit))
+    }
+
+    /// [`Statements::due_for_update`] for a [`Due`] (which may exclude keys).
+    pub fn due_for_update_excluding(&self, due: &Due<'_>) -> Rendered {
         let mut w = match self.dialect.row_locator() {
             None => {
-                let mut w = self.select_from(Some(limit));
+                let mut w = self.select_from(Some(due.limit));
                 w.push(self.dialect.lock_hint());
-                self.due_rows(&mut w, level, now, task_names, limit);
+                self.due_rows(&mut w, due);
                 w
             }
             Some(locator) => {
@@ -334,11 +399,11 @@ impl<'d> Statements<'d> {
                     .push(" WHERE ")
                     .push(locator)
                     .push(" IN (SELECT ");
-                self.dialect.top(&mut w, limit);
+                self.dialect.top(&mut w, due.limit);
                 w.push(locator).push(" FROM ").table(&self.table);
-                self.due_rows(&mut w, level, now, task_names, limit);
+                self.due_rows(&mut w, due);
                 w.push(") AND picked = ").bind(false);
-                self.push_order(&mut w, level, &self.policy.primary);
+                self.push_order(&mut w, due.level, &self.policy.primary);
                 w
             }
         };
@@ -356,18 +421,8 @@ impl<'d> Statements<'d> {
     ) -> Rendered {
         let mut w = self.writer();
         self.push_claim_set(&mut w, picked_by, now);
-        w.push(" WHERE picked = ").bind(false).push(" AND (");
-        for (i, key) in keys.iter().enumerate() {
-            if i > 0 {
-                w.push(" OR ");
-            }
-            w.push("(task_name = ")
-                .bind(key.task_name.as_str())
-                .push(" AND task_instance = ")
-                .bind(key.task_instance.as_str())
-                .push(")");
-        }
-        w.push(")");
+        w.push(" WHERE picked = ").bind(false).push(" AND ");
+        Self::push_any_key(&mut w, keys);
         w.finish()
     }
 
@@ -396,17 +451,22 @@ impl<'d> Statements<'d> {
         limit: i64,
         picked_by: &str,
     ) -> Rendered {
+        self.lock_and_fetch_excluding(&Due::new(level, now, task_names, limit), picked_by)
+    }
+
+    /// [`Statements::lock_and_fetch`] for a [`Due`] (which may exclude keys).
+    pub fn lock_and_fetch_excluding(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
         if self.dialect.capabilities().lock_and_fetch == Some(LockAndFetch::CteUpdateOutput) {
-            return self.lock_and_fetch_cte(level, now, task_names, limit, picked_by);
+            return self.lock_and_fetch_cte(due, picked_by);
         }
         let mut w = self.writer();
-        self.push_claim_set(&mut w, picked_by, now);
+        self.push_claim_set(&mut w, picked_by, due.now);
         w.push(" WHERE (task_name, task_instance) IN (SELECT ");
-        self.dialect.top(&mut w, limit);
+        self.dialect.top(&mut w, due.limit);
         w.push("task_name, task_instance FROM ")
             .table(&self.table)
             .push(self.dialect.lock_hint());
-        self.due_rows(&mut w, level, now, task_names, limit);
+        self.due_rows(&mut w, due);
         w.push(self.dialect.skip_locked_clause())
             .push(") RETURNING ")
             .push(&self.select_list());
@@ -414,29 +474,22 @@ impl<'d> Statements<'d> {
     }
 
     /// [`Statements::lock_and_fetch`] as one update through an ordered, limited CTE.
-    fn lock_and_fetch_cte(
-        &self,
-        level: Level,
-        now: DateTime<Utc>,
-        task_names: &[String],
-        limit: i64,
-        picked_by: &str,
-    ) -> Rendered {
+    fn lock_and_fetch_cte(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
         let mut w = self.writer();
         w.push("WITH due AS (SELECT ");
-        self.dialect.top(&mut w, limit);
+        self.dialect.top(&mut w, due.limit);
         w.push(&self.select_list())
             .push(" FROM ")
             .table(&self.table)
             .push(self.dialect.lock_hint());
-        self.due_rows(&mut w, level, now, task_names, limit);
+        self.due_rows(&mut w, due);
         w.push(self.dialect.skip_locked_clause())
             .push(") UPDATE due SET picked = ")
             .bind(true)
             .push(", picked_by = ")
             .bind(picked_by)
             .push(", last_heartbeat = ")
-            .bind(now)
+            .bind(due.now)
             .push(", version = version + 1 OUTPUT ");
         let inserted: Vec<_> = self
             .columns()
@@ -714,7 +767,41 @@ impl<'d> Statements<'d> {
         if self.policy.priority {
             all.push(("next_at_level", self.next_at_level(Level::Exactly(50), now)));
         }
+        // Due-queries while the store holds poison rows back (their keys are excluded).
+        let held_back = [ExecutionKey::new("report", "bad")];
+        let due = Due {
+            exclude: &held_back,
+            ..Due::new(Level::Any, now, &tasks, 10)
+        };
+        all.extend([
+            ("due_excluding", self.due_excluding(&due)),
+            (
+                "due_for_update_excluding",
+                self.due_for_update_excluding(&due),
+            ),
+            (
+                "lock_and_fetch_excluding",
+                self.lock_and_fetch_excluding(&due, "node-1"),
+            ),
+            // Adopting an existing table (`docket migrate --adopt`): its columns and indexes.
+            ("table_columns", self.table_columns()),
+            ("index_columns", self.index_columns()),
+        ]);
         all
+    }
+
+    /// The table's columns (`name`, `data_type`), none when it does not exist.
+    pub fn table_columns(&self) -> Rendered {
+        let mut w = self.writer();
+        self.dialect.table_columns(&mut w, &self.table);
+        w.finish()
+    }
+
+    /// The key columns of the table's indexes (`index_name`, `position`, `column_name`).
+    pub fn index_columns(&self) -> Rendered {
+        let mut w = self.writer();
+        self.dialect.index_columns(&mut w, &self.table);
+        w.finish()
     }
 }
 

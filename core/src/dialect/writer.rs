@@ -123,6 +123,18 @@ impl<'d> SqlWriter<'d> {
         self.push(&quoted)
     }
 
+    /// For catalogue look-ups: binds the table's schema, or appends the dialect's expression
+    /// for the connection's current schema when the name has none.
+    pub fn schema_of(&mut self, table: &TableName) -> &mut Self {
+        match table.schema() {
+            Some(schema) => self.bind(schema),
+            None => {
+                let current = self.dialect.current_schema();
+                self.push(current)
+            }
+        }
+    }
+
     /// Finishes the statement.
     pub fn finish(self) -> Rendered {
         Rendered {

@@ -117,6 +117,20 @@ fn max_time() -> DateTime<Utc> {
         .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
+/// A per-assignment deadline must be storable on every backend (years 1000 to 9999).
+fn check_deadline(until: DateTime<Utc>) -> Result<()> {
+    let min = chrono::TimeZone::with_ymd_and_hms(&Utc, 1000, 1, 1, 0, 0, 0)
+        .single()
+        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    if until > max_time() || until < min {
+        return Err(DocketError::InvalidConfig(format!(
+            "deadline {until} is outside the storable times {min} to {}",
+            max_time()
+        )));
+    }
+    Ok(())
+}
+
 /// `t + d`, or `None` past [`max_time`].
 fn after(t: DateTime<Utc>, d: Duration) -> Option<DateTime<Utc>> {
     chrono::Duration::from_std(d)
@@ -218,19 +232,31 @@ impl WorkQueue {
     /// records an ACCEPTED assignment with deadline now + lease. Concurrent callers never get
     /// the same item; no item exceeds its `max_assignments`.
     pub fn next_for(&self, worker: &str, task_type: &str) -> Result<Option<Item>> {
+        let deadline = self.later(self.clock.now(), self.config.lease)?;
+        self.next_for_until(worker, task_type, deadline)
+    }
+
+    /// [`WorkQueue::next_for`] with this assignment's own abandon deadline instead of now +
+    /// the queue-wide `lease`: [`WorkQueue::abandon_expired`] abandons it once `until` has
+    /// passed. A deadline in the past makes the assignment expired at once.
+    pub fn next_for_until(
+        &self,
+        worker: &str,
+        task_type: &str,
+        until: DateTime<Utc>,
+    ) -> Result<Option<Item>> {
         crate::task::validate_key(task_type, "0")?;
         validate_worker(worker)?;
-        let now = self.clock.now();
+        check_deadline(until)?;
         let order = self.config.order_of(task_type);
-        let deadline = self.later(now, self.config.lease)?;
         let q = ForWorker {
             worker,
             task_type,
             order: &order,
-            now,
+            now: self.clock.now(),
             key: None,
         };
-        Ok(self.store.item_next_for(&q, deadline)?)
+        Ok(self.store.item_next_for(&q, until)?)
     }
 
     /// The items `worker` would get from [`WorkQueue::next_for`], in order, without claiming.
@@ -276,12 +302,7 @@ impl WorkQueue {
         item: &ExecutionKey,
         until: DateTime<Utc>,
     ) -> Result<()> {
-        if until > max_time() {
-            return Err(DocketError::InvalidConfig(format!(
-                "deadline {until} is past the latest storable time {}",
-                max_time()
-            )));
-        }
+        check_deadline(until)?;
         self.finish_until(worker, item, Finish::Return, until)
     }
 

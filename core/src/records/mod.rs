@@ -109,9 +109,33 @@ impl Execution {
             .map_err(|e| DocketError::Data {
                 task: self.task_name.clone(),
                 instance: self.task_instance.clone(),
-                reason: e.to_string(),
+                reason: match self.task_data.as_deref() {
+                    Some(bytes) if bytes.starts_with(&JAVA_SERIALIZATION_MAGIC) => format!(
+                        "the data is Java-serialized (as db-scheduler writes it by default); \
+                         docket reads JSON: {e}"
+                    ),
+                    _ => e.to_string(),
+                },
             })
     }
+}
+
+/// The first bytes of a Java object stream (`ObjectOutputStream`: magic `0xACED`, version 5),
+/// db-scheduler's default task data format.
+pub const JAVA_SERIALIZATION_MAGIC: [u8; 4] = [0xAC, 0xED, 0x00, 0x05];
+
+/// A row of the executions table that cannot be decoded (a NULL where a value is needed, a
+/// value out of docket's range, a value the driver cannot read): a *poison row*. It never
+/// blocks a poll or other rows, is never left claimed, and is reported with its key and the
+/// failing column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoisonRow {
+    /// The row's key (as text, lossily, when the key columns themselves are unreadable).
+    pub key: ExecutionKey,
+    /// The first column that failed to decode.
+    pub column: &'static str,
+    /// Why it failed.
+    pub reason: String,
 }
 
 /// A row to insert.
@@ -217,4 +241,23 @@ pub struct DueParams<'a> {
     pub task_names: &'a [String],
     /// At most this many rows.
     pub limit: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_serialized_data_is_named_in_the_error() {
+        let at = DateTime::from_timestamp(0, 0).unwrap_or_default();
+        let mut e = Execution::new("report", "1", at);
+        e.task_data = Some([&JAVA_SERIALIZATION_MAGIC[..], b"t\x00\x05hello"].concat());
+        let err = e.data::<String>().expect_err("not JSON");
+        assert!(err.to_string().contains("Java-serialized"), "{err}");
+        e.task_data = Some(b"{".to_vec());
+        let err = e.data::<String>().expect_err("not JSON either");
+        assert!(!err.to_string().contains("Java"), "{err}");
+        e.task_data = Some(b"\"hello\"".to_vec());
+        assert_eq!(e.data::<String>().unwrap().as_deref(), Some("hello"));
+    }
 }

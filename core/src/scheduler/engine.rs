@@ -126,6 +126,7 @@ impl Engine {
                 Job::Run,
             ),
         };
+        self.report_poison();
         if !rows.is_empty() && !self.listeners.is_empty() {
             self.emit(SchedulerEvent::Handed {
                 now: params.now,

@@ -4,6 +4,7 @@
 pub mod client;
 pub mod config;
 mod engine;
+mod report;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{DocketError, Result};
@@ -356,7 +357,7 @@ fn poll_loop(engine: &Engine, shared: &Shared, tx: &Sender<Job>, lower: usize, u
                 }
                 // The store is unreachable: wait a polling interval, then try again (the pool
                 // reconnects). Nothing was claimed, so nothing is lost.
-                Err(err) => error!(%err, "poll failed; retrying after the polling interval"),
+                Err(err) => engine.report_poll_failure(&err),
             }
         }
         shared.wait_for_wake(interval);

@@ -73,6 +73,7 @@ impl<S: StoreInfo + ?Sized> StoreInfo for Instrumented<S> {
 
     observed! {
         fn migrate(&self, up_to: Option<&str>) -> Vec<String>;
+        fn adopt(&self, up_to: Option<&str>) -> Adopted;
     }
 }
 
@@ -92,6 +93,11 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn execution_summary(&self) -> Vec<TaskSummary>;
         fn execution_unresolved_names(&self, known: &[String]) -> Vec<String>;
         fn execution_delete_unresolved(&self, known: &[String], before: DateTime<Utc>) -> u64;
+    }
+
+    /// Not a database call: the wrapped store's pending reports.
+    fn execution_poisoned(&self) -> Vec<PoisonRow> {
+        self.inner.execution_poisoned()
     }
 }
 

@@ -12,7 +12,7 @@ pub mod sql;
 pub use crate::migrate::{MIGRATION_BASE, MIGRATION_PRIORITY};
 pub use crate::records::{
     Changes, DueParams, Execution, ExecutionKey, Guard, ListFilter, NewExecution, PickChange,
-    TaskSummary,
+    PoisonRow, TaskSummary,
 };
 pub use instrumented::Instrumented;
 pub use row::{Cell, Row};
@@ -57,6 +57,34 @@ pub trait StoreInfo: Send + Sync + std::fmt::Debug {
     /// Applies the backend's pending migrations to the table, up to and including `up_to`
     /// (all when `None`); returns the versions applied now.
     fn migrate(&self, up_to: Option<&str>) -> Result<Vec<String>, StoreError>;
+
+    /// [`StoreInfo::migrate`] for a table that may already exist without docket's migration
+    /// history, such as one created by db-scheduler's DDL (`docket migrate --adopt`): checks
+    /// its columns and their types ([`StoreError::Incompatible`] names the first that does not
+    /// fit), records the migrations the table already satisfies without running them
+    /// (`0001_base`, and `0002_priority` when it has a `priority` column), creates only the
+    /// indexes those migrations would have created and the table lacks, then applies the
+    /// remaining migrations up to `up_to` as `migrate` does. Never re-creates or rewrites the
+    /// table. A missing table is simply migrated. Default: [`StoreError::Unsupported`].
+    fn adopt(&self, up_to: Option<&str>) -> Result<Adopted, StoreError> {
+        let _ = up_to;
+        Err(StoreError::Unsupported {
+            backend: self.backend(),
+            capability: "adopting an existing table",
+        })
+    }
+}
+
+/// What [`StoreInfo::adopt`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Adopted {
+    /// Versions recorded as applied because the table already had what they create.
+    pub adopted: Vec<String>,
+    /// Indexes created for the adopted migrations (the table lacked them).
+    pub created_indexes: Vec<String>,
+    /// Versions applied normally afterwards (e.g. `0002_priority` on a table without
+    /// `priority`, when `up_to` allows).
+    pub applied: Vec<String>,
 }
 
 /// The scheduler's store: executions. Implemented once for SQL databases by
@@ -109,6 +137,11 @@ pub trait ExecutionStore: StoreInfo {
         known: &[String],
         before: DateTime<Utc>,
     ) -> Result<u64, StoreError>;
+    /// The poison rows (rows that do not decode) the due and dead queries skipped since the
+    /// last call, each reported once while the store holds it back. Default: none.
+    fn execution_poisoned(&self) -> Vec<PoisonRow> {
+        Vec::new()
+    }
 }
 
 /// The work queue's store: items and assignments.

@@ -34,6 +34,10 @@ pub enum Cell {
     Bool(bool),
     /// An instant (zone-less database times are read as UTC).
     Timestamp(DateTime<Utc>),
+    /// A value the driver returned but the session could not read (e.g. PostgreSQL's
+    /// `-infinity`, MySQL's zero date), with the driver's reason. Reading it is a
+    /// [`StoreError::Decode`] naming the column, so one such value fails its row only.
+    Invalid(String),
 }
 
 /// One result row: named cells in select-list order.
@@ -69,7 +73,31 @@ impl Row {
         let at = self
             .position(column)
             .ok_or_else(|| decode(column, "the result has no such column"))?;
-        Ok(std::mem::take(&mut self.cells[at].1))
+        match std::mem::take(&mut self.cells[at].1) {
+            Cell::Invalid(reason) => Err(decode(column, format!("unreadable value: {reason}"))),
+            cell => Ok(cell),
+        }
+    }
+
+    /// An integer column's value without taking it (`None` unless it holds an integer).
+    pub fn peek_i64(&self, column: &str) -> Option<i64> {
+        match &self.cells[self.position(column)?].1 {
+            Cell::Int(v) => Some(*v),
+            Cell::Decimal(s) | Cell::Text(s) => parse_integer(s),
+            _ => None,
+        }
+    }
+
+    /// A column as text for a report, whatever it holds (`None` when missing or NULL): keys of
+    /// rows that fail to decode are still named.
+    pub fn lossy_text(&self, column: &str) -> Option<String> {
+        match &self.cells[self.position(column)?].1 {
+            Cell::Null | Cell::Invalid(_) => None,
+            Cell::Text(s) | Cell::Decimal(s) => Some(s.clone()),
+            Cell::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            Cell::Int(v) => Some(v.to_string()),
+            other => Some(format!("{other:?}")),
+        }
     }
 
     /// A nullable text column.
@@ -290,6 +318,25 @@ impl Assignment {
     }
 }
 
+/// A row of task `t` as db-scheduler writes it (`consecutive_failures` NULL), for tests.
+#[cfg(test)]
+pub(crate) fn execution_row(instance: &str, execution_time: Cell, version: i64) -> Row {
+    let cells = [
+        ("task_name", Cell::Text("t".into())),
+        ("task_instance", Cell::Text(instance.into())),
+        ("task_data", Cell::Null),
+        ("execution_time", execution_time),
+        ("picked", Cell::Bool(false)),
+        ("picked_by", Cell::Null),
+        ("last_success", Cell::Null),
+        ("last_failure", Cell::Null),
+        ("consecutive_failures", Cell::Null),
+        ("last_heartbeat", Cell::Null),
+        ("version", Cell::Int(version)),
+    ];
+    Row::new(cells.into_iter().map(|(n, c)| (n.to_owned(), c)).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,21 +386,27 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_value_fails_only_its_column() {
+        let mut r = row(vec![
+            ("at", Cell::Invalid("-infinity is out of range".into())),
+            ("n", Cell::Int(3)),
+        ]);
+        assert_eq!(r.lossy_text("at"), None);
+        assert_eq!(r.peek_i64("n"), Some(3));
+        match r.timestamp("at") {
+            Err(StoreError::Decode { column, reason }) => {
+                assert_eq!(column, "at");
+                assert!(reason.contains("-infinity"), "{reason}");
+            }
+            other => panic!("expected a decode error, got {other:?}"),
+        }
+        assert_eq!(r.i64("n").unwrap(), 3);
+    }
+
+    #[test]
     fn null_consecutive_failures_reads_as_zero() {
         let t = Cell::Timestamp(DateTime::from_timestamp(0, 0).unwrap());
-        let mut r = row(vec![
-            ("task_name", Cell::Text("t".into())),
-            ("task_instance", Cell::Text("1".into())),
-            ("task_data", Cell::Null),
-            ("execution_time", t),
-            ("picked", Cell::Bool(false)),
-            ("picked_by", Cell::Null),
-            ("last_success", Cell::Null),
-            ("last_failure", Cell::Null),
-            ("consecutive_failures", Cell::Null),
-            ("last_heartbeat", Cell::Null),
-            ("version", Cell::Int(3)),
-        ]);
+        let mut r = execution_row("1", t, 3);
         let e = Execution::from_row(&mut r).unwrap();
         assert_eq!(
             (e.consecutive_failures, e.version, e.priority),

@@ -1,11 +1,17 @@
 //! The [`Store`] for every SQL backend, written once: render with
 //! [`Statements`], run through the backend's [`SqlConnector`].
 
+mod adopt;
+mod poison;
+
+pub use adopt::AdoptPlan;
+pub use poison::{MAX_HELD_BACK, POISON_HOLD_BACK_MS};
+
 use super::row::decode_all;
 use super::*;
 use crate::dialect::queue::ForWorker;
-use crate::dialect::{Dialect, Level, LockAndFetch, Rendered, Statements};
-use crate::migrate::{MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
+use crate::dialect::{Dialect, Due, Level, LockAndFetch, Rendered, Statements};
+use crate::migrate::{TableMigration, MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 use std::sync::{Mutex, MutexGuard};
 
 /// Candidates a two-phase `next_for` reads per round (see `Capabilities::claim_locks_examined_rows`).
@@ -97,6 +103,9 @@ pub trait SqlSession {
     fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError>;
 }
 
+/// Rewrites a migration plan before it runs (see [`SqlConnector::migrate_adapted`]).
+pub type Adapt<'a> = &'a mut dyn FnMut(Vec<TableMigration>) -> Vec<TableMigration>;
+
 /// What a SQL backend supplies: its dialect, sessions from its pool, and its migrations.
 pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
     /// The backend's dialect.
@@ -114,6 +123,23 @@ pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
     /// Applies the backend's pending migrations for `table` up to `up_to` (all when `None`);
     /// returns the versions applied now.
     fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError>;
+
+    /// [`SqlConnector::migrate`] with the planned migrations passed through `adapt` before they
+    /// run (adopting an existing table: see [`AdoptPlan`]). Each pending step is recorded as
+    /// applied whatever its SQL became; a step whose SQL became empty runs nothing. Default:
+    /// [`StoreError::Unsupported`].
+    fn migrate_adapted(
+        &self,
+        table: &TableName,
+        up_to: Option<&str>,
+        adapt: Adapt<'_>,
+    ) -> Result<Vec<String>, StoreError> {
+        let _ = (table, up_to, adapt);
+        Err(StoreError::Unsupported {
+            backend: self.dialect().name(),
+            capability: "adopting an existing table",
+        })
+    }
 }
 
 /// The generic SQL store.
@@ -123,6 +149,7 @@ pub struct SqlStore<C: SqlConnector> {
     config: StoreConfig,
     statements: Statements<'static>,
     levels: Mutex<LevelState>,
+    poison: Mutex<poison::Quarantine>,
 }
 
 impl<C: SqlConnector> SqlStore<C> {
@@ -139,6 +166,7 @@ impl<C: SqlConnector> SqlStore<C> {
             config,
             statements,
             levels: Mutex::new(LevelState::default()),
+            poison: Mutex::default(),
         }
     }
 
@@ -270,13 +298,18 @@ impl<C: SqlConnector> SqlStore<C> {
     /// first: a level with a due, unpicked row stays probed.
     fn next_at(&self, level: Level, p: &DueParams<'_>) -> Result<Next, StoreError> {
         let due = self.statements.due(level, p.now, p.task_names, 1);
-        if !self.executions(due)?.is_empty() {
+        if !self.rows(&due)?.is_empty() {
             return Ok(Next::Probe);
         }
-        let rows = self.executions(self.statements.next_at_level(level, p.now))?;
-        Ok(rows
-            .first()
-            .map_or(Next::Never, |e| Next::At(e.execution_time)))
+        // Only the time is read: a row that does not decode (a poison row) keeps the level
+        // probed instead of failing the poll.
+        let rows = self.rows(&self.statements.next_at_level(level, p.now))?;
+        Ok(match rows.into_iter().next() {
+            None => Next::Never,
+            Some(mut row) => row
+                .timestamp("execution_time")
+                .map_or(Next::Probe, Next::At),
+        })
     }
 
     /// A local write may have made rows of `level` (`None`: of any level) due at `at` (`None`:
@@ -302,24 +335,21 @@ impl<C: SqlConnector> SqlStore<C> {
         }
     }
 
-    /// Locks due rows (skipping rows others hold) and claims them, in one transaction.
+    /// Locks due rows (skipping rows others hold) and claims those that decode, in one
+    /// transaction; rows that do not decode (poison rows) are returned apart, never claimed.
     fn select_then_claim(
         &self,
-        level: Level,
-        p: &DueParams<'_>,
-        limit: i64,
+        due: &Due<'_>,
         picked_by: &str,
-    ) -> Result<Vec<Execution>, StoreError> {
-        let select = self
-            .statements
-            .due_for_update(level, p.now, p.task_names, limit);
+    ) -> Result<(Vec<Execution>, Vec<poison::Bad>), StoreError> {
+        let select = self.statements.due_for_update_excluding(due);
         self.connector.in_transaction(&mut |s| {
-            let mut rows = decode_all(s.query(&select)?, Execution::from_row)?;
+            let (mut rows, bad) = poison::decode_executions(s.query(&select)?);
             if rows.is_empty() {
-                return Ok(rows);
+                return Ok((rows, bad));
             }
             let keys: Vec<_> = rows.iter().map(Execution::key).collect();
-            let claimed = s.execute(&self.statements.claim_keys(&keys, picked_by, p.now))?;
+            let claimed = s.execute(&self.statements.claim_keys(&keys, picked_by, due.now))?;
             if claimed != rows.len() as u64 {
                 return Err(StoreError::conflict(format!(
                     "claimed {claimed} of {} locked rows",
@@ -329,10 +359,10 @@ impl<C: SqlConnector> SqlStore<C> {
             for row in &mut rows {
                 row.picked = true;
                 row.picked_by = Some(picked_by.to_owned());
-                row.last_heartbeat = Some(p.now);
+                row.last_heartbeat = Some(due.now);
                 row.version += 1;
             }
-            Ok(rows)
+            Ok((rows, bad))
         })
     }
 
@@ -410,6 +440,12 @@ impl<C: SqlConnector> StoreInfo for SqlStore<C> {
         self.wrote(None, None);
         Ok(applied)
     }
+
+    fn adopt(&self, up_to: Option<&str>) -> Result<Adopted, StoreError> {
+        let adopted = self.adopt_table(up_to)?;
+        self.wrote(None, None);
+        Ok(adopted)
+    }
 }
 
 impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
@@ -466,9 +502,7 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
         if p.task_names.is_empty() || p.limit <= 0 {
             return Ok(Vec::new());
         }
-        self.by_level(p, |level, limit| {
-            self.executions(self.statements.due(level, p.now, p.task_names, limit))
-        })
+        self.fetch_due_sound(p)
     }
 
     fn execution_lock_and_fetch_due(
@@ -485,13 +519,7 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
         if p.task_names.is_empty() || p.limit <= 0 {
             return Ok(Vec::new());
         }
-        let mut rows = self.by_level(p, |level, limit| match style {
-            LockAndFetch::UpdateReturning | LockAndFetch::CteUpdateOutput => self.executions(
-                self.statements
-                    .lock_and_fetch(level, p.now, p.task_names, limit, picked_by),
-            ),
-            LockAndFetch::SelectThenUpdate => self.select_then_claim(level, p, limit, picked_by),
-        })?;
+        let mut rows = self.lock_and_fetch_sound(style, p, picked_by)?;
         rows.sort_by(|a, b| a.cmp_in_hand_out_order(b, &self.config.ordering));
         Ok(rows)
     }
@@ -525,7 +553,14 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
     }
 
     fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Result<Vec<Execution>, StoreError> {
-        self.executions(self.statements.dead(older_than))
+        // A dead row that does not decode is reported, not a failed dead-execution check.
+        let (dead, bad) = poison::decode_executions(self.rows(&self.statements.dead(older_than))?);
+        self.hold_back(bad, older_than);
+        Ok(dead)
+    }
+
+    fn execution_poisoned(&self) -> Vec<PoisonRow> {
+        self.take_poison_reports()
     }
 
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {
