@@ -112,6 +112,11 @@ impl Dialect for MysqlDialect {
         }
     }
 
+    // The binary protocol counts parameters in 16 bits.
+    fn max_binds(&self) -> usize {
+        65_535
+    }
+
     fn quote_ident(&self, ident: &str) -> String {
         format!("`{ident}`")
     }
