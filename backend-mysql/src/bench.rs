@@ -288,10 +288,8 @@ pub fn load_queue(
             progress(chunk.1 - chunk.0);
         }
     }
-    MysqlScenario(store.connector().meta().flavor()).analyze(
-        &mut DieselSession::<MysqlFamily>(&mut conn),
-        &store.config().table,
-    )?;
+    MysqlScenario(store.connector().meta().flavor())
+        .analyze(&mut DieselSession::<MysqlFamily>(&mut conn), &store.config().table)?;
     let mut w = SqlWriter::new(dialect);
     w.push("ANALYZE TABLE ").table(&table.assignments());
     #[derive(QueryableByName)]

@@ -113,6 +113,10 @@ impl Dialect for MysqlDialect {
     }
 
     // The binary protocol counts parameters in 16 bits.
+    fn multi_row_insert(&self) -> bool {
+        true
+    }
+
     fn max_binds(&self) -> usize {
         65_535
     }

@@ -57,11 +57,14 @@ fn side_by_side(name: &str, priority: bool) -> Option<String> {
     Some(out)
 }
 
-/// Statements a backend never sends, given how it claims (they are still rendered by the
-/// catalogue, so every dialect lists the same names).
+/// Statements a backend never sends, given how it claims and inserts (they are still rendered
+/// by the catalogue, so every dialect lists the same names).
 fn unsent(dialect: &dyn Dialect, name: &str) -> bool {
     let lock_and_fetch = name.starts_with("lock_and_fetch");
     let select_then_update = name.starts_with("due_for_update") || name == "claim_keys";
+    if name == "insert_many" && !dialect.multi_row_insert() {
+        return true;
+    }
     match dialect.capabilities().lock_and_fetch {
         Some(LockAndFetch::SelectThenUpdate) => lock_and_fetch,
         Some(LockAndFetch::UpdateReturning | LockAndFetch::CteUpdateOutput) => select_then_update,
@@ -108,6 +111,7 @@ macro_rules! golden {
 
 golden!(
     insert,
+    insert_many,
     get,
     priority_levels,
     next_at_level,
@@ -126,6 +130,8 @@ golden!(
     update_client,
     heartbeat,
     delete,
+    delete_versions,
+    update_versions,
     dead,
     list,
     summary,

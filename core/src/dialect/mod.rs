@@ -146,6 +146,14 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
             .bind_list(task_names.iter().map(String::as_str));
     }
 
+    /// Whether one `INSERT ... VALUES (...), (...)` may carry several rows, so bulk inserts
+    /// send one statement per chunk (see `Statements::insert_many`). Default `false`: one row
+    /// per statement, which every database accepts (Oracle before 23ai has no multi-row
+    /// `VALUES`); PostgreSQL, MySQL/MariaDB and SQLite say `true`.
+    fn multi_row_insert(&self) -> bool {
+        false
+    }
+
     /// Most bind parameters one statement may carry; multi-row statements are chunked to stay
     /// within it. Default 2,000: SQL Server's limit is 2,100 (PostgreSQL and MySQL allow
     /// 65,535, SQLite's bundled build 32,766; those dialects say so).
