@@ -146,6 +146,15 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
             .bind_list(task_names.iter().map(String::as_str));
     }
 
+    /// Most keys one statement names in its `(task_name = ? AND task_instance = ? ...) OR ...`
+    /// list (batched completions, the claim of selected keys); longer lists are split into
+    /// several statements of the same transaction. Default 500. MySQL/MariaDB say 20: their
+    /// range optimizer's time grows faster than the list (measured on MariaDB 10.11: 0.4 ms for
+    /// 10 keys, 2.2 ms for 40, 21 ms for 100, against 1 to 2 ms to run the statement).
+    fn max_key_terms(&self) -> usize {
+        500
+    }
+
     /// Whether one `INSERT ... VALUES (...), (...)` may carry several rows, so bulk inserts
     /// send one statement per chunk (see `Statements::insert_many`). Default `false`: one row
     /// per statement, which every database accepts (Oracle before 23ai has no multi-row

@@ -335,7 +335,10 @@ impl<C: SqlConnector> SqlStore<C> {
                 return Ok(rows);
             }
             let keys: Vec<_> = rows.iter().map(Execution::key).collect();
-            let claimed = s.execute(&self.statements.claim_keys(&keys, picked_by, p.now))?;
+            let mut claimed = 0;
+            for chunk in keys.chunks(self.connector.dialect().max_key_terms().max(1)) {
+                claimed += s.execute(&self.statements.claim_keys(chunk, picked_by, p.now))?;
+            }
             if claimed != rows.len() as u64 {
                 return Err(StoreError::conflict(format!(
                     "claimed {claimed} of {} locked rows",
@@ -637,9 +640,12 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
     }
 
     fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
-        let binds = self.connector.dialect().max_binds() / COMPLETION_BINDS_PER_ROW;
+        let dialect = self.connector.dialect();
+        let most = (dialect.max_binds() / COMPLETION_BINDS_PER_ROW)
+            .min(dialect.max_key_terms())
+            .clamp(1, COMPLETION_CHUNK);
         let mut written = Vec::with_capacity(batch.len());
-        for chunk in batch.chunks(binds.clamp(1, COMPLETION_CHUNK)) {
+        for chunk in batch.chunks(most) {
             written.extend(self.complete_chunk(chunk)?);
         }
         Ok(written)
