@@ -62,10 +62,13 @@ pub struct ThroughputArgs {
     table: TableName,
 }
 
+/// Creates the database a URL names when missing.
+type EnsureDatabase = fn(&str) -> Result<bool, StoreError>;
+
 /// What the benchmark needs from one backend crate.
 struct Ops<C: SqlConnector> {
     connect: fn(&str, StoreConfig) -> Result<SqlStore<C>, StoreError>,
-    ensure_database: Option<fn(&str) -> Result<bool, StoreError>>,
+    ensure_database: Option<EnsureDatabase>,
     drop: fn(&SqlStore<C>) -> Result<(), StoreError>,
 }
 
@@ -271,7 +274,7 @@ fn raw_claim1<C: SqlConnector>(
     ops: &Ops<C>,
     store: &Arc<SqlStore<C>>,
     args: &ThroughputArgs,
-) -> Result<(Figures, &'static str), CliError> {
+) -> Result<(Figures, String), CliError> {
     let enqueue = fresh_table(ops, store, args.jobs)?;
     let jobs = args.jobs as usize;
     let runs: Arc<Vec<AtomicU32>> = Arc::new((0..jobs).map(|_| AtomicU32::new(0)).collect());
@@ -280,13 +283,9 @@ fn raw_claim1<C: SqlConnector>(
         Claim1::Delete(_) => 1.0,
         Claim1::SelectThenDelete(_) => 2.0,
     };
-    let shape = match *claim {
-        Claim1::Delete(_) => {
-            "DELETE ... WHERE key = (SELECT ... LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING"
-        }
-        Claim1::SelectThenDelete(_) => {
-            "SELECT ... LIMIT 1 FOR UPDATE SKIP LOCKED; DELETE by key; COMMIT"
-        }
+    let shape = match &*claim {
+        Claim1::Delete(delete) => delete.sql.clone(),
+        Claim1::SelectThenDelete(select) => format!("{}; DELETE by key; COMMIT", select.sql),
     };
     let cpu = cpu_time();
     let started = Instant::now();
@@ -398,7 +397,7 @@ fn run_all<C: SqlConnector + Clone>(
         args.workers
     );
     let (raw, shape) = progress::while_running("raw claim1", || raw_claim1(&ops, &store, args))?;
-    say!("raw claim1 ({shape}):");
+    say!("raw claim1, one job per transaction: {shape}");
     say!("  {}", line(&raw, raw.jobs_per_s));
     let base = SchedulerConfig {
         threads: args.workers as usize,
