@@ -180,7 +180,13 @@ impl<'d> Statements<'d> {
     }
 
     fn where_key(w: &mut SqlWriter<'_>, key: &ExecutionKey) {
-        w.push(" WHERE task_name = ")
+        w.push(" WHERE ");
+        Self::key_equals(w, key);
+    }
+
+    /// `task_name = ? AND task_instance = ?`.
+    fn key_equals(w: &mut SqlWriter<'_>, key: &ExecutionKey) {
+        w.push("task_name = ")
             .bind(key.task_name.as_str())
             .push(" AND task_instance = ")
             .bind(key.task_instance.as_str());
@@ -420,10 +426,8 @@ impl<'d> Statements<'d> {
 
     /// `(task_name = ? AND task_instance = ?`, left open for more conditions.
     fn key_term(w: &mut SqlWriter<'_>, key: &ExecutionKey) {
-        w.push("(task_name = ")
-            .bind(key.task_name.as_str())
-            .push(" AND task_instance = ")
-            .bind(key.task_instance.as_str());
+        w.push("(");
+        Self::key_equals(w, key);
     }
 
     fn push_claim_set(&self, w: &mut SqlWriter<'_>, picked_by: &str, now: DateTime<Utc>) {
