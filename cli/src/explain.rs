@@ -64,6 +64,9 @@ fn describe(name: &str) -> &'static str {
         "lock_and_fetch" => "lock-and-fetch: claims a batch in one statement",
         "due_for_update" => "lock-and-fetch, step 1: lock due rows",
         "claim_keys" => "lock-and-fetch, step 2: mark the locked rows picked",
+        "insert_many" => "bulk enqueue: many rows per statement, in chunks",
+        "delete_versions" => "batched completion: remove finished one-time executions, fenced",
+        "update_versions" => "batched completion: reschedule or retry, per-row values, fenced",
         _ => "",
     }
 }
