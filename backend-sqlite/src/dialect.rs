@@ -30,6 +30,15 @@ impl Dialect for SqliteDialect {
         }
     }
 
+    // SQLITE_MAX_VARIABLE_NUMBER of the bundled build.
+    fn multi_row_insert(&self) -> bool {
+        true
+    }
+
+    fn max_binds(&self) -> usize {
+        32_766
+    }
+
     // No row locks to skip: the write lock serializes claimers (see the type's docs).
     fn skip_locked_clause(&self) -> &'static str {
         ""

@@ -11,7 +11,8 @@ pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!(
     "0001_base",
     "0002_priority",
     "0003_ordering",
-    "0004_work_queue"
+    "0004_work_queue",
+    "0005_due_index"
 );
 
 /// Applies pending migrations to the store's table, up to and including `up_to`

@@ -11,8 +11,12 @@
 //! The last line is the summary (see [`summary`]).
 //!
 //! `docket bench queue` (module [`queue`]): what `next_for` costs a worker with a long history.
+//!
+//! `docket bench throughput` (module [`throughput`]): the engine's own cost against the raw
+//! claim1 ceiling of the same driver.
 
 mod queue;
+mod throughput;
 
 use crate::error::CliError;
 use crate::{parse_table, progress, store_config};
@@ -45,6 +49,8 @@ enum Which {
     Priority(PriorityArgs),
     /// Work-queue `next_for` cost for a worker with a long history, against a fresh worker.
     Queue(queue::QueueArgs),
+    /// Jobs/s of no-op one-time tasks: raw claim1 ceiling, docket's defaults, each strategy.
+    Throughput(throughput::ThroughputArgs),
 }
 
 /// Arguments of `docket bench priority`.
@@ -93,6 +99,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     match &args.which {
         Which::Priority(a) => priority(a),
         Which::Queue(a) => queue::run(a),
+        Which::Throughput(a) => throughput::run(a),
     }
 }
 

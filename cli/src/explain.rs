@@ -70,6 +70,9 @@ fn describe(name: &str) -> &'static str {
         }
         "item_list_fifo" => "work queue: list_for; also the two-step claim's unlocked candidate read",
         "item_lock_one" => "work queue, two-step claim: lock one candidate by key",
+        "insert_many" => "bulk enqueue: many rows per statement, in chunks",
+        "delete_versions" => "batched completion: remove finished one-time executions, fenced",
+        "update_versions" => "batched completion: reschedule or retry, per-row values, fenced",
         _ => "",
     }
 }

@@ -59,14 +59,17 @@ fn side_by_side(name: &str, priority: bool) -> Option<String> {
     Some(out)
 }
 
-/// Statements a backend never sends, given how it claims (they are still rendered by the
-/// catalogues, so every dialect lists the same names). Where a locking read locks every row it
-/// examines, `next_for` reads candidates without locks and locks one by key (`item_lock_one`),
-/// so the unkeyed claim reads `item_next_*` are not sent (Oracle, which cannot limit a locking
-/// read, would reject them).
+/// Statements a backend never sends, given how it claims and inserts (they are still rendered
+/// by the catalogues, so every dialect lists the same names). Where a locking read locks every
+/// row it examines, `next_for` reads candidates without locks and locks one by key
+/// (`item_lock_one`), so the unkeyed claim reads `item_next_*` are not sent (Oracle, which
+/// cannot limit a locking read, would reject them).
 fn unsent(dialect: &dyn Dialect, name: &str) -> bool {
     let lock_and_fetch = name.starts_with("lock_and_fetch");
     let select_then_update = name.starts_with("due_for_update") || name == "claim_keys";
+    if name == "insert_many" && !dialect.multi_row_insert() {
+        return true;
+    }
     let one_step_claim = name.starts_with("item_next_");
     if one_step_claim {
         return dialect.capabilities().claim_locks_examined_rows;
@@ -117,6 +120,7 @@ macro_rules! golden {
 
 golden!(
     insert,
+    insert_many,
     get,
     priority_levels,
     next_at_level,
@@ -135,6 +139,8 @@ golden!(
     update_client,
     heartbeat,
     delete,
+    delete_versions,
+    update_versions,
     dead,
     list,
     summary,

@@ -2,8 +2,9 @@
 //! standard input closes, appending `<instance> <worker>` to a log file at the start of every
 //! run (one `write` per line, so a `kill -9` loses nothing already recorded).
 //!
-//! `reliab_worker BACKEND URL POLLING THREADS NAME LOG HEARTBEAT_MS WORK_MS`
-//! with POLLING `fetch` or `lock-and-fetch`.
+//! `reliab_worker BACKEND URL POLLING THREADS NAME LOG HEARTBEAT_MS WORK_MS [FLUSH_MS]`
+//! with POLLING `fetch` or `lock-and-fetch`; with FLUSH_MS, outcomes are written only once the
+//! oldest has waited that long (the batch size being unbounded), to crash with them pending.
 
 use docket_compat_tests::backends::connect;
 use docket_core::{
@@ -41,6 +42,17 @@ fn run() -> Result<(), String> {
     let log_path = arg(&args, 5, "log")?;
     let heartbeat = Duration::from_millis(number(&args, 6, "heartbeat ms")?);
     let work = Duration::from_millis(number(&args, 7, "work ms")?);
+    let defaults = SchedulerConfig::default();
+    let (batch, flush) = match args.get(8) {
+        Some(_) => (
+            usize::MAX,
+            Duration::from_millis(number(&args, 8, "flush ms")?),
+        ),
+        None => (
+            defaults.completion_batch_size,
+            defaults.completion_flush_interval,
+        ),
+    };
 
     let log = OpenOptions::new()
         .create(true)
@@ -66,7 +78,9 @@ fn run() -> Result<(), String> {
             missed_heartbeats_limit: 4,
             scheduler_name: name,
             shutdown_max_wait: Duration::from_secs(60),
-            ..SchedulerConfig::default()
+            completion_batch_size: batch,
+            completion_flush_interval: flush,
+            ..defaults
         })
         .build()
         .map_err(|e| e.to_string())?;

@@ -4,7 +4,7 @@
 use super::{ids, strings, WORK};
 use crate::harness::{Ctx, Harness, Need, Toggle};
 use chrono::Duration;
-use docket_core::store::{Changes, DueParams, Guard, PickChange};
+use docket_core::store::{Changes, Completion, DueParams, Guard, PickChange};
 use docket_core::{ExecutionKey, Store};
 use std::collections::HashSet;
 
@@ -204,4 +204,101 @@ pub fn concurrent_lock_and_fetch_claimers_never_double_claim(h: &dyn Harness, t:
         }
         Some(claimed)
     });
+}
+
+/// Batched completion writes each outcome only if its execution still has the version the
+/// scheduler holds, and says which were written: a removal and a reschedule of held
+/// executions go through, a removal of one changed since (revived elsewhere) changes nothing
+/// and is reported `false`, on every backend (the batch is retried row by row when its count
+/// falls short).
+pub fn complete_batch_is_fenced_per_execution(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let now = Ctx::t0();
+    let client = ctx.client();
+    for id in ["done", "again", "revived"] {
+        client
+            .schedule(WORK.instance(id).scheduled_to(now))
+            .unwrap();
+    }
+    let claim = Changes {
+        pick: Some(PickChange::Claim {
+            by: "s1".into(),
+            at: now,
+        }),
+        ..Changes::default()
+    };
+    let held: Vec<_> = super::due(&*ctx.store, now, &["work"])
+        .into_iter()
+        .map(|e| {
+            let (key, version) = (e.key(), e.version);
+            assert!(ctx
+                .store
+                .execution_update(&key, Guard::Version(version), &claim)
+                .unwrap());
+            (key, version + 1)
+        })
+        .collect();
+    let version_of = |id: &str| {
+        held.iter()
+            .find(|(k, _)| k.task_instance == id)
+            .map(|(_, v)| *v)
+            .unwrap()
+    };
+    // Someone else changes "revived" (a revival bumps the version).
+    let revived = ExecutionKey::new("work", "revived");
+    assert!(ctx
+        .store
+        .execution_update(&revived, Guard::Any, &Changes::default())
+        .unwrap());
+    let later = now + Duration::minutes(5);
+    let batch = [
+        Completion {
+            key: ExecutionKey::new("work", "done"),
+            version: version_of("done"),
+            update: None,
+        },
+        Completion {
+            key: ExecutionKey::new("work", "again"),
+            version: version_of("again"),
+            update: Some(Changes {
+                pick: Some(PickChange::Release),
+                execution_time: Some(later),
+                last_success: Some(now),
+                consecutive_failures: Some(0),
+                ..Changes::default()
+            }),
+        },
+        Completion {
+            key: revived.clone(),
+            version: version_of("revived"),
+            update: None,
+        },
+    ];
+    assert_eq!(
+        ctx.store.execution_complete_batch(&batch).unwrap(),
+        vec![true, true, false]
+    );
+    let get = |id: &str| {
+        ctx.store
+            .execution_get(&ExecutionKey::new("work", id))
+            .unwrap()
+    };
+    assert!(get("done").is_none(), "removed");
+    let again = get("again").expect("rescheduled, not removed");
+    assert_eq!(
+        (again.picked, again.execution_time, again.last_success),
+        (false, later, Some(now))
+    );
+    assert_eq!(again.version, version_of("again") + 1);
+    assert!(get("revived").is_some(), "fenced out: left alone");
+    // All fenced out: nothing written, all reported.
+    let stale = [Completion {
+        key: revived,
+        version: version_of("revived"),
+        update: None,
+    }];
+    assert_eq!(
+        ctx.store.execution_complete_batch(&stale).unwrap(),
+        vec![false]
+    );
 }

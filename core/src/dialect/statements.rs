@@ -209,7 +209,13 @@ impl<'d> Statements<'d> {
     }
 
     fn where_key(w: &mut SqlWriter<'_>, key: &ExecutionKey) {
-        w.push(" WHERE task_name = ")
+        w.push(" WHERE ");
+        Self::key_equals(w, key);
+    }
+
+    /// `task_name = ? AND task_instance = ?`.
+    fn key_equals(w: &mut SqlWriter<'_>, key: &ExecutionKey) {
+        w.push("task_name = ")
             .bind(key.task_name.as_str())
             .push(" AND task_instance = ")
             .bind(key.task_instance.as_str());
@@ -229,6 +235,12 @@ impl<'d> Statements<'d> {
 
     /// Inserts one execution unless its `(task_name, task_instance)` exists (0 rows then).
     pub fn insert(&self, e: &NewExecution) -> Rendered {
+        self.insert_many(std::slice::from_ref(e))
+    }
+
+    /// The columns an insert writes and, for one row, their values: all but the run-time
+    /// columns, plus `priority` when on.
+    fn insert_row(&self, e: &NewExecution) -> Vec<(Column, Value)> {
         let mut cols = vec![
             (Column::TaskName, Value::from(e.task_name.as_str())),
             (Column::TaskInstance, Value::from(e.task_instance.as_str())),
@@ -241,15 +253,34 @@ impl<'d> Statements<'d> {
         if self.policy.priority {
             cols.push((Column::Priority, Value::SmallInt(e.priority)));
         }
-        let names: Vec<_> = cols.iter().map(|(c, _)| c.name()).collect();
+        cols
+    }
+
+    /// Binds one insert needs per row (see [`Statements::insert_many`]).
+    pub fn insert_binds_per_row(&self) -> usize {
+        // The seven columns of `insert_row`, and `priority` when on.
+        7 + usize::from(self.policy.priority)
+    }
+
+    /// Inserts the rows in one multi-row `INSERT ... VALUES (...), (...)`. With the dialect's
+    /// insert-if-absent clause ([`Dialect::insert_if_absent_suffix`]) existing keys are skipped
+    /// and rows affected count the new ones; without it an existing key fails the whole
+    /// statement (the store then inserts that chunk row by row). Callers pass at least one row
+    /// and keep the binds within [`Dialect::max_binds`].
+    pub fn insert_many(&self, rows: &[NewExecution]) -> Rendered {
         let mut w = self.writer();
-        w.push("INSERT INTO ")
-            .table(&self.table)
-            .push(" (")
-            .push(&names.join(", "))
-            .push(") VALUES ")
-            .bind_list(cols.into_iter().map(|(_, v)| v))
-            .push(self.dialect.insert_if_absent_suffix());
+        w.push("INSERT INTO ").table(&self.table).push(" (");
+        for (i, e) in rows.iter().enumerate() {
+            let row = self.insert_row(e);
+            if i == 0 {
+                let names: Vec<_> = row.iter().map(|(c, _)| c.name()).collect();
+                w.push(&names.join(", ")).push(") VALUES ");
+            } else {
+                w.push(", ");
+            }
+            w.bind_list(row.into_iter().map(|(_, v)| v));
+        }
+        w.push(self.dialect.insert_if_absent_suffix());
         w.finish()
     }
 
@@ -262,13 +293,13 @@ impl<'d> Statements<'d> {
 
     /// `WHERE` of the due-queries plus their `ORDER BY` and limit.
     fn due_rows(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) {
-        Self::due_where(w, due);
+        self.due_where(w, due);
         self.push_order(w, due.level, &self.policy.primary);
         self.dialect.limit(w, due.limit);
     }
 
     /// `WHERE` of the due-queries.
-    fn due_where(w: &mut SqlWriter<'_>, due: &Due<'_>) {
+    fn due_where(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) {
         let Due {
             level,
             now,
@@ -278,9 +309,15 @@ impl<'d> Statements<'d> {
         w.push(" WHERE picked = ")
             .bind(false)
             .push(" AND execution_time <= ")
-            .bind(now)
-            .push(" AND task_name IN ")
-            .bind_list(task_names.iter().map(String::as_str));
+            .bind(now);
+        match level {
+            // Read in execution-time order from the due index, whatever the statistics say.
+            Level::Any => self.dialect.due_task_filter(w, task_names),
+            _ => {
+                w.push(" AND task_name IN ")
+                    .bind_list(task_names.iter().map(String::as_str));
+            }
+        }
         match level {
             Level::Any => {}
             Level::Exactly(p) => {
@@ -306,16 +343,7 @@ impl<'d> Statements<'d> {
     /// `((task_name = ? AND task_instance = ?) OR ...)`, one term per key.
     fn push_any_key(w: &mut SqlWriter<'_>, keys: &[ExecutionKey]) {
         w.push("(");
-        for (i, key) in keys.iter().enumerate() {
-            if i > 0 {
-                w.push(" OR ");
-            }
-            w.push("(task_name = ")
-                .bind(key.task_name.as_str())
-                .push(" AND task_instance = ")
-                .bind(key.task_instance.as_str())
-                .push(")");
-        }
+        Self::key_terms(w, keys.iter().map(|k| (k, None)));
         w.push(")");
     }
 
@@ -421,9 +449,35 @@ impl<'d> Statements<'d> {
     ) -> Rendered {
         let mut w = self.writer();
         self.push_claim_set(&mut w, picked_by, now);
-        w.push(" WHERE picked = ").bind(false).push(" AND ");
-        Self::push_any_key(&mut w, keys);
+        w.push(" WHERE picked = ").bind(false).push(" AND (");
+        Self::key_terms(&mut w, keys.iter().map(|k| (k, None)));
+        w.push(")");
         w.finish()
+    }
+
+    /// Writes `(task_name = ? AND task_instance = ? [AND version = ?]) OR ...`, one term per
+    /// key, with the version when given: a form every dialect accepts (SQL Server has no
+    /// row-valued `IN`), each term an equality on the primary key.
+    fn key_terms<'k>(
+        w: &mut SqlWriter<'_>,
+        keys: impl IntoIterator<Item = (&'k ExecutionKey, Option<i64>)>,
+    ) {
+        for (i, (key, version)) in keys.into_iter().enumerate() {
+            if i > 0 {
+                w.push(" OR ");
+            }
+            Self::key_term(w, key);
+            if let Some(v) = version {
+                w.push(" AND version = ").bind(v);
+            }
+            w.push(")");
+        }
+    }
+
+    /// `(task_name = ? AND task_instance = ?`, left open for more conditions.
+    fn key_term(w: &mut SqlWriter<'_>, key: &ExecutionKey) {
+        w.push("(");
+        Self::key_equals(w, key);
     }
 
     fn push_claim_set(&self, w: &mut SqlWriter<'_>, picked_by: &str, now: DateTime<Utc>) {
@@ -459,16 +513,19 @@ impl<'d> Statements<'d> {
         if self.dialect.capabilities().lock_and_fetch == Some(LockAndFetch::CteUpdateOutput) {
             return self.lock_and_fetch_cte(due, picked_by);
         }
+        let claim = self.dialect.claim_match();
         let mut w = self.writer();
         self.push_claim_set(&mut w, picked_by, due.now);
-        w.push(" WHERE (task_name, task_instance) IN (SELECT ");
+        w.push(" WHERE ").push(claim.open).push("SELECT ");
         self.dialect.top(&mut w, due.limit);
-        w.push("task_name, task_instance FROM ")
+        w.push(claim.columns)
+            .push(" FROM ")
             .table(&self.table)
             .push(self.dialect.lock_hint());
         self.due_rows(&mut w, due);
         w.push(self.dialect.skip_locked_clause())
-            .push(") RETURNING ")
+            .push(claim.close)
+            .push(" RETURNING ")
             .push(&self.select_list());
         w.finish()
     }
@@ -502,6 +559,76 @@ impl<'d> Statements<'d> {
 
     /// Changes one execution, guarded, bumping `version` (the fencing token).
     pub fn update(&self, key: &ExecutionKey, guard: Guard, changes: &Changes) -> Rendered {
+        let mut w = self.writer();
+        w.push("UPDATE ").table(&self.table).push(" SET ");
+        for (col, value) in self.sets(changes) {
+            w.push(col.name()).push(" = ").bind(value).push(", ");
+        }
+        w.push("version = version + 1");
+        Self::where_key(&mut w, key);
+        Self::guard(&mut w, guard);
+        w.finish()
+    }
+
+    /// Removes the given executions, each only if it still has the given version: one
+    /// statement, `DELETE ... WHERE (key = ? AND version = ?) OR ...`. Rows affected tell how
+    /// many were removed.
+    pub fn delete_versions(&self, rows: &[(&ExecutionKey, i64)]) -> Rendered {
+        let mut w = self.writer();
+        w.push("DELETE FROM ").table(&self.table).push(" WHERE ");
+        Self::key_terms(&mut w, rows.iter().map(|(k, v)| (*k, Some(*v))));
+        w.finish()
+    }
+
+    /// Applies each row's changes to its execution, each only if it still has the given
+    /// version, bumping `version`: one statement. A column every row sets to the same value is
+    /// set plainly; one that differs reads its value per row with `CASE WHEN <key> THEN ? ...
+    /// ELSE <column> END` (rows that leave it alone keep theirs). Rows affected tell how many
+    /// were changed.
+    pub fn update_versions(&self, rows: &[(&ExecutionKey, i64, &Changes)]) -> Rendered {
+        let per_row: Vec<Vec<(Column, Value)>> =
+            rows.iter().map(|(_, _, c)| self.sets(c)).collect();
+        let mut columns: Vec<Column> = Vec::new();
+        for sets in &per_row {
+            for (c, _) in sets {
+                if !columns.contains(c) {
+                    columns.push(*c);
+                }
+            }
+        }
+        let mut w = self.writer();
+        w.push("UPDATE ").table(&self.table).push(" SET ");
+        for column in columns {
+            let values: Vec<Option<&Value>> = per_row
+                .iter()
+                .map(|sets| sets.iter().find(|(c, _)| *c == column).map(|(_, v)| v))
+                .collect();
+            w.push(column.name()).push(" = ");
+            match values.first() {
+                Some(Some(first)) if values.iter().all(|v| *v == Some(*first)) => {
+                    w.bind((*first).clone());
+                }
+                _ => {
+                    w.push("CASE");
+                    for ((key, _, _), value) in rows.iter().zip(&values) {
+                        if let Some(value) = value {
+                            w.push(" WHEN ");
+                            Self::key_term(&mut w, key);
+                            w.push(") THEN ").bind((*value).clone());
+                        }
+                    }
+                    w.push(" ELSE ").push(column.name()).push(" END");
+                }
+            }
+            w.push(", ");
+        }
+        w.push("version = version + 1 WHERE ");
+        Self::key_terms(&mut w, rows.iter().map(|(k, v, _)| (*k, Some(*v))));
+        w.finish()
+    }
+
+    /// The columns `changes` sets and their values, in a fixed order (`version` excepted).
+    fn sets(&self, changes: &Changes) -> Vec<(Column, Value)> {
         let mut sets: Vec<(Column, Value)> = Vec::new();
         match &changes.pick {
             Some(PickChange::Claim { by, at }) => {
@@ -534,15 +661,7 @@ impl<'d> Statements<'d> {
         if let (true, Some(p)) = (self.policy.priority, changes.priority) {
             sets.push((Column::Priority, Value::SmallInt(p)));
         }
-        let mut w = self.writer();
-        w.push("UPDATE ").table(&self.table).push(" SET ");
-        for (col, value) in sets {
-            w.push(col.name()).push(" = ").bind(value).push(", ");
-        }
-        w.push("version = version + 1");
-        Self::where_key(&mut w, key);
-        Self::guard(&mut w, guard);
-        w.finish()
+        sets
     }
 
     /// Records a heartbeat of a picked execution; the version is the guard, not bumped.
@@ -695,6 +814,13 @@ impl<'d> Statements<'d> {
             consecutive_failures: Some(0),
             ..Changes::default()
         };
+        let failure = Changes {
+            pick: Some(PickChange::Release),
+            execution_time: Some(later),
+            last_failure: Some(now),
+            consecutive_failures: Some(3),
+            ..Changes::default()
+        };
         let client = Changes {
             execution_time: Some(later),
             data: Some(Some(b"{}".to_vec())),
@@ -732,7 +858,18 @@ impl<'d> Statements<'d> {
         } else {
             &[(Level::Any, ["due", "due_for_update", "lock_and_fetch"])]
         };
-        let mut all = vec![("insert", self.insert(&new)), ("get", self.get(&key))];
+        let second = NewExecution {
+            task_name: "email".into(),
+            task_instance: "7".into(),
+            task_data: None,
+            priority: None,
+            ..new.clone()
+        };
+        let mut all = vec![
+            ("insert", self.insert(&new)),
+            ("insert_many", self.insert_many(&[new.clone(), second])),
+            ("get", self.get(&key)),
+        ];
         if self.policy.priority {
             all.push(("priority_levels", self.priority_levels()));
         }
@@ -754,6 +891,14 @@ impl<'d> Statements<'d> {
             ("update_client", self.update(&key, Guard::Unpicked, &client)),
             ("heartbeat", self.heartbeat(&key, 2, now)),
             ("delete", self.delete(&key, Guard::Version(2))),
+            (
+                "delete_versions",
+                self.delete_versions(&[(&keys[0], 2), (&keys[1], 5)]),
+            ),
+            (
+                "update_versions",
+                self.update_versions(&[(&keys[0], 2, &reschedule), (&keys[1], 5, &failure)]),
+            ),
             ("dead", self.dead(now)),
             ("list", self.list(&filter)),
             ("summary", self.summary()),
@@ -843,6 +988,68 @@ mod tests {
                 assert_eq!(r.sql.matches('?').count(), r.binds.len(), "{name}");
             }
         }
+    }
+
+    #[test]
+    fn batch_statements_bind_what_they_say() {
+        for policy in [
+            OrderingPolicy::execution_time(),
+            OrderingPolicy::priority_then_execution_time(),
+        ] {
+            let s = Statements::new(&Ansi, TableName::default(), policy);
+            let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 1, 1, 0, 0, 0).unwrap();
+            let rows: Vec<_> = (0..3)
+                .map(|i| NewExecution {
+                    task_name: "t".into(),
+                    task_instance: i.to_string(),
+                    task_data: None,
+                    execution_time: now,
+                    priority: Some(1),
+                })
+                .collect();
+            let insert = s.insert_many(&rows);
+            assert_eq!(insert.binds.len(), 3 * s.insert_binds_per_row());
+            assert_eq!(insert.sql.matches("), (").count(), 2, "{}", insert.sql);
+        }
+    }
+
+    #[test]
+    fn update_versions_sets_shared_values_once_and_differing_ones_per_row() {
+        let s = Statements::new(
+            &Ansi,
+            TableName::default(),
+            OrderingPolicy::execution_time(),
+        );
+        let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 1, 1, 0, 0, 0).unwrap();
+        let (a, b) = (ExecutionKey::new("t", "1"), ExecutionKey::new("t", "2"));
+        let release = |at, failures| Changes {
+            pick: Some(PickChange::Release),
+            execution_time: Some(at),
+            consecutive_failures: Some(failures),
+            ..Changes::default()
+        };
+        let (ca, cb) = (
+            release(now, 0),
+            release(now + chrono::Duration::minutes(1), 0),
+        );
+        let r = s.update_versions(&[(&a, 3, &ca), (&b, 4, &cb)]);
+        assert_eq!(
+            r.sql,
+            "UPDATE \"scheduled_tasks\" SET picked = ?, picked_by = ?, last_heartbeat = ?, \
+             execution_time = CASE WHEN (task_name = ? AND task_instance = ?) THEN ? \
+             WHEN (task_name = ? AND task_instance = ?) THEN ? ELSE execution_time END, \
+             consecutive_failures = ?, version = version + 1 WHERE \
+             (task_name = ? AND task_instance = ? AND version = ?) OR \
+             (task_name = ? AND task_instance = ? AND version = ?)"
+        );
+        assert_eq!(r.binds.len(), 16);
+        assert_eq!(r.binds[12], Value::BigInt(3));
+        let d = s.delete_versions(&[(&a, 3), (&b, 4)]);
+        assert_eq!(
+            d.sql,
+            "DELETE FROM \"scheduled_tasks\" WHERE (task_name = ? AND task_instance = ? AND \
+             version = ?) OR (task_name = ? AND task_instance = ? AND version = ?)"
+        );
     }
 
     #[test]

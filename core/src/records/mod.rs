@@ -204,6 +204,19 @@ pub struct Changes {
     pub consecutive_failures: Option<i32>,
 }
 
+/// What a scheduler writes when it is done with an execution it holds: remove it, or apply
+/// changes (reschedule, retry later). Fenced: written only if the row still has `version`,
+/// the version the scheduler holds (see [`Guard::Version`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    /// The execution.
+    pub key: ExecutionKey,
+    /// The version the scheduler holds.
+    pub version: i64,
+    /// `None` removes the execution; `Some` applies these changes (and bumps `version`).
+    pub update: Option<Changes>,
+}
+
 /// Filter for listing executions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListFilter {

@@ -1,4 +1,4 @@
-//! Scheduler configuration with db-scheduler's defaults.
+//! Scheduler configuration: db-scheduler's defaults, except where docs/DESIGN.md ("Defaults") says why not.
 
 use crate::error::DocketError;
 use std::time::Duration;
@@ -32,11 +32,14 @@ impl PollingStrategy {
         }
     }
 
-    /// Lock-and-fetch with default fractions (0.5 / 1.0).
+    /// Lock-and-fetch with docket's default fractions (0.5 / 4.0; db-scheduler's are
+    /// 0.5 / 1.0): a claim of up to `4 x threads` executions per round trip, so that the one
+    /// poller keeps up with short jobs. Executions claimed but not started yet are
+    /// heart-beaten like running ones; a scheduler that stops hands them back.
     pub const fn lock_and_fetch() -> Self {
         PollingStrategy::LockAndFetch {
             lower_limit_fraction: 0.5,
-            upper_limit_fraction: 1.0,
+            upper_limit_fraction: 4.0,
         }
     }
 
@@ -74,7 +77,7 @@ pub struct SchedulerConfig {
     /// An execution whose heartbeat is older than `heartbeat_interval * missed_heartbeats_limit`
     /// is dead (default 6, minimum 4).
     pub missed_heartbeats_limit: u32,
-    /// Polling strategy (default fetch-and-lock-on-execute).
+    /// Polling strategy (default lock-and-fetch, [`PollingStrategy::lock_and_fetch`]).
     pub polling: PollingStrategy,
     /// How long `stop` waits for running executions (default 30 min).
     pub shutdown_max_wait: Duration,
@@ -82,6 +85,13 @@ pub struct SchedulerConfig {
     pub delete_unresolved_after: Duration,
     /// This scheduler's name, written to `picked_by` (default: the host name).
     pub scheduler_name: String,
+    /// Outcomes of finished executions (removal, reschedule, failure) are written in batches,
+    /// one statement per kind: a batch is written once it holds this many (default 100)...
+    pub completion_batch_size: usize,
+    /// ...or once its oldest outcome has waited this long (default 5 ms). A crash before the
+    /// write re-runs those executions after the dead window (at-least-once, as a crash
+    /// mid-run does; see docs/RELIABILITY.md). `completion_batch_size = 1` writes each at once.
+    pub completion_flush_interval: Duration,
 }
 
 impl Default for SchedulerConfig {
@@ -91,13 +101,15 @@ impl Default for SchedulerConfig {
             polling_interval: Duration::from_secs(10),
             heartbeat_interval: Duration::from_secs(5 * 60),
             missed_heartbeats_limit: 6,
-            polling: PollingStrategy::fetch(),
+            polling: PollingStrategy::lock_and_fetch(),
             shutdown_max_wait: Duration::from_secs(30 * 60),
             delete_unresolved_after: Duration::from_secs(14 * 24 * 3600),
             scheduler_name: hostname::get()
                 .ok()
                 .and_then(|h| h.into_string().ok())
                 .unwrap_or_else(|| "docket".to_owned()),
+            completion_batch_size: 100,
+            completion_flush_interval: Duration::from_millis(5),
         }
     }
 }
@@ -124,6 +136,9 @@ impl SchedulerConfig {
                 "limit fractions need 0 <= lower <= upper, upper > 0; got {lower} / {upper}"
             ));
         }
+        if self.completion_batch_size == 0 {
+            return bad("completion_batch_size must be at least 1".into());
+        }
         if self.scheduler_name.is_empty() {
             return bad("scheduler_name must not be empty".into());
         }
@@ -141,17 +156,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_match_db_scheduler_and_validate() {
+    fn defaults_validate_and_differ_from_db_scheduler_only_where_documented() {
         let c = SchedulerConfig::default();
         assert_eq!(c.threads, 10);
         assert_eq!(c.dead_after(), Duration::from_secs(30 * 60));
-        assert_eq!(c.polling.limits(c.threads), (5, 30));
-        assert_eq!(PollingStrategy::lock_and_fetch().limits(10), (5, 10));
+        // docket: lock-and-fetch, claims of up to 4 x threads (db-scheduler: fetch, 0.5 / 3.0).
+        assert_eq!(c.polling, PollingStrategy::lock_and_fetch());
+        assert_eq!(c.polling.limits(c.threads), (5, 40));
+        assert_eq!(PollingStrategy::fetch().limits(10), (5, 30));
+        assert_eq!(c.completion_batch_size, 100);
         c.validate().unwrap();
         let bad = SchedulerConfig {
             missed_heartbeats_limit: 3,
             ..SchedulerConfig::default()
         };
         assert!(bad.validate().is_err());
+        let no_batch = SchedulerConfig {
+            completion_batch_size: 0,
+            ..SchedulerConfig::default()
+        };
+        assert!(no_batch.validate().is_err());
     }
 }

@@ -7,14 +7,14 @@ use crate::clock::Clock;
 use crate::error::StoreError;
 use crate::listener::{SchedulerEvent, SchedulerListener};
 use crate::records::NewExecution;
-use crate::records::{Changes, DueParams, Execution, ExecutionKey, Guard, PickChange};
+use crate::records::{Changes, Completion, DueParams, Execution, ExecutionKey, Guard, PickChange};
 use crate::store::ExecutionStore;
 use crate::task::{DeadExecutionPolicy, ExecutionContext, Task, RECURRING_INSTANCE};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
 
@@ -25,6 +25,37 @@ pub(crate) enum Job {
     PickAndRun(Execution),
     /// Already claimed by lock-and-fetch: run it.
     Run(Execution),
+}
+
+/// What a finished execution reports once its outcome is written.
+#[derive(Debug)]
+enum Outcome {
+    /// The handler returned `Ok` after running this long.
+    Completed(Duration),
+    /// The handler failed (or panicked); the execution runs again at `retry_at`, or is removed.
+    Failed {
+        error: String,
+        retry_at: Option<DateTime<Utc>>,
+    },
+}
+
+/// A finished execution whose outcome waits to be written with the next batch.
+#[derive(Debug)]
+struct Pending {
+    execution: Execution,
+    /// `None` removes the execution; `Some` reschedules it.
+    update: Option<Changes>,
+    outcome: Outcome,
+    /// Past this, a write that keeps failing is given up (half the dead window after the
+    /// handler returned): the execution stays picked and dead detection revives it.
+    give_up_at: Instant,
+}
+
+/// Outcomes waiting to be written, and since when the oldest has waited.
+#[derive(Debug, Default)]
+struct Completions {
+    pending: Vec<Pending>,
+    since: Option<Instant>,
 }
 
 pub(crate) struct Engine {
@@ -39,6 +70,10 @@ pub(crate) struct Engine {
     running: Mutex<HashMap<ExecutionKey, i64>>,
     /// Set by `Scheduler::stop`: outcome writes stop retrying.
     stopping: AtomicBool,
+    /// Outcomes of finished executions, written in batches (see [`Engine::flush_completions`]).
+    completions: Mutex<Completions>,
+    /// Signalled when a batch of completions is full, and at shutdown.
+    completions_ready: Condvar,
 }
 
 fn chrono(d: std::time::Duration) -> chrono::Duration {
@@ -64,12 +99,31 @@ impl Engine {
             listeners,
             running: Mutex::new(HashMap::new()),
             stopping: AtomicBool::new(false),
+            completions: Mutex::new(Completions::default()),
+            completions_ready: Condvar::new(),
         }
     }
 
-    /// Stops retrying outcome writes (shutdown).
+    /// Stops retrying outcome writes (shutdown) and lets the completion writer drain and end.
     pub fn begin_shutdown(&self) {
         self.stopping.store(true, Ordering::SeqCst);
+        let _guard = self.completions();
+        self.completions_ready.notify_all();
+    }
+
+    fn completions(&self) -> MutexGuard<'_, Completions> {
+        self.completions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Forgets a running execution for heartbeats, unless it was claimed again meanwhile (a
+    /// newer version).
+    fn forget(&self, key: &ExecutionKey, version: i64) {
+        let mut running = self.running();
+        if running.get(key) == Some(&version) {
+            running.remove(key);
+        }
     }
 
     fn emit(&self, event: SchedulerEvent) {
@@ -133,6 +187,14 @@ impl Engine {
                 executions: rows.clone(),
             });
         }
+        if matches!(self.config.polling, PollingStrategy::LockAndFetch { .. }) {
+            // Claimed now, run later: heart-beat them while they wait for a worker, so a deep
+            // queue of claimed executions is never taken for dead.
+            let mut running = self.running();
+            for e in &rows {
+                running.insert(e.key(), e.version);
+            }
+        }
         let jobs: Vec<Job> = rows.into_iter().map(job).collect();
         let duration = started.elapsed();
         metrics::histogram!("docket_poll_seconds").record(duration.as_secs_f64());
@@ -162,6 +224,7 @@ impl Engine {
     /// Hands a claimed execution back unrun (shutdown before it started).
     pub fn release(&self, job: Job) {
         if let Job::Run(e) = job {
+            self.forget(&e.key(), e.version);
             let changes = Changes {
                 pick: Some(PickChange::Release),
                 ..Changes::default()
@@ -228,17 +291,139 @@ impl Engine {
         let duration = started.elapsed();
         metrics::histogram!("docket_execution_seconds", "task" => task.name.clone())
             .record(duration.as_secs_f64());
-        let result = match outcome {
-            Ok(Ok(())) => self.complete(task, &execution, duration),
-            Ok(Err(e)) => self.fail(task, &execution, e.message().to_owned()),
-            Err(panic) => self.fail(task, &execution, panic_message(&panic)),
+        let pending = match outcome {
+            Ok(Ok(())) => self.complete(task, execution, duration),
+            Ok(Err(e)) => self.fail(task, execution, e.message().to_owned()),
+            Err(panic) => self.fail(task, execution, panic_message(&panic)),
         };
-        if let Err(err) = result {
-            error!(task = %execution.task_name, instance = %execution.task_instance, %err,
-                "could not record the outcome; the execution stays picked until dead detection revives it");
+        // Written with the next batch; heartbeats go on until then.
+        self.finish(pending);
+    }
+
+    /// Queues an outcome for the completion writer, waking it when the batch starts (so it
+    /// times the flush interval) and when the batch is full.
+    fn finish(&self, pending: Pending) {
+        let mut c = self.completions();
+        c.pending.push(pending);
+        c.since.get_or_insert_with(Instant::now);
+        let n = c.pending.len();
+        if n == 1 || n >= self.config.completion_batch_size {
+            self.completions_ready.notify_all();
         }
-        // Only now: heartbeats went on while the outcome was being recorded.
-        self.running().remove(&key);
+    }
+
+    /// Waits until a batch of completions is due: full, its oldest waited
+    /// `completion_flush_interval`, or shutdown began. `false` when shutting down with
+    /// nothing left to write.
+    pub fn wait_for_completions(&self) -> bool {
+        let (size, interval) = (
+            self.config.completion_batch_size,
+            self.config.completion_flush_interval,
+        );
+        let mut c = self.completions();
+        loop {
+            let stopping = self.stopping.load(Ordering::SeqCst);
+            match c.since {
+                Some(since) => {
+                    let waited = since.elapsed();
+                    if stopping || c.pending.len() >= size || waited >= interval {
+                        return true;
+                    }
+                    c = self
+                        .completions_ready
+                        .wait_timeout(c, interval - waited)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
+                None if stopping => return false,
+                None => {
+                    c = self
+                        .completions_ready
+                        .wait(c)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+        }
+    }
+
+    /// Writes every pending outcome in one batch ([`ExecutionStore::execution_complete_batch`]),
+    /// then reports each (a fenced-out one as [`SchedulerEvent::LostExecution`]). When the
+    /// store fails, the outcomes are kept for the next try (the caller backs off), except those
+    /// past their give-up time or, during shutdown, all: their executions stay picked until
+    /// dead detection revives them. Returns `false` when the write failed.
+    pub fn flush_completions(&self) -> bool {
+        let batch = {
+            let mut c = self.completions();
+            c.since = None;
+            std::mem::take(&mut c.pending)
+        };
+        if batch.is_empty() {
+            return true;
+        }
+        let writes: Vec<Completion> = batch
+            .iter()
+            .map(|p| Completion {
+                key: p.execution.key(),
+                version: p.execution.version,
+                update: p.update.clone(),
+            })
+            .collect();
+        metrics::histogram!("docket_completion_batch").record(writes.len() as f64);
+        match self.store.execution_complete_batch(&writes) {
+            Ok(written) => {
+                for (p, written) in batch.into_iter().zip(written) {
+                    self.recorded(p, written);
+                }
+                true
+            }
+            Err(err) => {
+                let now = Instant::now();
+                let stopping = self.stopping.load(Ordering::SeqCst);
+                let (keep, drop): (Vec<_>, Vec<_>) = batch
+                    .into_iter()
+                    .partition(|p| !stopping && now < p.give_up_at);
+                warn!(%err, kept = keep.len(), given_up = drop.len(),
+                    "could not record outcomes; retrying");
+                for p in drop {
+                    let e = &p.execution;
+                    error!(task = %e.task_name, instance = %e.task_instance, %err,
+                        "could not record the outcome; the execution stays picked until dead detection revives it");
+                    self.forget(&e.key(), e.version);
+                }
+                if !keep.is_empty() {
+                    let mut c = self.completions();
+                    let newer = std::mem::replace(&mut c.pending, keep);
+                    c.pending.extend(newer);
+                    c.since.get_or_insert_with(Instant::now);
+                }
+                false
+            }
+        }
+    }
+
+    /// Reports one written (or fenced-out) outcome and stops heart-beating its execution.
+    fn recorded(&self, p: Pending, written: bool) {
+        let e = p.execution;
+        self.record(&e, written);
+        match p.outcome {
+            Outcome::Completed(duration) => {
+                metrics::counter!("docket_executions_completed_total", "task" => e.task_name.clone())
+                    .increment(1);
+                self.forget(&e.key(), e.version);
+                self.emit(SchedulerEvent::ExecutionCompleted {
+                    execution: e,
+                    duration,
+                });
+            }
+            Outcome::Failed { error, retry_at } => {
+                self.forget(&e.key(), e.version);
+                self.emit(SchedulerEvent::ExecutionFailed {
+                    execution: e,
+                    error,
+                    retry_at,
+                });
+            }
+        }
     }
 
     fn record(&self, execution: &Execution, changed: bool) {
@@ -249,12 +434,21 @@ impl Engine {
         }
     }
 
-    fn complete(
-        &self,
-        task: &Task,
-        e: &Execution,
-        duration: std::time::Duration,
-    ) -> Result<(), StoreError> {
+    /// Half the dead window from now: how long an outcome that cannot be written is retried.
+    fn give_up_at(&self) -> Instant {
+        Instant::now() + self.config.dead_after() / 2
+    }
+
+    /// The release (or removal, when `next` is `None`) that records an outcome.
+    fn release_changes(next: Option<DateTime<Utc>>, changes: Changes) -> Option<Changes> {
+        next.map(|at| Changes {
+            pick: Some(PickChange::Release),
+            execution_time: Some(at),
+            ..changes
+        })
+    }
+
+    fn complete(&self, task: &Task, e: Execution, duration: Duration) -> Pending {
         let now = self.clock.now();
         let next = task.schedule.as_ref().and_then(|s| s.next_after(now));
         let success = Changes {
@@ -262,18 +456,15 @@ impl Engine {
             consecutive_failures: Some(0),
             ..Changes::default()
         };
-        let changed = self.release_or_remove(e, next, success)?;
-        self.record(e, changed);
-        metrics::counter!("docket_executions_completed_total", "task" => task.name.clone())
-            .increment(1);
-        self.emit(SchedulerEvent::ExecutionCompleted {
-            execution: e.clone(),
-            duration,
-        });
-        Ok(())
+        Pending {
+            execution: e,
+            update: Self::release_changes(next, success),
+            outcome: Outcome::Completed(duration),
+            give_up_at: self.give_up_at(),
+        }
     }
 
-    fn fail(&self, task: &Task, e: &Execution, error: String) -> Result<(), StoreError> {
+    fn fail(&self, task: &Task, e: Execution, error: String) -> Pending {
         let now = self.clock.now();
         let failures = e.consecutive_failures.saturating_add(1);
         let n = u32::try_from(failures).unwrap_or(u32::MAX);
@@ -294,7 +485,7 @@ impl Engine {
         };
         if retry_at.is_none() {
             if let Some(hook) = &task.give_up {
-                hook(e);
+                hook(&e);
             }
             self.emit(SchedulerEvent::GaveUp(e.clone()));
         }
@@ -303,14 +494,12 @@ impl Engine {
             consecutive_failures: Some(failures),
             ..Changes::default()
         };
-        let changed = self.release_or_remove(e, retry_at, failure)?;
-        self.record(e, changed);
-        self.emit(SchedulerEvent::ExecutionFailed {
-            execution: e.clone(),
-            error,
-            retry_at,
-        });
-        Ok(())
+        Pending {
+            execution: e,
+            update: Self::release_changes(retry_at, failure),
+            outcome: Outcome::Failed { error, retry_at },
+            give_up_at: self.give_up_at(),
+        }
     }
 
     /// Releases a picked execution to run again at `next` with `changes` applied, or removes
@@ -322,19 +511,14 @@ impl Engine {
         changes: Changes,
     ) -> Result<bool, StoreError> {
         let guard = Guard::Version(e.version);
-        let changes = Changes {
-            pick: Some(PickChange::Release),
-            execution_time: next,
-            ..changes
-        };
-        // The database may be gone for a while (restart, failover): keep the outcome and retry
-        // with backoff for up to half the dead window, so the execution is neither lost nor
-        // revived and run again once the database is back. Heartbeats go on meanwhile.
-        let give_up_at = Instant::now() + self.config.dead_after() / 2;
+        let update = Self::release_changes(next, changes);
+        // The database may be gone for a while (restart, failover): retry with backoff for up
+        // to half the dead window, as the completion writer does.
+        let give_up_at = self.give_up_at();
         let mut backoff = Duration::from_millis(100);
         loop {
-            let written = match next {
-                Some(_) => self.store.execution_update(&e.key(), guard, &changes),
+            let written = match &update {
+                Some(changes) => self.store.execution_update(&e.key(), guard, changes),
                 None => self.store.execution_remove(&e.key(), guard),
             };
             match written {

@@ -256,6 +256,10 @@ impl Scheduler {
         threads.push(spawn("docket-housekeeper".into(), move || {
             housekeeping_loop(&engine, &shared)
         })?);
+        let engine = Arc::clone(&self.engine);
+        threads.push(spawn("docket-completer".into(), move || {
+            completion_loop(&engine)
+        })?);
         *self.sender.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
         info!(name = %config.scheduler_name, threads = config.threads, polling = ?config.polling, "scheduler started");
         Ok(())
@@ -286,6 +290,9 @@ impl Scheduler {
         for h in handles.into_iter().filter(JoinHandle::is_finished) {
             let _ = h.join();
         }
+        // Outcomes of handlers that finished after the completion writer ended (one try:
+        // shutting down; what cannot be written is revived by dead detection elsewhere).
+        self.engine.flush_completions();
         info!(all_done, "scheduler stopped");
         all_done
     }
@@ -304,6 +311,8 @@ impl Scheduler {
             for job in jobs {
                 ran += usize::from(self.engine.process(job));
             }
+            // Written before the next poll, as one batch.
+            self.engine.flush_completions();
         }
     }
 
@@ -361,6 +370,20 @@ fn poll_loop(engine: &Engine, shared: &Shared, tx: &Sender<Job>, lower: usize, u
             }
         }
         shared.wait_for_wake(interval);
+    }
+}
+
+/// Writes outcomes in batches until shutdown (see `SchedulerConfig::completion_batch_size`);
+/// backs off while the store fails.
+fn completion_loop(engine: &Engine) {
+    let mut backoff = Duration::from_millis(100);
+    while engine.wait_for_completions() {
+        if engine.flush_completions() {
+            backoff = Duration::from_millis(100);
+        } else {
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(Duration::from_secs(5));
+        }
     }
 }
 

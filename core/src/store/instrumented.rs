@@ -89,6 +89,7 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn execution_update(&self, key: &ExecutionKey, guard: Guard, changes: &Changes) -> bool;
         fn execution_heartbeat(&self, key: &ExecutionKey, version: i64, now: DateTime<Utc>) -> bool;
         fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> bool;
+        fn execution_complete_batch(&self, batch: &[Completion]) -> Vec<bool>;
         fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Vec<Execution>;
         fn execution_summary(&self) -> Vec<TaskSummary>;
         fn execution_unresolved_names(&self, known: &[String]) -> Vec<String>;

@@ -11,8 +11,8 @@ pub mod sql;
 
 pub use crate::migrate::{MIGRATION_BASE, MIGRATION_PRIORITY};
 pub use crate::records::{
-    Changes, DueParams, Execution, ExecutionKey, Guard, ListFilter, NewExecution, PickChange,
-    PoisonRow, TaskSummary,
+    Changes, Completion, DueParams, Execution, ExecutionKey, Guard, ListFilter, NewExecution,
+    PickChange, PoisonRow, TaskSummary,
 };
 pub use instrumented::Instrumented;
 pub use row::{Cell, Row};
@@ -125,6 +125,12 @@ pub trait ExecutionStore: StoreInfo {
     ) -> Result<bool, StoreError>;
     /// Removes an execution if `guard` holds.
     fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> Result<bool, StoreError>;
+    /// Writes what schedulers finished: each [`Completion`] removes or updates its execution
+    /// only if the row still has the completion's version (fencing). Returns, in order, whether
+    /// each was written; `false` means the execution was changed by someone else meanwhile
+    /// (revived elsewhere), which the scheduler reports as lost. Removals are one statement and
+    /// updates one statement per chunk of the batch, in one transaction.
+    fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError>;
     /// Picked executions whose heartbeat is at or before `older_than`.
     fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Result<Vec<Execution>, StoreError>;
     /// Per-task counts.

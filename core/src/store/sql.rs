@@ -21,6 +21,22 @@ const CANDIDATES: i64 = 8;
 /// means other workers claimed or locked every candidate meanwhile).
 const MAX_CANDIDATE_ROUNDS: usize = 100;
 
+/// Most rows of one multi-row insert (fewer when the dialect's bind limit or
+/// [`INSERT_CHUNK_BYTES`] says so): large enough that a round trip and a statement are paid
+/// per thousand rows, small enough that a statement stays a few hundred kilobytes.
+pub const INSERT_CHUNK_ROWS: usize = 1_000;
+
+/// Most bytes of task data in one multi-row insert (a row larger than this goes alone), so a
+/// statement stays within server packet limits (MySQL's `max_allowed_packet`).
+pub const INSERT_CHUNK_BYTES: usize = 1 << 20;
+
+/// Most completions written by one statement (fewer when the dialect's bind limit says so).
+pub const COMPLETION_CHUNK: usize = 500;
+
+/// Most binds one row of a batched completion can take: key and version in `WHERE`, key and
+/// value per column that differs between rows.
+const COMPLETION_BINDS_PER_ROW: usize = 32;
+
 /// Most distinct priority levels probed one at a time (see `SqlStore::by_level`).
 pub const MAX_PROBED_LEVELS: usize = 64;
 
@@ -349,7 +365,10 @@ impl<C: SqlConnector> SqlStore<C> {
                 return Ok((rows, bad));
             }
             let keys: Vec<_> = rows.iter().map(Execution::key).collect();
-            let claimed = s.execute(&self.statements.claim_keys(&keys, picked_by, due.now))?;
+            let mut claimed = 0;
+            for chunk in keys.chunks(self.connector.dialect().max_key_terms().max(1)) {
+                claimed += s.execute(&self.statements.claim_keys(chunk, picked_by, due.now))?;
+            }
             if claimed != rows.len() as u64 {
                 return Err(StoreError::conflict(format!(
                     "claimed {claimed} of {} locked rows",
@@ -364,6 +383,95 @@ impl<C: SqlConnector> SqlStore<C> {
             }
             Ok((rows, bad))
         })
+    }
+
+    /// A local update changed a row: a new time, a release or a new priority can make it due
+    /// in a level seen empty.
+    fn updated(&self, changes: &Changes) {
+        let releases = matches!(changes.pick, Some(PickChange::Release));
+        if changes.execution_time.is_some() || releases || changes.priority.is_some() {
+            self.wrote(changes.priority, changes.execution_time);
+        }
+    }
+
+    /// `rows` in chunks for multi-row inserts: within the dialect's bind limit,
+    /// [`INSERT_CHUNK_ROWS`] and [`INSERT_CHUNK_BYTES`] of task data; one row each where the
+    /// dialect has no multi-row insert.
+    fn insert_chunks<'r>(&self, rows: &'r [NewExecution]) -> Vec<&'r [NewExecution]> {
+        let dialect = self.connector.dialect();
+        let per_row = self.statements.insert_binds_per_row();
+        let most = match dialect.multi_row_insert() {
+            true => (dialect.max_binds() / per_row).clamp(1, INSERT_CHUNK_ROWS),
+            false => 1,
+        };
+        let mut chunks = Vec::new();
+        let (mut start, mut bytes) = (0, 0);
+        for (i, row) in rows.iter().enumerate() {
+            let size = row.task_data.as_ref().map_or(0, Vec::len);
+            if i > start && (i - start == most || bytes + size > INSERT_CHUNK_BYTES) {
+                chunks.push(&rows[start..i]);
+                (start, bytes) = (i, 0);
+            }
+            bytes += size;
+        }
+        if start < rows.len() {
+            chunks.push(&rows[start..]);
+        }
+        chunks
+    }
+
+    /// One chunk of [`ExecutionStore::execution_complete_batch`]: removals in one statement,
+    /// updates in another, in one transaction that must change every row it names. When it
+    /// does not (some executions were changed by someone else: fenced out), it is rolled back
+    /// and each completion is written on its own, so the answer for each is exact.
+    fn complete_chunk(&self, chunk: &[Completion]) -> Result<Vec<bool>, StoreError> {
+        let removals: Vec<_> = chunk
+            .iter()
+            .filter(|c| c.update.is_none())
+            .map(|c| (&c.key, c.version))
+            .collect();
+        let updates: Vec<_> = chunk
+            .iter()
+            .filter_map(|c| c.update.as_ref().map(|u| (&c.key, c.version, u)))
+            .collect();
+        let mut stmts = Vec::new();
+        if !removals.is_empty() {
+            stmts.push((self.statements.delete_versions(&removals), removals.len()));
+        }
+        if !updates.is_empty() {
+            stmts.push((self.statements.update_versions(&updates), updates.len()));
+        }
+        let all = self.connector.in_transaction(&mut |s| {
+            for (stmt, rows) in &stmts {
+                let changed = s.execute(stmt)?;
+                if changed != *rows as u64 {
+                    return Err(StoreError::conflict(format!(
+                        "a batched completion changed {changed} of {rows} rows"
+                    )));
+                }
+            }
+            Ok(())
+        });
+        let written = match all {
+            Ok(()) => vec![true; chunk.len()],
+            Err(StoreError::Conflict { .. }) => {
+                return chunk
+                    .iter()
+                    .map(|c| {
+                        let guard = Guard::Version(c.version);
+                        match &c.update {
+                            None => self.execution_remove(&c.key, guard),
+                            Some(changes) => self.execution_update(&c.key, guard, changes),
+                        }
+                    })
+                    .collect();
+            }
+            Err(e) => return Err(e),
+        };
+        for changes in chunk.iter().filter_map(|c| c.update.as_ref()) {
+            self.updated(changes);
+        }
+        Ok(written)
     }
 
     fn has_column(&self, column: &str) -> Result<bool, StoreError> {
@@ -474,12 +582,34 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
         Ok(inserted)
     }
 
+    // Multi-row inserts in chunks, all in one transaction. Where the dialect skips existing keys
+    // in the statement itself, rows affected count the new rows. Elsewhere an existing key fails
+    // its chunk's statement, and these databases roll back only that statement (InnoDB, SQL
+    // Server without XACT_ABORT, Oracle): the chunk is then inserted row by row, each existing
+    // key skipped as in `execution_insert`. (MySQL's `INSERT IGNORE` would skip duplicates
+    // too, but it also turns other errors, such as an over-long value, into warnings.)
     fn execution_insert_batch(&self, rows: &[NewExecution]) -> Result<u64, StoreError> {
-        let stmts: Vec<_> = rows.iter().map(|r| self.statements.insert(r)).collect();
+        let skips_existing = !self
+            .connector
+            .dialect()
+            .insert_if_absent_suffix()
+            .is_empty();
+        let stmts: Vec<_> = self
+            .insert_chunks(rows)
+            .into_iter()
+            .map(|chunk| (self.statements.insert_many(chunk), chunk))
+            .collect();
         let inserted = self.connector.in_transaction(&mut |s| {
-            stmts
-                .iter()
-                .try_fold(0, |n, stmt| Ok(n + absent_if_duplicate(s.execute(stmt))?))
+            stmts.iter().try_fold(0, |n, (stmt, chunk)| {
+                Ok(n + match s.execute(stmt) {
+                    Err(StoreError::Duplicate { .. }) if !skips_existing => {
+                        chunk.iter().try_fold(0, |n, row| {
+                            Ok(n + absent_if_duplicate(s.execute(&self.statements.insert(row)))?)
+                        })?
+                    }
+                    other => other?,
+                })
+            })
         })?;
         for row in rows {
             self.wrote(Some(row.priority), Some(row.execution_time));
@@ -531,12 +661,22 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
         changes: &Changes,
     ) -> Result<bool, StoreError> {
         let updated = self.execute(self.statements.update(key, guard, changes))? == 1;
-        // A new time, a release or a new priority can make a row due in a level seen empty.
-        let releases = matches!(changes.pick, Some(PickChange::Release));
-        if updated && (changes.execution_time.is_some() || releases || changes.priority.is_some()) {
-            self.wrote(changes.priority, changes.execution_time);
+        if updated {
+            self.updated(changes);
         }
         Ok(updated)
+    }
+
+    fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
+        let dialect = self.connector.dialect();
+        let most = (dialect.max_binds() / COMPLETION_BINDS_PER_ROW)
+            .min(dialect.max_key_terms())
+            .clamp(1, COMPLETION_CHUNK);
+        let mut written = Vec::with_capacity(batch.len());
+        for chunk in batch.chunks(most) {
+            written.extend(self.complete_chunk(chunk)?);
+        }
+        Ok(written)
     }
 
     fn execution_heartbeat(

@@ -1,0 +1,1 @@
+DROP INDEX due_idx ON {table};

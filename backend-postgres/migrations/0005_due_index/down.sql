@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS "{name}_due_idx";

@@ -1,0 +1,468 @@
+//! `docket bench throughput`: the engine's own cost (SPEC section 11), against the ceiling of
+//! the same driver, side by side in one run.
+//!
+//! Workload: a fresh table (dropped and migrated again before each run, never analyzed),
+//! `--jobs` no-op one-time tasks due now, enqueued with the bulk API
+//! ([`SchedulerClient::schedule_batch`]), then one process with `--workers` worker slots;
+//! jobs/s = jobs / (workers start -> the table holds none of them). Runs, in this order:
+//! 1. **raw claim1**: `--workers` threads, each looping one job per transaction over the
+//!    store's own connector (the same driver and pool): `DELETE ... WHERE key = (SELECT ...
+//!    ORDER BY execution_time LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING` where the backend
+//!    claims in one statement, else `SELECT ... FOR UPDATE SKIP LOCKED` then `DELETE` by key in
+//!    one transaction (MySQL/MariaDB: no `RETURNING`, no subquery on the deleted table);
+//! 2. **docket** with its default [`SchedulerConfig`];
+//! 3. each polling strategy with db-scheduler's limit fractions.
+//!
+//! Each docket run goes through a [`Recording`] connector, which counts every statement the
+//! store sends (transactions' `BEGIN`/`COMMIT` are not statements of the store and are not
+//! counted). Client CPU is the process's user + system time (`/proc/self/stat`) over the run.
+//! Every run checks that each job ran exactly once and that the table is empty at the end.
+//! The last line is the summary (see [`summary`]).
+
+use super::database_url;
+use crate::error::CliError;
+use crate::{parse_table, progress, store_config};
+use chrono::{SubsecRound, Utc};
+use docket_core::bench::Recording;
+use docket_core::dialect::{LockAndFetch, Rendered, SqlWriter};
+use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
+use docket_core::store::Row;
+use docket_core::{
+    ExecutionStore, PollingStrategy, Scheduler, SchedulerClient, SchedulerConfig, StoreConfig,
+    StoreError, StoreInfo, TableName, Task, TaskDescriptor,
+};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The no-op task of every job.
+const JOB: TaskDescriptor = TaskDescriptor::new("bench-throughput");
+
+/// How long a run may go without a job finishing before it is declared stuck.
+const STALL: Duration = Duration::from_secs(60);
+
+/// Arguments of `docket bench throughput`.
+#[derive(Debug, clap::Args)]
+pub struct ThroughputArgs {
+    /// postgres, mysql or sqlite.
+    #[arg(long, value_name = "BACKEND")]
+    backend: String,
+    /// Database URL (its database is created when missing); default: DOCKET_POSTGRES_URL /
+    /// DOCKET_MYSQL_URL, or a temporary SQLite file.
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
+    /// Jobs per run.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    jobs: u64,
+    /// Worker slots (scheduler threads; raw claim1 threads).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    workers: u32,
+    /// The benchmark's table (dropped and created again before each run, dropped at the end).
+    #[arg(long, value_name = "TABLE", default_value = "docket_bench_tp", value_parser = parse_table)]
+    table: TableName,
+}
+
+/// Creates the database a URL names when missing.
+type EnsureDatabase = fn(&str) -> Result<bool, StoreError>;
+
+/// What the benchmark needs from one backend crate.
+struct Ops<C: SqlConnector> {
+    connect: fn(&str, StoreConfig) -> Result<SqlStore<C>, StoreError>,
+    ensure_database: Option<EnsureDatabase>,
+    drop: fn(&SqlStore<C>) -> Result<(), StoreError>,
+}
+
+/// Runs `docket bench throughput`.
+pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
+    let backend = crate::backends::by_name(&args.backend)?;
+    let (url, _tmp) = database_url(backend, args.database_url.as_deref())?;
+    match backend.name() {
+        "postgres" => run_all(
+            args,
+            &url,
+            Ops {
+                connect: docket_postgres::connect,
+                ensure_database: Some(docket_postgres::bench::ensure_database),
+                drop: docket_diesel::bench::drop_scenario,
+            },
+        ),
+        "mysql" => run_all(
+            args,
+            &url,
+            Ops {
+                connect: docket_mysql::connect,
+                ensure_database: Some(docket_mysql::bench::ensure_database),
+                drop: docket_diesel::bench::drop_scenario,
+            },
+        ),
+        "sqlite" => run_all(
+            args,
+            &url,
+            Ops {
+                connect: docket_sqlite::connect,
+                ensure_database: None,
+                drop: docket_diesel::bench::drop_scenario,
+            },
+        ),
+        other => Err(CliError::Bench(format!(
+            "bench throughput runs on postgres, mysql or sqlite, not {other}"
+        ))),
+    }
+}
+
+/// The figures of one run.
+#[derive(Debug, Clone, Copy, Default)]
+struct Figures {
+    jobs_per_s: f64,
+    enqueue_rows_per_s: f64,
+    statements_per_job: f64,
+    cpu_us_per_job: f64,
+}
+
+/// The process's user + system CPU time so far (all threads, ended ones included), from
+/// `/proc/self/stat` (fields 14 and 15, in clock ticks of 10 ms on Linux). `None` where that
+/// file does not exist.
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    let rest = stat.rsplit_once(')')?.1;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
+/// CPU microseconds per job between two readings.
+fn cpu_per_job(before: Option<Duration>, jobs: u64) -> f64 {
+    match (before, cpu_time()) {
+        (Some(b), Some(a)) => a.saturating_sub(b).as_secs_f64() * 1e6 / jobs as f64,
+        _ => f64::NAN,
+    }
+}
+
+/// Drops and re-creates the table (fresh, never analyzed), then enqueues the jobs in one
+/// `schedule_batch`; returns rows/s.
+fn fresh_table<C: SqlConnector>(
+    ops: &Ops<C>,
+    store: &Arc<SqlStore<C>>,
+    jobs: u64,
+) -> Result<f64, CliError> {
+    // Migrating first creates the migration history that dropping cleans up.
+    store.migrate(None)?;
+    (ops.drop)(store)?;
+    store.migrate(None)?;
+    let client = SchedulerClient::new(Arc::clone(store) as Arc<dyn ExecutionStore>)?;
+    let instances: Vec<_> = (0..jobs).map(|i| JOB.instance(i.to_string())).collect();
+    let started = Instant::now();
+    let inserted = client.schedule_batch(instances)?;
+    let elapsed = started.elapsed().as_secs_f64();
+    if inserted != jobs {
+        return Err(CliError::Bench(format!(
+            "enqueued {inserted} of {jobs} jobs"
+        )));
+    }
+    Ok(jobs as f64 / elapsed)
+}
+
+/// Rows left in the table.
+fn rows_left<C: SqlConnector>(store: &SqlStore<C>) -> Result<i64, CliError> {
+    Ok(store.execution_summary()?.iter().map(|s| s.total).sum())
+}
+
+/// Fails unless every job ran exactly once and the table is empty.
+fn check_exactly_once<C: SqlConnector>(
+    store: &SqlStore<C>,
+    runs: &[AtomicU32],
+    label: &str,
+) -> Result<(), CliError> {
+    let left = rows_left(store)?;
+    let never = runs
+        .iter()
+        .filter(|r| r.load(Ordering::SeqCst) == 0)
+        .count();
+    let twice = runs.iter().filter(|r| r.load(Ordering::SeqCst) > 1).count();
+    if left != 0 || never != 0 || twice != 0 {
+        return Err(CliError::Bench(format!(
+            "{label}: {never} jobs never ran, {twice} ran more than once, {left} rows left"
+        )));
+    }
+    Ok(())
+}
+
+/// The job number of an instance id written by [`fresh_table`].
+fn job_index(instance: &str, jobs: usize) -> Result<usize, StoreError> {
+    instance
+        .parse::<usize>()
+        .ok()
+        .filter(|i| *i < jobs)
+        .ok_or_else(|| StoreError::database(format!("unexpected instance {instance:?}")))
+}
+
+/// The statements of one raw claim: how the backend claims one job in one transaction.
+enum Claim1 {
+    /// One autocommit `DELETE ... WHERE key = (SELECT ... LIMIT 1 <skip locked>) RETURNING`.
+    Delete(Rendered),
+    /// `SELECT ... LIMIT 1 <skip locked>`, then `DELETE` by key, in one transaction.
+    SelectThenDelete(Rendered),
+}
+
+fn claim1<C: SqlConnector>(store: &SqlStore<C>, now: chrono::DateTime<Utc>) -> Claim1 {
+    let dialect = store.connector().dialect();
+    let table = &store.config().table;
+    let select = |w: &mut SqlWriter<'_>| {
+        w.push("SELECT task_name, task_instance FROM ")
+            .table(table)
+            .push(" WHERE picked = ")
+            .bind(false)
+            .push(" AND execution_time <= ")
+            .bind(now)
+            .push(" ORDER BY execution_time");
+        dialect.limit(w, 1);
+        w.push(dialect.skip_locked_clause());
+    };
+    let mut w = SqlWriter::new(dialect);
+    match dialect.capabilities().lock_and_fetch {
+        Some(LockAndFetch::UpdateReturning) => {
+            w.push("DELETE FROM ")
+                .table(table)
+                .push(" WHERE (task_name, task_instance) = (");
+            select(&mut w);
+            w.push(") RETURNING task_instance");
+            Claim1::Delete(w.finish())
+        }
+        _ => {
+            select(&mut w);
+            Claim1::SelectThenDelete(w.finish())
+        }
+    }
+}
+
+/// One claim in one transaction; the instance claimed, if any.
+fn claim_one<C: SqlConnector>(
+    store: &SqlStore<C>,
+    claim: &Claim1,
+) -> Result<Option<String>, StoreError> {
+    let first = |rows: Vec<Row>| -> Result<Option<String>, StoreError> {
+        rows.into_iter()
+            .next()
+            .map(|mut r| r.text("task_instance"))
+            .transpose()
+    };
+    match claim {
+        Claim1::Delete(delete) => store
+            .connector()
+            .with_session(&mut |s: &mut dyn SqlSession| first(s.query(delete)?)),
+        Claim1::SelectThenDelete(select) => store.connector().in_transaction(&mut |s| {
+            let Some(instance) = first(s.query(select)?)? else {
+                return Ok(None);
+            };
+            let mut w = SqlWriter::new(store.connector().dialect());
+            w.push("DELETE FROM ")
+                .table(&store.config().table)
+                .push(" WHERE task_name = ")
+                .bind(JOB.name())
+                .push(" AND task_instance = ")
+                .bind(instance.as_str());
+            s.execute(&w.finish())?;
+            Ok(Some(instance))
+        }),
+    }
+}
+
+/// Raw claim1: `workers` threads, one job per transaction, until none is left.
+fn raw_claim1<C: SqlConnector>(
+    ops: &Ops<C>,
+    store: &Arc<SqlStore<C>>,
+    args: &ThroughputArgs,
+) -> Result<(Figures, String), CliError> {
+    let enqueue = fresh_table(ops, store, args.jobs)?;
+    let jobs = args.jobs as usize;
+    let runs: Arc<Vec<AtomicU32>> = Arc::new((0..jobs).map(|_| AtomicU32::new(0)).collect());
+    let claim = Arc::new(claim1(store, Utc::now().trunc_subsecs(6)));
+    let statements = match *claim {
+        Claim1::Delete(_) => 1.0,
+        Claim1::SelectThenDelete(_) => 2.0,
+    };
+    let shape = match &*claim {
+        Claim1::Delete(delete) => delete.sql.clone(),
+        Claim1::SelectThenDelete(select) => format!("{}; DELETE by key; COMMIT", select.sql),
+    };
+    let cpu = cpu_time();
+    let started = Instant::now();
+    let threads: Vec<_> = (0..args.workers)
+        .map(|_| {
+            let (store, claim, runs) = (Arc::clone(store), Arc::clone(&claim), Arc::clone(&runs));
+            std::thread::spawn(move || -> Result<(), StoreError> {
+                while let Some(instance) = claim_one(&store, &claim)? {
+                    runs[job_index(&instance, runs.len())?].fetch_add(1, Ordering::SeqCst);
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join()
+            .map_err(|_| CliError::Bench("a raw claim1 thread panicked".into()))??;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu_us_per_job = cpu_per_job(cpu, args.jobs);
+    check_exactly_once(store, &runs, "raw claim1")?;
+    Ok((
+        Figures {
+            jobs_per_s: args.jobs as f64 / elapsed,
+            enqueue_rows_per_s: enqueue,
+            statements_per_job: statements,
+            cpu_us_per_job,
+        },
+        shape,
+    ))
+}
+
+/// One scheduler with `config` on a recording store, until the table is empty.
+fn docket_run<C: SqlConnector + Clone>(
+    ops: &Ops<C>,
+    store: &Arc<SqlStore<C>>,
+    args: &ThroughputArgs,
+    config: SchedulerConfig,
+) -> Result<Figures, CliError> {
+    let enqueue = fresh_table(ops, store, args.jobs)?;
+    let jobs = args.jobs as usize;
+    let recording = Arc::new(SqlStore::new(
+        Recording::new(store.connector().clone()),
+        store.config().clone(),
+    ));
+    let runs: Arc<Vec<AtomicU32>> = Arc::new((0..jobs).map(|_| AtomicU32::new(0)).collect());
+    let done = Arc::new(AtomicU64::new(0));
+    let (r, d) = (Arc::clone(&runs), Arc::clone(&done));
+    let task = Task::one_time(JOB, move |e, _| {
+        r[job_index(&e.task_instance, r.len())?].fetch_add(1, Ordering::SeqCst);
+        d.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    });
+    let scheduler = Scheduler::builder(Arc::clone(&recording) as Arc<dyn ExecutionStore>)
+        .task(task)
+        .config(config)
+        .build()?;
+    recording.connector().take();
+    let cpu = cpu_time();
+    let started = Instant::now();
+    scheduler.start()?;
+    // Every job ran; then wait (checking every millisecond) until their rows are gone.
+    let mut last = (0, Instant::now());
+    loop {
+        let n = done.load(Ordering::SeqCst);
+        if n >= args.jobs && rows_left(store)? == 0 {
+            break;
+        }
+        if n != last.0 {
+            last = (n, Instant::now());
+        } else if last.1.elapsed() > STALL {
+            scheduler.stop();
+            return Err(CliError::Bench(format!(
+                "stuck: {n} of {} jobs ran, nothing more for {} s",
+                args.jobs,
+                STALL.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(if n >= args.jobs { 1 } else { 5 }));
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu_us_per_job = cpu_per_job(cpu, args.jobs);
+    let statements = recording.connector().take().len();
+    scheduler.stop();
+    check_exactly_once(store, &runs, "docket")?;
+    Ok(Figures {
+        jobs_per_s: args.jobs as f64 / elapsed,
+        enqueue_rows_per_s: enqueue,
+        statements_per_job: statements as f64 / args.jobs as f64,
+        cpu_us_per_job,
+    })
+}
+
+fn run_all<C: SqlConnector + Clone>(
+    args: &ThroughputArgs,
+    url: &str,
+    ops: Ops<C>,
+) -> Result<(), CliError> {
+    if let Some(ensure) = ops.ensure_database {
+        ensure(url)?;
+    }
+    let store = Arc::new((ops.connect)(url, store_config(&args.table, false))?);
+    let name = store.backend();
+    say!(
+        "docket bench throughput: backend={name} table={} jobs={} workers={} \
+         (fresh table per run, never analyzed; enqueued with schedule_batch)",
+        args.table,
+        args.jobs,
+        args.workers
+    );
+    let (raw, shape) = progress::while_running("raw claim1", || raw_claim1(&ops, &store, args))?;
+    say!("raw claim1, one job per transaction: {shape}");
+    say!("  {}", line(&raw, raw.jobs_per_s));
+    let base = SchedulerConfig {
+        threads: args.workers as usize,
+        scheduler_name: "bench-throughput".into(),
+        ..SchedulerConfig::default()
+    };
+    let mut default = None;
+    for (label, config) in [
+        ("docket, default config", base.clone()),
+        (
+            "fetch-and-lock-on-execute, db-scheduler fractions 0.5 / 3.0",
+            SchedulerConfig {
+                polling: PollingStrategy::FetchAndLockOnExecute {
+                    lower_limit_fraction: 0.5,
+                    upper_limit_fraction: 3.0,
+                },
+                ..base.clone()
+            },
+        ),
+        (
+            "lock-and-fetch, db-scheduler fractions 0.5 / 1.0",
+            SchedulerConfig {
+                polling: PollingStrategy::LockAndFetch {
+                    lower_limit_fraction: 0.5,
+                    upper_limit_fraction: 1.0,
+                },
+                ..base.clone()
+            },
+        ),
+    ] {
+        let polling = format!("{:?}", config.polling);
+        let f = progress::while_running(label, || docket_run(&ops, &store, args, config))?;
+        say!("{label} ({polling}):");
+        say!("  {}", line(&f, raw.jobs_per_s));
+        default.get_or_insert(f);
+    }
+    (ops.drop)(&store)?;
+    say!(
+        "{}",
+        summary(name, args.jobs, &default.unwrap_or_default(), &raw)
+    );
+    Ok(())
+}
+
+fn line(f: &Figures, raw: f64) -> String {
+    format!(
+        "{:>8.0} jobs/s ({:.2} x raw claim1)  enqueue {:>8.0} rows/s  {:.3} statements/job  \
+         {:.1} us client CPU/job  every job ran exactly once, table empty",
+        f.jobs_per_s,
+        f.jobs_per_s / raw,
+        f.enqueue_rows_per_s,
+        f.statements_per_job,
+        f.cpu_us_per_job
+    )
+}
+
+/// The last line: docket's default run against raw claim1.
+fn summary(backend: &str, jobs: u64, docket: &Figures, raw: &Figures) -> String {
+    format!(
+        "summary backend={backend} jobs={jobs} docket_jobs_per_s={:.0} raw_claim1_jobs_per_s={:.0} \
+         ratio={:.2} enqueue_rows_per_s={:.0} statements_per_job={:.3}",
+        docket.jobs_per_s,
+        raw.jobs_per_s,
+        docket.jobs_per_s / raw.jobs_per_s,
+        docket.enqueue_rows_per_s,
+        docket.statements_per_job
+    )
+}
