@@ -203,7 +203,7 @@ pub fn cluster(h: &dyn Harness, exe: &str, polling: &str) {
     schedule(&*space, N);
     let store = space.store(StoreConfig::with_priority(true), None);
     let started = Instant::now();
-    let mut cluster = Cluster::start(h.name(), &*space, exe, &[polling], 1_000, 0);
+    let mut cluster = Cluster::start(h.name(), &*space, exe, &[polling], 5_000, 0);
     cluster.wait("all executions to complete", || remaining(&*store) == 0);
     let elapsed = started.elapsed();
     let runs = cluster.finish();
