@@ -1,8 +1,11 @@
 //! How MySQL 8 and MariaDB 10.6+ spell docket's statements: one dialect for the family, with a
 //! [`Flavor`] for the few real differences between the two servers.
 
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::dialect::{
+    Capabilities, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle, SqlWriter,
+};
 use docket_core::ordering::{CustomKey, KeyType};
+use docket_core::TableName;
 use std::fmt;
 
 /// Which server of the MySQL family a store talks to. Everything docket's statements need is
@@ -128,6 +131,57 @@ impl Dialect for MysqlDialect {
 
     fn current_schema(&self) -> &'static str {
         "DATABASE()"
+    }
+
+    fn max_binds(&self) -> usize {
+        65_535
+    }
+
+    fn max_insert_rows(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Neither server matches an `ORDER BY` expression to an index (MySQL substitutes
+    /// generated columns only in some `WHERE` comparisons, MariaDB 10.11 not at all): custom
+    /// orders are indexed through virtual generated columns, which the queries name.
+    fn order_index_style(&self) -> OrderIndexStyle {
+        OrderIndexStyle::GeneratedColumns
+    }
+
+    fn drop_index(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        w.push("DROP INDEX ")
+            .push(&self.quote_ident(index))
+            .push(" ON ")
+            .table(table);
+    }
+
+    /// A `VIRTUAL` column (computed when read, stored only in the index), typed as the key's
+    /// expression: text in the flavor's binary no-pad collation, numbers as `DECIMAL(65, 30)`.
+    fn add_generated_column(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        column: &str,
+        value: GeneratedValue,
+        expr: &str,
+    ) {
+        let sql_type = match value {
+            GeneratedValue::Missing => "TINYINT".to_owned(),
+            GeneratedValue::Text { chars } => format!(
+                "VARCHAR({chars}) CHARACTER SET utf8mb4 COLLATE {}",
+                self.flavor.key_collation()
+            ),
+            GeneratedValue::Number => "DECIMAL(65, 30)".to_owned(),
+        };
+        w.push("ALTER TABLE ")
+            .table(table)
+            .push(" ADD COLUMN ")
+            .push(&self.quote_ident(column))
+            .push(" ")
+            .push(&sql_type)
+            .push(" AS (")
+            .push(expr)
+            .push(") VIRTUAL");
     }
 
     /// The path is bound. Text (and timestamps, sortable UTC text) is unquoted and compared in

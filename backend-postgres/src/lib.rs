@@ -35,4 +35,3 @@ docket_core::backend!(
 
 /// The PostgreSQL store.
 pub type PgStore = docket_core::store::sql::SqlStore<PgConnector>;
-

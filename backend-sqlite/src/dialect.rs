@@ -1,6 +1,8 @@
 //! How SQLite spells docket's statements.
 
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::dialect::{
+    Capabilities, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle, SqlWriter,
+};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
@@ -59,6 +61,78 @@ impl Dialect for SqliteDialect {
                     .push(") END)");
             }
         }
+    }
+
+    fn max_binds(&self) -> usize {
+        32_766
+    }
+
+    fn max_insert_rows(&self) -> usize {
+        usize::MAX
+    }
+
+    /// SQLite matches an index expression only to the same expression with the same literal,
+    /// not to one written with a bound value (as docket's queries are): custom orders are
+    /// indexed through virtual generated columns, which the queries name.
+    fn order_index_style(&self) -> OrderIndexStyle {
+        OrderIndexStyle::GeneratedColumns
+    }
+
+    /// A `VIRTUAL` column typed as docket's tables are (`STRICT`): numbers `ANY`, so that
+    /// integers and reals stay as computed and compare numerically.
+    fn add_generated_column(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        column: &str,
+        value: GeneratedValue,
+        expr: &str,
+    ) {
+        let sql_type = match value {
+            GeneratedValue::Missing => "INTEGER",
+            GeneratedValue::Text { .. } => "TEXT",
+            GeneratedValue::Number => "ANY",
+        };
+        w.push("ALTER TABLE ")
+            .table(table)
+            .push(" ADD COLUMN ")
+            .push(&self.quote_ident(column))
+            .push(" ")
+            .push(sql_type)
+            .push(" AS (")
+            .push(expr)
+            .push(") VIRTUAL");
+    }
+
+    /// The schema (attached database) qualifies the index name, not the table.
+    fn create_index_head(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        w.push("CREATE INDEX ");
+        if let Some(schema) = table.schema() {
+            w.push(&self.quote_ident(schema)).push(".");
+        }
+        w.push(&self.quote_ident(index))
+            .push(" ON ")
+            .push(&self.quote_ident(table.table()))
+            .push(" (");
+    }
+
+    fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        w.push("SELECT name FROM pragma_index_list(")
+            .bind(table.table());
+        if let Some(schema) = table.schema() {
+            w.push(", ").bind(schema);
+        }
+        w.push(") WHERE name = ").bind(index);
+    }
+
+    // `pragma_table_info` leaves generated columns out; `pragma_table_xinfo` lists them.
+    fn generated_column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
+        w.push("SELECT name FROM pragma_table_xinfo(")
+            .bind(table.table());
+        if let Some(schema) = table.schema() {
+            w.push(", ").bind(schema);
+        }
+        w.push(") WHERE name = ").bind(column);
     }
 
     // No information_schema: the `pragma_table_info` table-valued function lists the columns

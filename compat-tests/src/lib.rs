@@ -79,6 +79,8 @@ macro_rules! compat_cases {
             queue_concurrent_next_for_never_starves,
             queue_bad_input_is_rejected,
             queue_custom_timestamp_key,
+            queue_intake_streams_all_or_nothing,
+            queue_order_index_serves_the_same_order,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

@@ -71,6 +71,11 @@ pub enum StoreError {
         /// Item id.
         item: String,
     },
+    /// The input of a streaming insert failed (a record was rejected, or reading it failed);
+    /// the transaction was rolled back and nothing was inserted. Carries the caller's error,
+    /// which the work queue hands back as it was.
+    #[error(transparent)]
+    Input(Box<DocketError>),
     /// A migration name that the backend does not ship.
     #[error("unknown migration {name:?}; known: {known}")]
     UnknownMigration {

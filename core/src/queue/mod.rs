@@ -13,8 +13,8 @@ pub use intake::{default_batch_id, validate_worker, Intake, Rejection, MAX_BATCH
 pub mod csv;
 
 use crate::clock::{Clock, SystemClock};
-use crate::error::{DocketError, Result};
-use crate::ordering::{KeyType, PrimaryOrder};
+use crate::error::{DocketError, Result, StoreError};
+use crate::ordering::{CustomKey, KeyType, PrimaryOrder};
 use crate::store::{ExecutionKey, Instrumented, QueueStore};
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use serde_json::{Map, Value as Json};
@@ -28,7 +28,7 @@ pub const MAX_WORKER_LEN: usize = 128;
 pub use crate::migrate::{MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 pub use crate::records::{
     format_record_date, parse_record_date, Assignment, AssignmentStatus, Finish, Finishing,
-    ForWorker, Item, NewItem, RecordKey,
+    ForWorker, IndexChange, Item, ItemCount, NewItem, RecordKey,
 };
 
 /// One record of a [`Batch`], before resolution.
@@ -200,18 +200,77 @@ impl WorkQueue {
     }
 
     /// Enqueues a batch in one transaction: all records or none. Returns how many were
-    /// inserted; an item id that exists fails the whole batch.
+    /// inserted; an item id that exists fails the whole batch. The records are resolved as
+    /// they are inserted, in chunks ([`WorkQueue::insert_stream`]): no second copy of the batch
+    /// is made.
     pub fn enqueue(&self, batch: &Batch) -> Result<u64> {
-        let rows = self.resolve(batch)?;
-        self.insert(&rows)
+        let mut intake = Intake::new(
+            &batch.task_type,
+            batch.max_assignments,
+            None,
+            self.clock.now(),
+            self.config.order_of(&batch.task_type),
+        )?;
+        self.insert_stream(batch.records.iter().map(|r| Ok(intake.resolve(r.clone())?)))
     }
 
     /// Inserts resolved rows in one transaction (all or none), after checking each as
     /// [`WorkQueue::resolve_at`] would have made it (ids, `max_assignments`, attributes as a
     /// JSON object without NUL characters, times within year 9999).
     pub fn insert(&self, rows: &[NewItem]) -> Result<u64> {
-        rows.iter().try_for_each(check_row)?;
-        Ok(self.store.item_insert_batch(rows)?)
+        self.insert_stream(rows.iter().map(|row| {
+            check_row(row)?;
+            Ok(row.clone())
+        }))
+    }
+
+    /// Inserts the rows `rows` yields in one transaction, all or none, reading them as it
+    /// goes: a chunk at a time, one multi-row insert per chunk (see
+    /// [`QueueStore::item_insert_stream`]), so memory does not grow with the input. The first
+    /// error `rows` yields is returned as it is, and nothing is inserted; so is an id that
+    /// exists ([`StoreError::DuplicateItem`]). The rows are taken as resolved: use it with
+    /// an [`Intake`] (or [`csv::CsvItems`](crate::queue::csv::CsvItems), feature `csv`).
+    pub fn insert_stream(&self, rows: impl Iterator<Item = Result<NewItem>>) -> Result<u64> {
+        let mut rows = rows;
+        match self.store.item_insert_stream(&mut rows) {
+            Ok(n) => Ok(n),
+            Err(StoreError::Input(e)) => Err(*e),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Creates the index that serves `task_type`'s custom order in `next_for` and `list_for`
+    /// (see [`crate::dialect::order_index`]), unless it exists: without it, every call sorts
+    /// the type's open, arrived items. Building it reads the whole table; on PostgreSQL and
+    /// SQLite it blocks writes to the table meanwhile. A FIFO task type needs none (its index
+    /// ships with migration `0004_work_queue`): that is [`DocketError::InvalidConfig`].
+    pub fn create_order_index(&self, task_type: &str) -> Result<IndexChange> {
+        let keys = self.custom_keys(task_type)?;
+        Ok(self.store.order_index_create(&keys)?)
+    }
+
+    /// Drops the index of `task_type`'s custom order (and its generated columns), if it
+    /// exists. The order keeps working, by sorting.
+    pub fn drop_order_index(&self, task_type: &str) -> Result<IndexChange> {
+        let keys = self.custom_keys(task_type)?;
+        Ok(self.store.order_index_drop(&keys)?)
+    }
+
+    /// The name of the index of `task_type`'s custom order, and whether it exists.
+    pub fn order_index(&self, task_type: &str) -> Result<(String, bool)> {
+        let keys = self.custom_keys(task_type)?;
+        Ok(self.store.order_index_exists(&keys)?)
+    }
+
+    fn custom_keys(&self, task_type: &str) -> Result<Vec<CustomKey>> {
+        crate::task::validate_key(task_type, "0")?;
+        match self.config.order_of(task_type) {
+            PrimaryOrder::Custom(keys) if !keys.is_empty() => Ok(keys),
+            _ => Err(DocketError::InvalidConfig(format!(
+                "task type {task_type:?} has no custom order (FIFO is served by the index of \
+                 migration 0004_work_queue); configure its keys (QueueConfig::orders)"
+            ))),
+        }
     }
 
     /// Claims the first item of `task_type` that `worker` may work, in policy order, and
