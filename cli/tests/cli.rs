@@ -1021,13 +1021,22 @@ fn postgres_enqueue_streams_a_large_file_all_or_nothing() {
         .stderr(contains(format!(
             "CSV line {last_line}, column \"score\": not a number"
         )));
+    // PostgreSQL ends the transaction at the duplicate key, before the row can be named: the
+    // error names the lines of the chunk (rows 16385..20001 of 4096-row inserts).
     let repeated = csv_file(&dir, "repeated.csv", &format!("{text}r2,t1,1\n"));
     enqueue(&repeated)
         .assert()
         .failure()
         .stderr(contains(format!(
-            "CSV line {last_line}, column \"id\": item id \"r2\" already exists"
+            "CSV line 16386, column \"id\": an item id on lines 16386 to {last_line} repeats \
+             one given more than 16384 rows earlier in this file; nothing was inserted"
         )));
+    // Within the reader's window the error names both lines.
+    let near = csv_file(&dir, "near.csv", &format!("{text}r{rows},t1,1\n"));
+    enqueue(&near).assert().failure().stderr(contains(format!(
+        "CSV line {last_line}, column \"id\": duplicate item id \"r{rows}\" (first on line {})",
+        last_line - 1
+    )));
     assert!(
         worker_queue(&url, "w", "big").is_empty(),
         "nothing inserted"

@@ -138,7 +138,10 @@ struct Progress {
 #[derive(Debug, Default)]
 struct RecentIds {
     lines: HashMap<String, u64>,
-    order: VecDeque<String>,
+    /// (id, line) of the recent rows, oldest first.
+    order: VecDeque<(String, u64)>,
+    /// Rows recorded so far.
+    count: u64,
 }
 
 impl RecentIds {
@@ -148,13 +151,21 @@ impl RecentIds {
             return Some(*first);
         }
         if self.order.len() == RECENT_IDS {
-            if let Some(oldest) = self.order.pop_front() {
+            if let Some((oldest, _)) = self.order.pop_front() {
                 self.lines.remove(&oldest);
             }
         }
         self.lines.insert(id.to_owned(), line);
-        self.order.push_back(id.to_owned());
+        self.order.push_back((id.to_owned(), line));
+        self.count += 1;
         None
+    }
+
+    /// The line of data row `row` (1-based), if recent.
+    fn line_of_row(&self, row: u64) -> Option<u64> {
+        let oldest = self.count - self.order.len() as u64 + 1;
+        let at = usize::try_from(row.checked_sub(oldest)?).ok()?;
+        self.order.get(at).map(|(_, line)| *line)
     }
 }
 
@@ -283,12 +294,28 @@ impl<R: Read> CsvItems<R> {
         self.recent.lines.get(id).copied()
     }
 
-    /// `e` as a [`DocketError::Csv`] naming the line, when it is about a row of this file: an
-    /// item id the database already has (from an earlier batch, or earlier in this file) is
-    /// [`StoreError::DuplicateItem`] from the insert, and the row is a recent one. Other
-    /// errors are returned unchanged.
+    /// `e` as a [`DocketError::Csv`] naming the line, when it is about recent rows of this
+    /// file: an item id the database already has (from an earlier batch, or earlier in this
+    /// file) is [`StoreError::DuplicateItem`] from the insert; an id that repeats one too far
+    /// back for the database to name it is [`StoreError::RepeatedItem`] (a range of rows,
+    /// given as lines). Other errors are returned unchanged.
     pub fn locate(&self, e: DocketError) -> DocketError {
         match e {
+            DocketError::Store(StoreError::RepeatedItem { task, from, to })
+                if task == self.intake.task_type() =>
+            {
+                match (self.recent.line_of_row(from), self.recent.line_of_row(to)) {
+                    (Some(first), Some(last)) => csv_error(
+                        first,
+                        ID_COLUMN,
+                        format!(
+                            "an item id on lines {first} to {last} repeats one given more than \
+                             {RECENT_IDS} rows earlier in this file; nothing was inserted"
+                        ),
+                    ),
+                    _ => DocketError::Store(StoreError::RepeatedItem { task, from, to }),
+                }
+            }
             DocketError::Store(StoreError::DuplicateItem { task, item })
                 if task == self.intake.task_type() =>
             {
@@ -902,6 +929,33 @@ mod tests {
             ));
         }
         assert_eq!(items.line_of_item("r20"), Some(21));
+        // A repeat the database could not name: the range of rows, as lines.
+        let repeated = DocketError::Store(StoreError::RepeatedItem {
+            task: "label".to_owned(),
+            from: rows as u64 - 9,
+            to: rows as u64,
+        });
+        match items.locate(repeated) {
+            DocketError::Csv {
+                line,
+                column,
+                reason,
+            } => {
+                assert_eq!((line, column.as_str()), (rows as u64 - 8, "id"));
+                let range = format!("lines {} to {}", rows - 8, rows + 1);
+                assert!(reason.contains(&range), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let forgotten = DocketError::Store(StoreError::RepeatedItem {
+            task: "label".to_owned(),
+            from: 1,
+            to: 10,
+        });
+        assert!(matches!(
+            items.locate(forgotten),
+            DocketError::Store(StoreError::RepeatedItem { .. })
+        ));
     }
 
     /// A valid attribute name other than the reserved columns.

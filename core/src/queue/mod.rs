@@ -211,17 +211,21 @@ impl WorkQueue {
             self.clock.now(),
             self.config.order_of(&batch.task_type),
         )?;
-        self.insert_stream(batch.records.iter().map(|r| Ok(intake.resolve(r.clone())?)))
+        let inserted =
+            self.insert_stream(batch.records.iter().map(|r| Ok(intake.resolve(r.clone())?)));
+        inserted
+            .map_err(|e| name_repeated(e, batch.records.len(), |i| batch.records[i].id.as_str()))
     }
 
     /// Inserts resolved rows in one transaction (all or none), after checking each as
     /// [`WorkQueue::resolve_at`] would have made it (ids, `max_assignments`, attributes as a
     /// JSON object without NUL characters, times within year 9999).
     pub fn insert(&self, rows: &[NewItem]) -> Result<u64> {
-        self.insert_stream(rows.iter().map(|row| {
+        let inserted = self.insert_stream(rows.iter().map(|row| {
             check_row(row)?;
             Ok(row.clone())
-        }))
+        }));
+        inserted.map_err(|e| name_repeated(e, rows.len(), |i| rows[i].key.task_instance.as_str()))
     }
 
     /// Inserts the rows `rows` yields in one transaction, all or none, reading them as it
@@ -423,6 +427,32 @@ impl WorkQueue {
     /// The assignments of an item, by worker.
     pub fn assignments(&self, item: &ExecutionKey) -> Result<Vec<Assignment>> {
         Ok(self.store.assignment_list(item)?)
+    }
+}
+
+/// A [`StoreError::RepeatedItem`] of a batch held in memory (`len` records, ids by position)
+/// as the [`StoreError::DuplicateItem`] it is: the record of the range whose id an earlier
+/// record has, the earliest such. Reads the batch once, keeping only the range's ids. Other
+/// errors are returned unchanged.
+fn name_repeated<'a>(e: DocketError, len: usize, id: impl Fn(usize) -> &'a str) -> DocketError {
+    let DocketError::Store(StoreError::RepeatedItem { task, from, to }) = e else {
+        return e;
+    };
+    let start = usize::try_from(from.saturating_sub(1)).map_or(len, |i| i.min(len));
+    let end = usize::try_from(to).map_or(len, |i| i.min(len));
+    let mut first_at: HashMap<&str, usize> = HashMap::new();
+    for i in start..end {
+        first_at.entry(id(i)).or_insert(i);
+    }
+    let repeated = (0..start)
+        .filter_map(|i| first_at.get(id(i)).copied())
+        .min();
+    match repeated {
+        Some(i) => DocketError::Store(StoreError::DuplicateItem {
+            task,
+            item: id(i).to_owned(),
+        }),
+        None => DocketError::Store(StoreError::RepeatedItem { task, from, to }),
     }
 }
 

@@ -125,8 +125,10 @@ pub trait QueueStore: StoreInfo {
     /// Inserts the items `rows` yields in one transaction, all or none, reading them as it
     /// goes: a chunk at a time, each chunk one multi-row insert, so memory does not grow with
     /// the input. An id that exists (in the table, or earlier in `rows`) is
-    /// [`StoreError::DuplicateItem`]; an error `rows` yields is [`StoreError::Input`]; either
-    /// way nothing is inserted. Returns how many were inserted.
+    /// [`StoreError::DuplicateItem`], or [`StoreError::RepeatedItem`] where the database
+    /// ended the transaction before saying which id of a chunk repeats one of an earlier
+    /// chunk; an error `rows` yields is [`StoreError::Input`]; either way nothing is inserted.
+    /// Returns how many were inserted.
     fn item_insert_stream(
         &self,
         rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,

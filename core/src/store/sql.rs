@@ -604,19 +604,40 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
     ) -> Result<u64, StoreError> {
         let per = self.statements.item_rows_per_insert();
         let mut chunk = Vec::with_capacity(per);
-        self.connector.in_transaction(&mut |s| {
+        let mut read = 0u64;
+        let result = self.connector.in_transaction(&mut |s| {
             let mut inserted = 0;
             loop {
                 chunk.clear();
                 for row in (&mut *rows).take(per) {
                     chunk.push(row.map_err(|e| StoreError::Input(Box::new(e)))?);
+                    read += 1;
                 }
                 if chunk.is_empty() {
                     return Ok(inserted);
                 }
                 inserted += self.insert_item_chunk(s, &chunk)?;
             }
-        })
+        });
+        match result {
+            // The database rejected a duplicate and ended the transaction (PostgreSQL), so
+            // the id could not be asked there: ask now, rolled back, whether one of the
+            // chunk's ids came from an earlier batch; if none did, it repeats an earlier chunk.
+            Err(StoreError::Duplicate { .. }) if !chunk.is_empty() => {
+                let existing = self
+                    .connector
+                    .with_session(&mut |s| self.existing_id(s, &chunk))?;
+                Err(match existing {
+                    Some(key) => duplicate_item(&key),
+                    None => StoreError::RepeatedItem {
+                        task: chunk[0].key.task_name.clone(),
+                        from: read + 1 - chunk.len() as u64,
+                        to: read,
+                    },
+                })
+            }
+            other => other,
+        }
     }
 
     fn item_counts(&self) -> Result<Vec<ItemCount>, StoreError> {
@@ -844,43 +865,30 @@ impl<C: SqlConnector> SqlStore<C> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Inserts one chunk of a stream in the caller's transaction with one multi-row insert,
-    /// after checking its ids are new: within the chunk in memory, and in the table with one
-    /// query (which sees the earlier chunks of the same transaction), so that the error names
-    /// the item and every backend reports it alike.
+    /// Inserts one chunk of a stream in the caller's transaction with one multi-row insert.
+    /// An id repeated within the chunk is found in memory first. If the insert hits an id the
+    /// table has (from an earlier batch, or an earlier chunk of this one), the transaction is
+    /// asked which, where it is still usable (MySQL and SQLite undo only the failed
+    /// statement); where it is not (PostgreSQL), the plain [`StoreError::Duplicate`] goes up
+    /// and [`QueueStore::item_insert_stream`] asks after the rollback.
     fn insert_item_chunk(
         &self,
         s: &mut dyn SqlSession,
         chunk: &[NewItem],
     ) -> Result<u64, StoreError> {
-        let duplicate = |key: &ExecutionKey| StoreError::DuplicateItem {
-            task: key.task_name.clone(),
-            item: key.task_instance.clone(),
-        };
         let mut seen = HashSet::with_capacity(chunk.len());
         if let Some(row) = chunk.iter().find(|r| !seen.insert(&r.key)) {
-            return Err(duplicate(&row.key));
+            return Err(duplicate_item(&row.key));
         }
-        // A chunk of one batch has one task type; `item_insert_batch` callers may mix them.
-        let mut types: Vec<&str> = chunk.iter().map(|r| r.key.task_name.as_str()).collect();
-        types.sort_unstable();
-        types.dedup();
-        for task in types {
-            let of_type = || chunk.iter().filter(move |r| r.key.task_name == task);
-            let ids: Vec<&str> = of_type().map(|r| r.key.task_instance.as_str()).collect();
-            let present: HashSet<String> = decode_all(
-                s.query(&self.statements.item_ids_present(task, &ids))?,
-                |r| r.text("name"),
-            )?
-            .into_iter()
-            .collect();
-            if let Some(row) = of_type().find(|r| present.contains(&r.key.task_instance)) {
-                return Err(duplicate(&row.key));
+        let inserted = match s.execute(&self.statements.item_insert_rows(chunk)) {
+            Err(duplicate @ StoreError::Duplicate { .. }) => {
+                return Err(match self.existing_id(s, chunk) {
+                    Ok(Some(key)) => duplicate_item(&key),
+                    _ => duplicate,
+                })
             }
-        }
-        // A duplicate here was inserted by someone else since the check: the driver's error
-        // (StoreError::Duplicate) names the key.
-        let inserted = s.execute(&self.statements.item_insert_rows(chunk))?;
+            other => other?,
+        };
         if inserted != chunk.len() as u64 {
             return Err(StoreError::conflict(format!(
                 "inserted {inserted} of {} items",
@@ -888,6 +896,41 @@ impl<C: SqlConnector> SqlStore<C> {
             )));
         }
         Ok(inserted)
+    }
+
+    /// The first key of `chunk` (in its order) that the table has, one query per task type.
+    fn existing_id(
+        &self,
+        s: &mut dyn SqlSession,
+        chunk: &[NewItem],
+    ) -> Result<Option<ExecutionKey>, StoreError> {
+        // A chunk of one batch has one task type; `item_insert_batch` callers may mix them.
+        let mut types: Vec<&str> = chunk.iter().map(|r| r.key.task_name.as_str()).collect();
+        types.sort_unstable();
+        types.dedup();
+        let mut present = HashSet::new();
+        for task in types {
+            let ids: Vec<&str> = chunk
+                .iter()
+                .filter(|r| r.key.task_name == task)
+                .map(|r| r.key.task_instance.as_str())
+                .collect();
+            let stmt = self.statements.item_ids_present(task, &ids);
+            for id in decode_all(s.query(&stmt)?, |r| r.text("name"))? {
+                present.insert(ExecutionKey::new(task, id));
+            }
+        }
+        Ok(chunk
+            .iter()
+            .find(|r| present.contains(&r.key))
+            .map(|r| r.key.clone()))
+    }
+}
+
+fn duplicate_item(key: &ExecutionKey) -> StoreError {
+    StoreError::DuplicateItem {
+        task: key.task_name.clone(),
+        item: key.task_instance.clone(),
     }
 }
 
