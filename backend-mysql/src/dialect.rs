@@ -1,6 +1,7 @@
 //! How MySQL 8 and MariaDB 10.6+ spell docket's statements: one dialect for the family, with a
 //! [`Flavor`] for the few real differences between the two servers.
 
+use docket_core::dialect::order_index::{add_virtual_column, drop_index_on_table};
 use docket_core::dialect::{
     Capabilities, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle, SqlWriter,
 };
@@ -149,10 +150,7 @@ impl Dialect for MysqlDialect {
     }
 
     fn drop_index(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        w.push("DROP INDEX ")
-            .push(&self.quote_ident(index))
-            .push(" ON ")
-            .table(table);
+        drop_index_on_table(self, w, table, index);
     }
 
     /// A `VIRTUAL` column (computed when read, stored only in the index), typed as the key's
@@ -173,15 +171,7 @@ impl Dialect for MysqlDialect {
             ),
             GeneratedValue::Number => "DECIMAL(65, 30)".to_owned(),
         };
-        w.push("ALTER TABLE ")
-            .table(table)
-            .push(" ADD COLUMN ")
-            .push(&self.quote_ident(column))
-            .push(" ")
-            .push(&sql_type)
-            .push(" AS (")
-            .push(expr)
-            .push(") VIRTUAL");
+        add_virtual_column(self, w, table, column, &sql_type, expr);
     }
 
     /// The path is bound. Text (and timestamps, sortable UTC text) is unquoted and compared in

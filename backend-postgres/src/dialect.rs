@@ -1,6 +1,6 @@
 //! How PostgreSQL spells docket's statements.
 
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::dialect::{write_schema, Capabilities, Dialect, LockAndFetch, SqlWriter};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
@@ -64,14 +64,7 @@ impl Dialect for PgDialect {
 
     fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
         w.push("SELECT indexname AS name FROM pg_indexes WHERE schemaname = ");
-        match table.schema() {
-            Some(schema) => {
-                w.bind(schema);
-            }
-            None => {
-                w.push(self.current_schema());
-            }
-        }
+        write_schema(self, w, table);
         w.push(" AND tablename = ")
             .bind(table.table())
             .push(" AND indexname = ")

@@ -1,5 +1,6 @@
 //! How SQLite spells docket's statements.
 
+use docket_core::dialect::order_index::add_virtual_column;
 use docket_core::dialect::{
     Capabilities, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle, SqlWriter,
 };
@@ -93,15 +94,7 @@ impl Dialect for SqliteDialect {
             GeneratedValue::Text { .. } => "TEXT",
             GeneratedValue::Number => "ANY",
         };
-        w.push("ALTER TABLE ")
-            .table(table)
-            .push(" ADD COLUMN ")
-            .push(&self.quote_ident(column))
-            .push(" ")
-            .push(sql_type)
-            .push(" AS (")
-            .push(expr)
-            .push(") VIRTUAL");
+        add_virtual_column(self, w, table, column, sql_type, expr);
     }
 
     /// The schema (attached database) qualifies the index name, not the table.
@@ -117,34 +110,33 @@ impl Dialect for SqliteDialect {
     }
 
     fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        w.push("SELECT name FROM pragma_index_list(")
-            .bind(table.table());
-        if let Some(schema) = table.schema() {
-            w.push(", ").bind(schema);
-        }
-        w.push(") WHERE name = ").bind(index);
+        pragma_lookup(w, "pragma_index_list", table, index);
     }
 
     // `pragma_table_info` leaves generated columns out; `pragma_table_xinfo` lists them.
     fn generated_column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        w.push("SELECT name FROM pragma_table_xinfo(")
-            .bind(table.table());
-        if let Some(schema) = table.schema() {
-            w.push(", ").bind(schema);
-        }
-        w.push(") WHERE name = ").bind(column);
+        pragma_lookup(w, "pragma_table_xinfo", table, column);
     }
 
     // No information_schema: the `pragma_table_info` table-valued function lists the columns
     // (its `name` column is the column name). The schema argument selects an attached database.
     fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        w.push("SELECT name FROM pragma_table_info(")
-            .bind(table.table());
-        if let Some(schema) = table.schema() {
-            w.push(", ").bind(schema);
-        }
-        w.push(") WHERE name = ").bind(column);
+        pragma_lookup(w, "pragma_table_info", table, column);
     }
+}
+
+/// `SELECT name FROM <pragma>(<table>[, <schema>]) WHERE name = <name>`, every value bound: a
+/// catalogue look-up through a table-valued pragma function (the schema argument selects an
+/// attached database).
+fn pragma_lookup(w: &mut SqlWriter<'_>, pragma: &str, table: &TableName, name: &str) {
+    w.push("SELECT name FROM ")
+        .push(pragma)
+        .push("(")
+        .bind(table.table());
+    if let Some(schema) = table.schema() {
+        w.push(", ").bind(schema);
+    }
+    w.push(") WHERE name = ").bind(name);
 }
 
 #[cfg(test)]

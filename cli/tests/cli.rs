@@ -992,16 +992,21 @@ fn postgres_enqueue_and_list_in_a_custom_order() {
         .stderr(contains("score:int").and(contains("not text, number or timestamp")));
 }
 
+/// A fresh, fully migrated PostgreSQL schema, its URL, and a temporary directory for files.
+fn migrated_pg_and_dir() -> (PgSchema, String, tempfile::TempDir) {
+    let space = PgSchema::new();
+    let url = space.url();
+    migrate_all(&url);
+    (space, url, tempfile::tempdir().unwrap())
+}
+
 /// A file of several chunks is one transaction: a bad row on its last line, or an id used
 /// again thousands of rows later (past the reader's window: the database finds it), inserts
 /// nothing and names the line; the good file goes in whole. `docket queue` then lists the
 /// executions only and counts the items; `docket index` serves the custom order.
 #[test]
 fn postgres_enqueue_streams_a_large_file_all_or_nothing() {
-    let space = PgSchema::new();
-    let url = space.url();
-    let dir = tempfile::tempdir().unwrap();
-    migrate_all(&url);
+    let (_space, url, dir) = migrated_pg_and_dir();
     let rows = 20_000;
     let mut text = String::from("id,team,score\n");
     for i in 1..=rows {

@@ -348,10 +348,7 @@ impl Dialect for MssqlComputedColumns {
         OrderIndexStyle::GeneratedColumns
     }
     fn drop_index(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        w.push("DROP INDEX ")
-            .push(&self.quote_ident(index))
-            .push(" ON ")
-            .table(table);
+        docket_core::dialect::order_index::drop_index_on_table(self, w, table, index);
     }
 }
 

@@ -175,9 +175,13 @@ fn run_which<C: SqlConnector + Clone>(
     url: &str,
     ops: Ops<C>,
 ) -> Result<(), CliError> {
+    if (ops.ensure_database)(url)? {
+        eprintln!("created the database of {url}");
+    }
+    let plain = (ops.connect)(url, store_config(&args.table, false))?;
     match args.scenario {
-        Which::History => run_queue(args, url, ops),
-        Which::Intake | Which::CustomOrder => scale::run(args, url, ops),
+        Which::History => run_queue(args, url, ops, plain),
+        Which::Intake | Which::CustomOrder => scale::run(args, url, ops, plain),
     }
 }
 
@@ -335,12 +339,9 @@ fn run_queue<C: SqlConnector + Clone>(
     args: &QueueArgs,
     url: &str,
     ops: Ops<C>,
+    plain: SqlStore<C>,
 ) -> Result<(), CliError> {
-    if (ops.ensure_database)(url)? {
-        eprintln!("created the database of {url}");
-    }
     let config = store_config(&args.table, false);
-    let plain = (ops.connect)(url, config.clone())?;
     let name = plain.backend();
     let s = QueueScenario {
         now: Utc::now().trunc_subsecs(6),
@@ -394,27 +395,15 @@ fn run_queue<C: SqlConnector + Clone>(
              its own history lies in front of the first item it may take; the adversarial case",
         ),
     ] {
-        let own = progress::while_running(format!("scenario {key}: {WORKER}"), || {
-            measure(
-                &ops,
-                &plain,
-                &recording,
-                &timed,
-                args.calls,
-                task_type,
-                |_| WORKER.to_owned(),
-            )
-        })?;
-        let fresh = progress::while_running(format!("scenario {key}: fresh workers"), || {
-            measure(
-                &ops,
-                &plain,
-                &recording,
-                &timed,
-                args.calls,
-                task_type,
-                |i| format!("fresh-{key}-{i}"),
-            )
+        let run = |label: String, workers: &dyn Fn(u64) -> String| {
+            progress::while_running(label, || {
+                let calls = args.calls;
+                measure(&ops, &plain, &recording, &timed, calls, task_type, workers)
+            })
+        };
+        let own = run(format!("scenario {key}: {WORKER}"), &|_| WORKER.to_owned())?;
+        let fresh = run(format!("scenario {key}: fresh workers"), &|i| {
+            format!("fresh-{key}-{i}")
         })?;
         say!("");
         say!(

@@ -225,14 +225,7 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// MariaDB).
     fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
         w.push("SELECT DISTINCT index_name AS name FROM information_schema.statistics WHERE table_schema = ");
-        match table.schema() {
-            Some(schema) => {
-                w.bind(schema);
-            }
-            None => {
-                w.push(self.current_schema());
-            }
-        }
+        write_schema(self, w, table);
         w.push(" AND table_name = ")
             .bind(table.table())
             .push(" AND index_name = ")
@@ -243,17 +236,23 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// `table`, none otherwise. Default: `information_schema.columns`.
     fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
         w.push("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ");
-        match table.schema() {
-            Some(schema) => {
-                w.bind(schema);
-            }
-            None => {
-                w.push(self.current_schema());
-            }
-        }
+        write_schema(self, w, table);
         w.push(" AND table_name = ")
             .bind(table.table())
             .push(" AND column_name = ")
             .bind(column);
+    }
+}
+
+/// Writes the schema of `table` for a catalogue query: its schema, bound, or when it has none
+/// the dialect's [`Dialect::current_schema`] expression.
+pub fn write_schema<D: Dialect + ?Sized>(d: &D, w: &mut SqlWriter<'_>, table: &TableName) {
+    match table.schema() {
+        Some(schema) => {
+            w.bind(schema);
+        }
+        None => {
+            w.push(d.current_schema());
+        }
     }
 }

@@ -24,8 +24,9 @@
 //! get their own index. Nothing user-supplied is spliced: attribute names are validated
 //! identifiers and the DDL writer refuses any other text ([`SqlWriter::for_ddl`]).
 
-use super::{Rendered, SqlWriter, Statements};
+use super::{Dialect, Rendered, SqlWriter, Statements};
 use crate::error::StoreError;
+use crate::ident::TableName;
 use crate::ordering::{CustomKey, Direction, KeyType};
 
 /// How a dialect indexes a custom order (see the [module docs](self)).
@@ -82,6 +83,42 @@ pub struct OrderIndex {
     pub drop: Rendered,
     /// One row if the index exists.
     pub exists: Rendered,
+}
+
+/// Writes `ALTER TABLE <table> ADD COLUMN <column> <sql_type> AS (<expr>) VIRTUAL`: a
+/// generated column computed when read (and stored only in indexes), as MySQL/MariaDB and
+/// SQLite spell it.
+pub fn add_virtual_column<D: Dialect + ?Sized>(
+    d: &D,
+    w: &mut SqlWriter<'_>,
+    table: &TableName,
+    column: &str,
+    sql_type: &str,
+    expr: &str,
+) {
+    w.push("ALTER TABLE ")
+        .table(table)
+        .push(" ADD COLUMN ")
+        .push(&d.quote_ident(column))
+        .push(" ")
+        .push(sql_type)
+        .push(" AS (")
+        .push(expr)
+        .push(") VIRTUAL");
+}
+
+/// Writes `DROP INDEX <index> ON <table>`, as MySQL/MariaDB and SQL Server spell it (index
+/// names are per table there).
+pub fn drop_index_on_table<D: Dialect + ?Sized>(
+    d: &D,
+    w: &mut SqlWriter<'_>,
+    table: &TableName,
+    index: &str,
+) {
+    w.push("DROP INDEX ")
+        .push(&d.quote_ident(index))
+        .push(" ON ")
+        .table(table);
 }
 
 /// Hex digits of the hash in derived names.

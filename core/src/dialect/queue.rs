@@ -179,23 +179,13 @@ impl Statements<'_> {
     /// in order and each candidate is checked against the assignments primary key; items that
     /// are held or full are not in the `assignable = true` range at all.
     pub fn item_eligible(&self, q: &ForWorker<'_>, limit: Option<i64>, lock: bool) -> Rendered {
-        self.eligible(q, limit, lock, None)
+        self.item_eligible_indexed(q, limit, lock, None)
     }
 
-    /// [`Statements::item_eligible`] for a custom order whose [`OrderIndex`] has generated
-    /// columns: the same rows in the same order, sorted by those columns, which the index
-    /// holds in that order (see [`super::order_index`]).
+    /// [`Statements::item_eligible`], for a custom order whose [`OrderIndex`] (when given) has
+    /// generated columns: the same rows in the same order, sorted by those columns, which the
+    /// index holds in that order (see [`super::order_index`]).
     pub fn item_eligible_indexed(
-        &self,
-        q: &ForWorker<'_>,
-        limit: Option<i64>,
-        lock: bool,
-        index: &OrderIndex,
-    ) -> Rendered {
-        self.eligible(q, limit, lock, Some(index))
-    }
-
-    fn eligible(
         &self,
         q: &ForWorker<'_>,
         limit: Option<i64>,
@@ -513,11 +503,11 @@ impl Statements<'_> {
         if !index.order_by.is_empty() {
             all.push((
                 "item_next_custom_indexed",
-                self.item_eligible_indexed(&by_custom, Some(1), true, &index),
+                self.item_eligible_indexed(&by_custom, Some(1), true, Some(&index)),
             ));
             all.push((
                 "item_list_custom_indexed",
-                self.item_eligible_indexed(&by_custom, Some(10), false, &index),
+                self.item_eligible_indexed(&by_custom, Some(10), false, Some(&index)),
             ));
             let one = ForWorker {
                 key: Some(&key),
@@ -525,7 +515,7 @@ impl Statements<'_> {
             };
             all.push((
                 "item_lock_one_indexed",
-                self.item_eligible_indexed(&one, Some(1), true, &index),
+                self.item_eligible_indexed(&one, Some(1), true, Some(&index)),
             ));
         }
         Ok(all)

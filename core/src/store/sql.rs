@@ -655,44 +655,19 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
 
     fn order_index_create(&self, keys: &[CustomKey]) -> Result<IndexChange, StoreError> {
         let index = self.statements.order_index(keys)?;
-        let mut run = Vec::new();
-        for column in &index.columns {
-            if !self.exists(column.exists.clone())? {
-                self.execute(column.add.clone())?;
-                run.push(column.add.sql.clone());
-            }
-        }
-        if !self.exists(index.exists.clone())? {
-            self.execute(index.create.clone())?;
-            run.push(index.create.sql.clone());
-        }
-        self.forget_order_index(keys);
-        Ok(IndexChange {
-            index: index.name,
-            changed: !run.is_empty(),
-            statements: run,
-        })
+        let steps = index.columns.iter().map(|c| (&c.exists, &c.add));
+        let steps: Vec<_> = steps.chain([(&index.exists, &index.create)]).collect();
+        self.converge(keys, &index.name, &steps, true)
     }
 
     fn order_index_drop(&self, keys: &[CustomKey]) -> Result<IndexChange, StoreError> {
         let index = self.statements.order_index(keys)?;
-        let mut run = Vec::new();
-        if self.exists(index.exists.clone())? {
-            self.execute(index.drop.clone())?;
-            run.push(index.drop.sql.clone());
-        }
-        for column in &index.columns {
-            if self.exists(column.exists.clone())? {
-                self.execute(column.drop.clone())?;
-                run.push(column.drop.sql.clone());
-            }
-        }
-        self.forget_order_index(keys);
-        Ok(IndexChange {
-            index: index.name,
-            changed: !run.is_empty(),
-            statements: run,
-        })
+        let columns = index.columns.iter().map(|c| (&c.exists, &c.drop));
+        let steps: Vec<_> = [(&index.exists, &index.drop)]
+            .into_iter()
+            .chain(columns)
+            .collect();
+        self.converge(keys, &index.name, &steps, false)
     }
 
     fn order_index_exists(&self, keys: &[CustomKey]) -> Result<(String, bool), StoreError> {
@@ -719,7 +694,10 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
 
     fn item_list_for(&self, q: &ForWorker<'_>, limit: i64) -> Result<Vec<Item>, StoreError> {
         self.with_order_index(q, |index| {
-            self.items(self.eligible(q, Some(limit), false, index))
+            self.items(
+                self.statements
+                    .item_eligible_indexed(q, Some(limit), false, index),
+            )
         })
     }
 
@@ -761,12 +739,20 @@ impl<C: SqlConnector> SqlStore<C> {
         index: Option<&OrderIndex>,
     ) -> Result<Option<Item>, StoreError> {
         if !self.capabilities().claim_locks_examined_rows {
-            return self.claim_first(&self.eligible(q, Some(1), true, index), q, deadline);
+            return self.claim_first(
+                &self
+                    .statements
+                    .item_eligible_indexed(q, Some(1), true, index),
+                q,
+                deadline,
+            );
         }
         // The database would lock every row its locking read examines (for a sort: every
         // eligible row), and concurrent claimers would skip them all. Read the candidates in
         // order without locks, then lock and claim the first that is still eligible, by key.
-        let candidates = self.eligible(q, Some(CANDIDATES), false, index);
+        let candidates = self
+            .statements
+            .item_eligible_indexed(q, Some(CANDIDATES), false, index);
         for _ in 0..MAX_CANDIDATE_ROUNDS {
             let found = self.items(candidates.clone())?;
             if found.is_empty() {
@@ -777,7 +763,9 @@ impl<C: SqlConnector> SqlStore<C> {
                     key: Some(&item.key),
                     ..*q
                 };
-                let lock = self.eligible(&one, Some(1), true, index);
+                let lock = self
+                    .statements
+                    .item_eligible_indexed(&one, Some(1), true, index);
                 if let Some(claimed) = self.claim_first(&lock, q, deadline)? {
                     return Ok(Some(claimed));
                 }
@@ -791,19 +779,29 @@ impl<C: SqlConnector> SqlStore<C> {
         Ok(None)
     }
 
-    /// The eligible-items query: sorted by the order index's generated columns when given,
-    /// by the policy's expressions otherwise.
-    fn eligible(
+    /// Runs, in order, each step's statement whose object's existence (its query returns a
+    /// row) is not `wanted` yet: an order index and its columns created or dropped, resumably
+    /// (MySQL DDL is not transactional). Forgets what the store knew about the index.
+    fn converge(
         &self,
-        q: &ForWorker<'_>,
-        limit: Option<i64>,
-        lock: bool,
-        index: Option<&OrderIndex>,
-    ) -> Rendered {
-        match index {
-            Some(index) => self.statements.item_eligible_indexed(q, limit, lock, index),
-            None => self.statements.item_eligible(q, limit, lock),
+        keys: &[CustomKey],
+        index: &str,
+        steps: &[(&Rendered, &Rendered)],
+        wanted: bool,
+    ) -> Result<IndexChange, StoreError> {
+        let mut run = Vec::new();
+        for (exists, statement) in steps {
+            if self.exists((*exists).clone())? != wanted {
+                self.execute((*statement).clone())?;
+                run.push(statement.sql.clone());
+            }
         }
+        self.forget_order_index(keys);
+        Ok(IndexChange {
+            index: index.to_owned(),
+            changed: !run.is_empty(),
+            statements: run,
+        })
     }
 
     /// Runs `f` with the order index of `q`'s custom keys when the queries must name it (the

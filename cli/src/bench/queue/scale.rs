@@ -41,12 +41,8 @@ pub fn run<C: SqlConnector + Clone>(
     args: &QueueArgs,
     url: &str,
     ops: Ops<C>,
+    plain: SqlStore<C>,
 ) -> Result<(), CliError> {
-    if (ops.ensure_database)(url)? {
-        eprintln!("created the database of {url}");
-    }
-    let config = store_config(&args.table, false);
-    let plain = (ops.connect)(url, config.clone())?;
     let name = plain.backend();
     // A fresh table: a kept one of an earlier run goes first (migrating first makes sure
     // diesel's migration history exists for the drop to clean up).
