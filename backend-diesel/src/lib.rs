@@ -46,17 +46,25 @@ pub fn pool(e: r2d2::Error) -> StoreError {
     StoreError::connection(e)
 }
 
-/// Builds a pool that opens connections only when one is asked for, then checks one out so
-/// that a bad URL or an unreachable server fails here.
+/// Builds a pool that opens connections only when one is asked for, after one connection made
+/// directly: a permanent error (connection refused, unknown host, unknown database, bad
+/// credentials) is reported at once, in the driver's own words, as
+/// [`StoreError::Connection`]. Through the pool it would surface only after the pool's
+/// `connection_timeout` (30 s by default), as r2d2's "timed out waiting for connection". The
+/// pool then checks one connection out, so that what the direct connection skips (a connection
+/// customizer's session set-up) fails here too. A server that never answers is bounded by the
+/// driver's own connect timeout (libpq: `connect_timeout` in the URL).
 ///
 /// No `min_idle`: a pool that keeps an idle connection opens its replacement in a background
 /// thread whenever the idle one is checked out, and a program that exits while that thread is
 /// still connecting crashed in libpq's OpenSSL teardown (SIGSEGV in `OPENSSL_strcasecmp`, about
 /// one short `docket` command in ten against PostgreSQL).
-pub fn open_pool<M: r2d2::ManageConnection>(
-    builder: r2d2::Builder<M>,
-    manager: M,
-) -> Result<r2d2::Pool<M>, StoreError> {
+pub fn open_pool<M>(builder: r2d2::Builder<M>, manager: M) -> Result<r2d2::Pool<M>, StoreError>
+where
+    M: r2d2::ManageConnection,
+    M::Error: Send + Sync,
+{
+    drop(manager.connect().map_err(StoreError::connection)?);
     let connections = builder.min_idle(Some(0)).build(manager).map_err(pool)?;
     drop(connections.get().map_err(pool)?);
     Ok(connections)

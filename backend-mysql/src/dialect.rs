@@ -1,8 +1,12 @@
 //! How MySQL 8 and MariaDB 10.6+ spell docket's statements: one dialect for the family, with a
 //! [`Flavor`] for the few real differences between the two servers.
 
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::dialect::order_index::{add_virtual_column, drop_index_on_table};
+use docket_core::dialect::{
+    Capabilities, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle, SqlWriter,
+};
 use docket_core::ordering::{CustomKey, KeyType};
+use docket_core::TableName;
 use std::fmt;
 
 /// Which server of the MySQL family a store talks to. Everything docket's statements need is
@@ -150,6 +154,42 @@ impl Dialect for MysqlDialect {
     /// through the session time zone.
     fn timestamp_types(&self) -> &'static [&'static str] {
         &["datetime"]
+    }
+
+    fn max_insert_rows(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Neither server matches an `ORDER BY` expression to an index (MySQL substitutes
+    /// generated columns only in some `WHERE` comparisons, MariaDB 10.11 not at all): custom
+    /// orders are indexed through virtual generated columns, which the queries name.
+    fn order_index_style(&self) -> OrderIndexStyle {
+        OrderIndexStyle::GeneratedColumns
+    }
+
+    fn drop_index(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        drop_index_on_table(self, w, table, index);
+    }
+
+    /// A `VIRTUAL` column (computed when read, stored only in the index), typed as the key's
+    /// expression: text in the flavor's binary no-pad collation, numbers as `DECIMAL(65, 30)`.
+    fn add_generated_column(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        column: &str,
+        value: GeneratedValue,
+        expr: &str,
+    ) {
+        let sql_type = match value {
+            GeneratedValue::Missing => "TINYINT".to_owned(),
+            GeneratedValue::Text { chars } => format!(
+                "VARCHAR({chars}) CHARACTER SET utf8mb4 COLLATE {}",
+                self.flavor.key_collation()
+            ),
+            GeneratedValue::Number => "DECIMAL(65, 30)".to_owned(),
+        };
+        add_virtual_column(self, w, table, column, &sql_type, expr);
     }
 
     /// The path is bound. Text (and timestamps, sortable UTC text) is unquoted and compared in

@@ -111,6 +111,19 @@ impl Dialect for PgDialect {
         .bind(table.table());
     }
 
+    fn max_insert_rows(&self) -> usize {
+        usize::MAX
+    }
+
+    fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        w.push("SELECT indexname AS name FROM pg_indexes WHERE schemaname = ");
+        w.schema_of(table);
+        w.push(" AND tablename = ")
+            .bind(table.table())
+            .push(" AND indexname = ")
+            .bind(index);
+    }
+
     // No loose index scan before PostgreSQL 18 (`SELECT DISTINCT` reads the whole index): walk
     // the levels with one index probe each on (priority DESC NULLS LAST, execution_time).
     fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName) {
@@ -154,6 +167,70 @@ mod tests {
              AND CASE WHEN task_name IN ($3, $4) THEN TRUE END ORDER BY priority DESC NULLS LAST, execution_time ASC LIMIT $5"
         );
         assert_eq!(r.binds.len(), 5);
+    }
+
+    /// The order index holds the very expressions the claim sorts by: with each bind written
+    /// as its literal, every key expression of the index is in the query's `ORDER BY`, in the
+    /// same order.
+    #[test]
+    fn order_index_expressions_are_the_querys() {
+        use docket_core::dialect::queue::{sample_custom_keys, ForWorker};
+        use docket_core::dialect::Value;
+        use docket_core::PrimaryOrder;
+        for priority in [false, true] {
+            let policy = OrderingPolicy {
+                priority,
+                ..OrderingPolicy::default()
+            };
+            let s = Statements::new(&PgDialect, TableName::parse("app.jobs").unwrap(), policy);
+            let keys = sample_custom_keys();
+            let order = PrimaryOrder::Custom(keys.clone());
+            let q = ForWorker {
+                worker: "w",
+                task_type: "t",
+                order: &order,
+                now: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(),
+                key: None,
+            };
+            let r = s.item_eligible(&q, Some(1), true);
+            let mut sql = r.sql.clone();
+            for (i, value) in r.binds.iter().enumerate().rev() {
+                if let Value::Text(Some(text)) = value {
+                    sql = sql.replace(&format!("${}", i + 1), &format!("'{text}'"));
+                }
+            }
+            let order_by = &sql[sql.find(" ORDER BY ").unwrap() + 10..sql.find(" LIMIT").unwrap()];
+            let index = s.order_index(&keys).unwrap();
+            assert!(index.columns.is_empty() && index.order_by.is_empty());
+            assert!(index.name.starts_with("jobs_ord_"), "{}", index.name);
+            let create = &index.create.sql;
+            assert!(
+                create.starts_with(&format!(
+                    "CREATE INDEX \"{}\" ON \"app\".\"jobs\" (task_name, assignable, ",
+                    index.name
+                )),
+                "{create}"
+            );
+            // The query sorts by `<missing flag>, <value> ASC|DESC` per key; the index holds
+            // `(<missing flag>), (<value>)[ DESC]`.
+            let mut at = 0;
+            for key in &keys {
+                let mut value = docket_core::dialect::SqlWriter::for_ddl(&PgDialect);
+                PgDialect.json_attribute(&mut value, key);
+                let value = value.finish_ddl().unwrap().sql;
+                let flag = format!("CASE WHEN {value} IS NULL THEN 1 ELSE 0 END");
+                let found = order_by[at..].find(&format!("{flag}, {value}")).unwrap();
+                at += found + flag.len();
+                assert!(create.contains(&format!("({flag}), ({value})")), "{create}");
+            }
+            assert_eq!(
+                create.contains("priority DESC NULLS LAST"),
+                priority,
+                "{create}"
+            );
+            assert!(create.ends_with("record_date, record_order)"), "{create}");
+            assert!(index.create.binds.is_empty());
+        }
     }
 
     #[test]

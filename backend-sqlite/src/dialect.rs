@@ -1,6 +1,9 @@
 //! How SQLite spells docket's statements.
 
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::dialect::order_index::add_virtual_column;
+use docket_core::dialect::{
+    Capabilities, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle, SqlWriter,
+};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
@@ -70,12 +73,60 @@ impl Dialect for SqliteDialect {
         }
     }
 
+    fn max_insert_rows(&self) -> usize {
+        usize::MAX
+    }
+
+    /// SQLite matches an index expression only to the same expression with the same literal,
+    /// not to one written with a bound value (as docket's queries are): custom orders are
+    /// indexed through virtual generated columns, which the queries name.
+    fn order_index_style(&self) -> OrderIndexStyle {
+        OrderIndexStyle::GeneratedColumns
+    }
+
+    /// A `VIRTUAL` column typed as docket's tables are (`STRICT`): numbers `ANY`, so that
+    /// integers and reals stay as computed and compare numerically.
+    fn add_generated_column(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        column: &str,
+        value: GeneratedValue,
+        expr: &str,
+    ) {
+        let sql_type = match value {
+            GeneratedValue::Missing => "INTEGER",
+            GeneratedValue::Text { .. } => "TEXT",
+            GeneratedValue::Number => "ANY",
+        };
+        add_virtual_column(self, w, table, column, sql_type, expr);
+    }
+
+    /// The schema (attached database) qualifies the index name, not the table.
+    fn create_index_head(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        w.push("CREATE INDEX ");
+        if let Some(schema) = table.schema() {
+            w.push(&self.quote_ident(schema)).push(".");
+        }
+        w.push(&self.quote_ident(index))
+            .push(" ON ")
+            .push(&self.quote_ident(table.table()))
+            .push(" (");
+    }
+
+    fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        pragma_lookup(w, "pragma_index_list", table, index);
+    }
+
+    // `pragma_table_info` leaves generated columns out; `pragma_table_xinfo` lists them.
+    fn generated_column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
+        pragma_lookup(w, "pragma_table_xinfo", table, column);
+    }
+
     // No information_schema: the `pragma_table_info` table-valued function lists the columns
     // (its `name` column is the column name). The schema argument selects an attached database.
     fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        w.push("SELECT name FROM ");
-        pragma(w, "pragma_table_info", table.table(), table.schema());
-        w.push(" WHERE name = ").bind(column);
+        pragma_lookup(w, "pragma_table_info", table, column);
     }
 
     /// `pragma_table_info`: `type` is the declared type as written in `CREATE TABLE`.
@@ -112,6 +163,20 @@ fn pragma(w: &mut SqlWriter<'_>, name: &str, arg: &str, schema: Option<&str>) {
         w.push(", ").bind(schema);
     }
     w.push(")");
+}
+
+/// `SELECT name FROM <pragma>(<table>[, <schema>]) WHERE name = <name>`, every value bound: a
+/// catalogue look-up through a table-valued pragma function (the schema argument selects an
+/// attached database).
+fn pragma_lookup(w: &mut SqlWriter<'_>, pragma: &str, table: &TableName, name: &str) {
+    w.push("SELECT name FROM ")
+        .push(pragma)
+        .push("(")
+        .bind(table.table());
+    if let Some(schema) = table.schema() {
+        w.push(", ").bind(schema);
+    }
+    w.push(") WHERE name = ").bind(name);
 }
 
 #[cfg(test)]

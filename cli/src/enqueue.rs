@@ -7,6 +7,7 @@ use docket_core::queue::csv::CsvItems;
 use docket_core::WorkQueue;
 use std::io::Read;
 use std::path::PathBuf;
+use std::time::Instant;
 
 /// Arguments of `docket enqueue`.
 ///
@@ -36,9 +37,10 @@ pub struct Args {
 }
 
 /// Rows between two progress updates.
-const TICK: u64 = 1024;
+const TICK: u64 = 4096;
 
-/// Runs `docket enqueue`.
+/// Runs `docket enqueue`: reads, checks and inserts the file in chunks within one
+/// transaction, so memory does not grow with the file and a bad row anywhere inserts nothing.
 pub fn run(args: &Args) -> Result<(), CliError> {
     let backend = backends::for_url(&args.target.database_url)?;
     let config = store_config(&args.target.table, false);
@@ -71,32 +73,25 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     } else {
         args.csv.display().to_string()
     };
-    let bar = match len {
-        Some(len) => progress::bytes(len, format!("reading {name}")),
-        None => progress::spinner(format!("reading {name}")),
-    };
-    // Resolve the whole file before inserting anything.
-    let mut rows = Vec::new();
-    let read = (|| {
-        while let Some(item) = items.next() {
-            rows.push(item?);
-            if items.rows_read() % TICK == 0 {
-                bar.set_position(items.bytes_read());
-                bar.set_message(format!("reading {name}: {} rows", items.rows_read()));
-            }
-        }
-        Ok::<_, docket_core::DocketError>(())
-    })();
+    let bar = progress::bytes(len, format!("enqueueing {name}"));
+    let started = Instant::now();
+    let shown = bar.clone();
+    items.on_progress(TICK, move |rows, bytes| {
+        let rate = rows as f64 / started.elapsed().as_secs_f64().max(1e-3);
+        shown.set_position(bytes);
+        shown.set_message(format!("enqueueing {name}: {rows} rows ({rate:.0} rows/s)"));
+    });
+    let inserted = queue.enqueue_items(&mut items);
     bar.finish_and_clear();
-    read?;
-    let inserted = progress::while_running(format!("inserting {} items", rows.len()), || {
-        queue.insert(&rows)
-    })?;
+    let inserted = inserted?;
+    let took = started.elapsed().as_secs_f64();
     say!(
-        "enqueued {inserted} items of task {} as batch {} (max assignments {})",
+        "enqueued {inserted} items of task {} as batch {} (max assignments {}) in {took:.1} s \
+         ({:.0} rows/s)",
         args.task,
         items.batch_id(),
-        args.max_assignments
+        args.max_assignments,
+        inserted as f64 / took.max(1e-3)
     );
     Ok(())
 }

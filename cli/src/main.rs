@@ -17,6 +17,7 @@ mod demo;
 mod enqueue;
 mod error;
 mod explain;
+mod index;
 mod progress;
 mod queue;
 mod web;
@@ -39,11 +40,14 @@ enum Command {
     /// Apply pending migrations to a docket table and print the versions applied (with --adopt:
     /// take over an existing table, such as db-scheduler's, first).
     Migrate(MigrateArgs),
-    /// Show what would be handed out next: due, unpicked executions in hand-out order, or with
-    /// --worker the work-queue items a worker would get.
+    /// Show what would be handed out next: due, unpicked executions in hand-out order (and how
+    /// many work-queue items the table holds), or with --worker the work-queue items a worker
+    /// would get.
     Queue(queue::Args),
     /// Enqueue a CSV file as one batch of work-queue items (all rows or none).
     Enqueue(enqueue::Args),
+    /// Create (or with --drop, drop) the index serving a task type's custom work-queue order.
+    Index(index::Args),
     /// Print the SQL a backend's dialect emits (and, with --database-url, the query plan).
     Explain(explain::Args),
     /// Run a real scheduler on an embedded SQLite file and narrate the order of execution.
@@ -189,6 +193,7 @@ fn main() -> ExitCode {
         Command::Migrate(args) => migrate(args),
         Command::Queue(args) => queue::run(args),
         Command::Enqueue(args) => enqueue::run(args),
+        Command::Index(args) => index::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Demo => demo::run(),
         Command::Bench(args) => bench::run(args),

@@ -25,15 +25,25 @@ pub fn bar(len: u64, message: impl Into<String>) -> ProgressBar {
     bar
 }
 
-/// A bar counting `len` bytes of input.
-pub fn bytes(len: u64, message: impl Into<String>) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    if let Ok(style) =
-        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} [{elapsed}]")
-    {
+/// A bar counting `len` bytes of input, with the rate and the time left; without a length
+/// (standard input), a spinner with the bytes read and the rate. The message is the caller's
+/// (e.g. rows read and rows per second).
+pub fn bytes(len: Option<u64>, message: impl Into<String>) -> ProgressBar {
+    let (bar, template) = match len {
+        Some(len) => (
+            ProgressBar::new(len),
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec}, ETA {eta} [{elapsed}]",
+        ),
+        None => (
+            ProgressBar::new_spinner(),
+            "{spinner} {msg} {bytes} {binary_bytes_per_sec} [{elapsed}]",
+        ),
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_message(message.into());
+    bar.enable_steady_tick(Duration::from_millis(200));
     bar
 }
 

@@ -4,9 +4,9 @@
 use crate::error::CliError;
 use crate::{backends, progress, store_config, Target};
 use chrono::{SecondsFormat, Utc};
-use docket_core::queue::{Item, MAX_WORKER_LEN};
+use docket_core::queue::{Item, ItemCount, MAX_WORKER_LEN};
 use docket_core::store::DueParams;
-use docket_core::{DocketError, Execution, WorkQueue};
+use docket_core::{Direction, DocketError, Execution, KeyType, PrimaryOrder, WorkQueue};
 
 /// Arguments of `docket queue`.
 #[derive(Debug, clap::Args)]
@@ -53,29 +53,52 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let backend = backends::for_url(&args.target.database_url)?;
     let config = store_config(&args.target.table, args.priority);
     let now = Utc::now();
-    let due = progress::while_running("reading the queue", || -> Result<_, CliError> {
+    let (due, items) = progress::while_running("reading the queue", || -> Result<_, CliError> {
         let store = backend.connect(&args.target.database_url, config)?;
         store.check_schema()?;
-        let names = match &args.task {
-            Some(task) => vec![task.clone()],
-            None => store
-                .execution_summary()?
-                .into_iter()
-                .map(|s| s.task_name)
-                .collect(),
-        };
+        // The task names of executions: work-queue items' task types are not listed (the
+        // statement leaves out rows with `max_assignments` when the table has that column).
+        let names: Vec<String> = store
+            .execution_unresolved_names(&[])?
+            .into_iter()
+            .filter(|name| args.task.as_ref().is_none_or(|task| task == name))
+            .collect();
         let params = DueParams {
             now,
             task_names: &names,
             limit: args.limit,
         };
-        Ok(store.execution_fetch_due(&params)?)
+        let items = store
+            .item_counts()?
+            .into_iter()
+            .filter(|c| args.task.as_ref().is_none_or(|task| *task == c.task_type))
+            .collect::<Vec<_>>();
+        Ok((store.execution_fetch_due(&params)?, items))
     })?;
     if args.json {
         say!("{}", serde_json::to_string_pretty(&to_json(&due))?);
     } else {
         print_table(&due, args.priority, now)?;
+        print_item_counts(&items)?;
     }
+    Ok(())
+}
+
+/// The footer of the executions listing: how many work-queue items the table holds (they are
+/// not listed; `--worker` lists them).
+fn print_item_counts(counts: &[ItemCount]) -> Result<(), CliError> {
+    let items: i64 = counts.iter().map(|c| c.items).sum();
+    if items == 0 {
+        return Ok(());
+    }
+    let open: i64 = counts.iter().map(|c| c.open).sum();
+    let types: Vec<&str> = counts.iter().map(|c| c.task_type.as_str()).collect();
+    say!(
+        "the table also holds {} ({open} open) of task type(s) {}, not listed here: \
+         `docket queue --worker W --task T` lists what a worker would get",
+        count(items.unsigned_abs() as usize, "work-queue item"),
+        types.join(", ")
+    );
     Ok(())
 }
 
@@ -162,17 +185,64 @@ fn run_worker(args: &Args, worker: &str, task: &str) -> Result<(), CliError> {
     let backend = backends::for_url(&args.target.database_url)?;
     let config = store_config(&args.target.table, args.priority);
     let now = Utc::now();
-    let items = progress::while_running("reading the work queue", || -> Result<_, CliError> {
-        let store = backend.connect(&args.target.database_url, config)?;
-        let queue = WorkQueue::new(store, args.order.config(task))?;
-        Ok(queue.list_for(worker, task, args.limit)?)
-    })?;
+    let (items, index) =
+        progress::while_running("reading the work queue", || -> Result<_, CliError> {
+            let store = backend.connect(&args.target.database_url, config)?;
+            let queue = WorkQueue::new(store, args.order.config(task))?;
+            let index = match &args.order.order {
+                Some(_) => Some(queue.order_index(task)?),
+                None => None,
+            };
+            Ok((queue.list_for(worker, task, args.limit)?, index))
+        })?;
     if args.json {
         say!("{}", serde_json::to_string_pretty(&items_json(&items)?)?);
     } else {
-        print_items(&items, worker, task, args.priority, now)?;
+        let order = order_description(args.order.order.as_ref(), args.priority, index);
+        print_items(&items, worker, task, now, &order)?;
     }
     Ok(())
+}
+
+/// The hand-out order in words, for the footer: priority when on, then the custom keys (and
+/// whether an index serves them) or FIFO.
+fn order_description(
+    order: Option<&PrimaryOrder>,
+    priority: bool,
+    index: Option<(String, bool)>,
+) -> String {
+    let mut parts = Vec::new();
+    if priority {
+        parts.push("priority (highest first, NULL last)".to_owned());
+    }
+    let keys = order.map(PrimaryOrder::custom_keys).unwrap_or_default();
+    for key in keys {
+        let kind = match key.kind {
+            KeyType::Text => "text",
+            KeyType::Number => "number",
+            KeyType::Timestamp => "timestamp",
+        };
+        let direction = match key.direction {
+            Direction::Asc => "ascending",
+            Direction::Desc => "descending",
+        };
+        parts.push(format!(
+            "{} ({kind}, {direction}, missing last)",
+            key.attribute
+        ));
+    }
+    parts.push("record date".to_owned());
+    parts.push("record order".to_owned());
+    let mut text = parts.join(", then ");
+    match index {
+        Some((name, true)) => text.push_str(&format!(" (custom order served by index {name})")),
+        Some((name, false)) => text.push_str(&format!(
+            " (custom order not indexed: each call sorts the type's open items; \
+             `docket index` creates {name})"
+        )),
+        None => {}
+    }
+    text
 }
 
 /// The record key's JSON form, `{"hitOrder":1,"hitOrderDate":"2020-03-11T10:15:55.935"}`.
@@ -207,8 +277,8 @@ fn print_items(
     items: &[Item],
     worker: &str,
     task: &str,
-    priority: bool,
     now: chrono::DateTime<Utc>,
+    order: &str,
 ) -> Result<(), CliError> {
     if items.is_empty() {
         say!("nothing of {task} for worker {worker} at {}", time(now));
@@ -226,11 +296,6 @@ fn print_items(
         ]
     }));
     print_rows(&rows)?;
-    let order = if priority {
-        "priority (highest first, NULL last), then record date, then record order"
-    } else {
-        "record date, then record order"
-    };
     say!(
         "{} for worker {worker}, in hand-out order: {order}",
         count(items.len(), "item")

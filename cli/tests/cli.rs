@@ -145,7 +145,7 @@ fn migrate_then_queue(
 #[test]
 fn help_lists_every_command() {
     let help = stdout_of(docket().arg("--help"));
-    for command in ["migrate", "queue", "enqueue", "explain", "demo"] {
+    for command in ["migrate", "queue", "enqueue", "index", "explain", "demo"] {
         assert!(
             help.lines().any(|l| l.trim_start().starts_with(command)),
             "{command} missing from:\n{help}"
@@ -435,6 +435,68 @@ fn postgres_explain_analyzes_without_claiming() {
     // ANALYZE ran the claim in a rolled-back transaction: everything is still due.
     let queued = stdout_of(docket().args(["queue", "--database-url", &url, "--json"]));
     assert_eq!(instances(&queued).len(), 5);
+}
+
+/// Runs a command that must fail; returns its stderr and how long it took.
+fn failing(args: &[&str]) -> (String, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let out = docket().args(args).assert().failure().get_output().clone();
+    (
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        started.elapsed(),
+    )
+}
+
+/// A permanent connection error is reported with the driver's own words, at once, not after
+/// the pool's 30 s connection timeout as "timed out waiting for connection". (The bound is a
+/// correctness check, far above the few milliseconds it takes.)
+#[test]
+fn permanent_connection_errors_fail_fast_in_the_drivers_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = format!("sqlite://{}/no/such/dir/x.db", dir.path().display());
+    for (url, words) in [
+        ("postgres://x@127.0.0.1:1/db", "Connection refused"),
+        (
+            "postgres://x@no-such-host.invalid/db",
+            "no-such-host.invalid",
+        ),
+        ("mysql://x@127.0.0.1:1/db", "127.0.0.1"),
+        (missing.as_str(), "Unable to open the database file"),
+    ] {
+        let (stderr, took) = failing(&["migrate", "--database-url", url]);
+        assert!(stderr.contains("connection failed"), "{url}: {stderr}");
+        assert!(stderr.contains(words), "{url}: {stderr}");
+        assert!(!stderr.contains("timed out"), "{url}: {stderr}");
+        assert!(took < std::time::Duration::from_secs(10), "{url}: {took:?}");
+    }
+}
+
+/// An unknown database and an unknown role on a live server fail as fast, naming them.
+#[test]
+fn postgres_unknown_database_and_role_fail_fast() {
+    let admin = docket_compat_tests::servers::postgres::admin_url()
+        .unwrap_or_else(|e| panic!("NOT RUN: postgres: {e}"))
+        .to_owned();
+    let (base, query) = admin.split_once('?').unwrap_or((&admin, ""));
+    let (server, _db) = base.rsplit_once('/').unwrap();
+    let query = if query.is_empty() {
+        String::new()
+    } else {
+        format!("?{query}")
+    };
+    let no_db = format!("{server}/docket_no_such_db{query}");
+    let (scheme, rest) = server.split_once("://").unwrap();
+    let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    let no_role = format!("{scheme}://docket_no_such_role@{host}/postgres{query}");
+    for (url, words) in [
+        (no_db.as_str(), "\"docket_no_such_db\" does not exist"),
+        (no_role.as_str(), "docket_no_such_role"),
+    ] {
+        let (stderr, took) = failing(&["migrate", "--database-url", url]);
+        assert!(stderr.contains("connection failed"), "{url}: {stderr}");
+        assert!(stderr.contains(words), "{url}: {stderr}");
+        assert!(took < std::time::Duration::from_secs(10), "{url}: {took:?}");
+    }
 }
 
 #[test]
@@ -755,7 +817,10 @@ fn postgres_enqueue_csv_then_list_for_a_worker() {
     enqueue_cmd(&url, "label", &good)
         .args(["--batch", "b1"])
         .assert()
-        .failure();
+        .failure()
+        .stderr(contains(
+            "CSV line 2, column \"id\": item id \"b1/1\" already exists",
+        ));
     assert_eq!(worker_queue(&url, "w1", "label").len(), 7);
 
     // Without --batch the batch id is the start time, compactly.
@@ -941,6 +1006,159 @@ fn postgres_enqueue_and_list_in_a_custom_order() {
         .assert()
         .failure()
         .stderr(contains("score:int").and(contains("not text, number or timestamp")));
+}
+
+/// A fresh, fully migrated PostgreSQL schema, its URL, and a temporary directory for files.
+fn migrated_pg_and_dir() -> (PgSchema, String, tempfile::TempDir) {
+    let space = PgSchema::new();
+    let url = space.url();
+    migrate_all(&url);
+    (space, url, tempfile::tempdir().unwrap())
+}
+
+/// A file of several chunks is one transaction: a bad row on its last line, or an id used
+/// again thousands of rows later (past the reader's window: the database finds it), inserts
+/// nothing and names the line; the good file goes in whole. `docket queue` then lists the
+/// executions only and counts the items; `docket index` serves the custom order.
+#[test]
+fn postgres_enqueue_streams_a_large_file_all_or_nothing() {
+    let (_space, url, dir) = migrated_pg_and_dir();
+    let rows = 20_000;
+    let mut text = String::from("id,team,score\n");
+    for i in 1..=rows {
+        text.push_str(&format!("r{i},t{},{}\n", i % 7, i % 100));
+    }
+    let order = "team,score:number:desc";
+    let enqueue = |file: &str| {
+        let mut cmd = enqueue_cmd(&url, "big", file);
+        cmd.args(["--order", order]);
+        cmd
+    };
+    let last_line = rows + 2;
+    let bad_last = csv_file(&dir, "bad-last.csv", &format!("{text}late,t1,lots\n"));
+    enqueue(&bad_last)
+        .assert()
+        .failure()
+        .stderr(contains(format!(
+            "CSV line {last_line}, column \"score\": not a number"
+        )));
+    // PostgreSQL ends the transaction at the duplicate key, before the row can be named: the
+    // error names the lines of the chunk (rows 16385..20001 of 4096-row inserts).
+    let repeated = csv_file(&dir, "repeated.csv", &format!("{text}r2,t1,1\n"));
+    enqueue(&repeated)
+        .assert()
+        .failure()
+        .stderr(contains(format!(
+            "CSV line 16386, column \"id\": an item id on lines 16386 to {last_line} repeats \
+             one given more than 16384 rows earlier in this file; nothing was inserted"
+        )));
+    // Within the reader's window the error names both lines.
+    let near = csv_file(&dir, "near.csv", &format!("{text}r{rows},t1,1\n"));
+    enqueue(&near).assert().failure().stderr(contains(format!(
+        "CSV line {last_line}, column \"id\": duplicate item id \"r{rows}\" (first on line {})",
+        last_line - 1
+    )));
+    assert!(
+        worker_queue(&url, "w", "big").is_empty(),
+        "nothing inserted"
+    );
+
+    let good = csv_file(&dir, "good.csv", &text);
+    enqueue(&good)
+        .assert()
+        .success()
+        .stdout(contains(format!("enqueued {rows} items of task big")));
+    SchedulerClient::new(pg_store(&url, false))
+        .unwrap()
+        .schedule(
+            WORK.instance("due-now")
+                .scheduled_to(Utc::now() - Duration::seconds(1)),
+        )
+        .unwrap();
+    let listed = stdout_of(docket().args(["queue", "--database-url", &url]));
+    assert!(listed.contains("due-now"), "{listed}");
+    assert!(
+        !listed.contains("r1 "),
+        "items are not executions: {listed}"
+    );
+    assert!(
+        listed.contains(&format!(
+            "the table also holds {rows} work-queue items ({rows} open) of task type(s) big"
+        )),
+        "{listed}"
+    );
+    let json = stdout_of(docket().args(["queue", "--database-url", &url, "--json"]));
+    assert_eq!(instances(&json), ["due-now"]);
+
+    let list = || {
+        let mut cmd = docket();
+        cmd.args([
+            "queue",
+            "--database-url",
+            &url,
+            "--worker",
+            "w",
+            "--task",
+            "big",
+        ])
+        .args(["--order", order, "--limit", "2"]);
+        stdout_of(&mut cmd)
+    };
+    let before = list();
+    assert!(before.contains("custom order not indexed"), "{before}");
+    assert!(
+        before.contains(
+            "in hand-out order: team (text, ascending, missing last), then score (number, \
+             descending, missing last), then record date, then record order"
+        ),
+        "{before}"
+    );
+    let index = |extra: &[&str]| {
+        let mut cmd = docket();
+        cmd.args([
+            "index",
+            "--database-url",
+            &url,
+            "--task",
+            "big",
+            "--order",
+            order,
+        ])
+        .args(extra);
+        stdout_of(&mut cmd)
+    };
+    let created = index(&[]);
+    assert!(created.contains("CREATE INDEX"), "{created}");
+    assert!(
+        created.contains("created index scheduled_tasks_ord_"),
+        "{created}"
+    );
+    assert!(index(&[]).contains("exists already: nothing to do"));
+    let after = list();
+    assert!(
+        after.contains("custom order served by index scheduled_tasks_ord_"),
+        "{after}"
+    );
+    let items = |out: &str| {
+        out.lines()
+            .skip(1)
+            .take(2)
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        items(&before),
+        items(&after),
+        "the same items, in the same order"
+    );
+    assert!(
+        before.contains(" r399 "),
+        "t0 first, then the highest score: {before}"
+    );
+    let dropped = index(&["--drop"]);
+    assert!(dropped.contains("DROP INDEX"), "{dropped}");
+    assert!(dropped.contains("dropped index"), "{dropped}");
+    assert!(index(&["--drop"]).contains("nothing to drop"));
 }
 
 #[test]

@@ -87,6 +87,8 @@ macro_rules! compat_cases {
             poison_rows_never_block_a_poll,
             poll_failures_are_listener_events,
             mixed_fleet_with_db_scheduler_nodes,
+            queue_intake_streams_all_or_nothing,
+            queue_order_index_serves_the_same_order,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

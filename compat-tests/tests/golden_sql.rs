@@ -8,7 +8,9 @@
 //! Oracle parser reads `:1`-style binds as placeholders too; both are parsed verbatim, with no
 //! textual substitution.
 
-use docket_core::dialect::{Dialect, LockAndFetch, Rendered, Statements};
+use docket_core::dialect::{
+    Dialect, LockAndFetch, OrderIndexStyle, Rendered, SqlWriter, Statements,
+};
 use docket_core::migrate::{plan, split_statements, MigrationFile};
 use docket_core::store::sql::AdoptPlan;
 use docket_core::{OrderingPolicy, TableName};
@@ -408,4 +410,121 @@ fn adopt_creates_only_missing_indexes() {
         out.push('\n');
     }
     insta::assert_snapshot!("adopt_indexes", out);
+}
+
+fn render_all(statements: Vec<(impl AsRef<str>, Rendered)>) -> String {
+    statements
+        .into_iter()
+        .map(|(name, r)| {
+            format!(
+                "-- {} ({} binds)\n{}\n\n",
+                name.as_ref(),
+                r.binds.len(),
+                r.sql
+            )
+        })
+        .collect()
+}
+
+/// Streaming intake (the multi-row insert, the id check, the item counts) and the index of a
+/// two-key custom order (its DDL, and where the dialect indexes with generated columns the
+/// queries that sort by them), for the backends that run the queue, priority off and on.
+#[test]
+fn queue_scale_statements() {
+    for dialect in &dialects()[..3] {
+        for priority in [false, true] {
+            let s = Statements::new(*dialect, table(), policy(priority));
+            let mut text = render_all(s.queue_scale_catalogue().expect("renders"));
+            text.push_str(&render_all(s.order_index_catalogue().expect("renders")));
+            let toggle = if priority {
+                "priority_on"
+            } else {
+                "priority_off"
+            };
+            insta::assert_snapshot!(format!("queue_scale_{}__{toggle}", dialect.name()), text);
+        }
+    }
+}
+
+/// SQL Server as its dialect will state it once its work queue lands (branch `mssql-oracle`):
+/// a custom order is indexed through computed columns, and `DROP INDEX` names the table. Every
+/// other fact is `MssqlDialect`'s.
+#[derive(Debug)]
+struct MssqlComputedColumns;
+
+impl Dialect for MssqlComputedColumns {
+    fn name(&self) -> &'static str {
+        docket_mssql::MssqlDialect.name()
+    }
+    fn capabilities(&self) -> docket_core::dialect::Capabilities {
+        docket_mssql::MssqlDialect.capabilities()
+    }
+    fn placeholder(&self, n: usize) -> String {
+        docket_mssql::MssqlDialect.placeholder(n)
+    }
+    fn quote_ident(&self, ident: &str) -> String {
+        docket_mssql::MssqlDialect.quote_ident(ident)
+    }
+    fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &docket_core::CustomKey) {
+        docket_mssql::MssqlDialect.json_attribute(w, key);
+    }
+    fn order_index_style(&self) -> OrderIndexStyle {
+        OrderIndexStyle::GeneratedColumns
+    }
+    fn drop_index(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        docket_core::dialect::order_index::drop_index_on_table(self, w, table, index);
+    }
+}
+
+/// The index of a custom order on SQL Server (computed columns over `JSON_VALUE`, then an
+/// index on them) and Oracle (a function-based index on the `JSON_VALUE` expressions), golden
+/// and parsed; neither runs the queue on the build machines.
+#[test]
+fn order_index_mssql_and_oracle() {
+    let mssql = MssqlComputedColumns;
+    let oracle = docket_oracle::OracleDialect;
+    for (dialect, parser, name) in [
+        (
+            &mssql as &dyn Dialect,
+            &MsSqlDialect {} as &dyn sqlparser::dialect::Dialect,
+            "mssql",
+        ),
+        (&oracle, &OracleDialect {}, "oracle"),
+    ] {
+        let index = Statements::new(dialect, table(), policy(true))
+            .order_index(&docket_core::dialect::queue::sample_custom_keys())
+            .expect("renders");
+        let mut ddl: Vec<(String, Rendered)> = index
+            .columns
+            .iter()
+            .map(|c| (format!("add_column {}", c.name), c.add.clone()))
+            .collect();
+        ddl.push(("create_index".to_owned(), index.create.clone()));
+        ddl.push(("drop_index".to_owned(), index.drop.clone()));
+        ddl.extend(
+            index
+                .columns
+                .iter()
+                .map(|c| (format!("drop_column {}", c.name), c.drop.clone())),
+        );
+        for (what, r) in &ddl {
+            assert!(r.binds.is_empty(), "{what}: DDL takes no binds");
+            // sqlparser 0.64 reads no T-SQL computed column (`ADD c AS (expr)`): its shape is
+            // checked here, the rest is parsed. Known gap (never run on a server): SQL Server
+            // reads custom keys through an OPENJSON subquery, which a computed column may not
+            // hold, so this DDL would be refused there; see docs/DESIGN.md.
+            if name == "mssql" && what.starts_with("add_column") {
+                assert!(
+                    r.sql.starts_with("ALTER TABLE [app].[jobs] ADD [ord_")
+                        && r.sql.contains("] AS (")
+                        && r.sql.contains("OPENJSON(custom_attributes)"),
+                    "{}",
+                    r.sql
+                );
+                continue;
+            }
+            parse(parser, &format!("{name} {what}"), &r.sql);
+        }
+        insta::assert_snapshot!(format!("order_index_{name}"), render_all(ddl));
+    }
 }

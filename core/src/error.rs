@@ -71,6 +71,25 @@ pub enum StoreError {
         /// Item id.
         item: String,
     },
+    /// An item id of a batch repeats one given earlier in the same batch, more than a chunk
+    /// before: the database found it and ended the transaction before it could say which. It
+    /// is the id of one of the batch's records `from..=to` (1-based, in batch order). The
+    /// batch was rolled back. The work queue names the item where it can
+    /// ([`DuplicateItem`](StoreError::DuplicateItem) for a typed batch, a CSV line range).
+    #[error("an item id of {task} among records {from} to {to} repeats one given earlier in the batch; batch rolled back")]
+    RepeatedItem {
+        /// Task type.
+        task: String,
+        /// First record of the range (1-based).
+        from: u64,
+        /// Last record of the range.
+        to: u64,
+    },
+    /// The input of a streaming insert failed (a record was rejected, or reading it failed);
+    /// the transaction was rolled back and nothing was inserted. Carries the caller's error,
+    /// which the work queue hands back as it was.
+    #[error(transparent)]
+    Input(Box<DocketError>),
     /// A migration name that the backend does not ship.
     #[error("unknown migration {name:?}; known: {known}")]
     UnknownMigration {

@@ -15,6 +15,10 @@
 //! MySQL/MariaDB `ANALYZE FORMAT=JSON` and handler reads); then `--calls` more `next_for` +
 //! `submit` pairs run through a plain store and the median `next_for` wall time is printed
 //! (the claim transaction included). The last line is the summary (see [`summary`]).
+//!
+//! `--scenario intake` and `--scenario custom-order` measure the work queue at scale instead
+//! (module [`scale`]): `docket enqueue` of a generated CSV (rows/s, peak memory, a bad row near
+//! the end), and `next_for` with a two-key custom order with and without its index.
 
 // Built without both of its backends (the CLI's `postgres` and `mysql` features), the command
 // only reports that it cannot run: its machinery is then unused, not wrong.
@@ -31,6 +35,7 @@ use docket_core::bench::{Call, QueuePlan, QueueScenario, QueueType, Recording};
 use docket_core::dialect::Rendered;
 use docket_core::store::sql::{SqlConnector, SqlStore};
 use docket_core::{QueueConfig, Store, StoreConfig, StoreError, StoreInfo, TableName, WorkQueue};
+use docket_diesel::bench::ScenarioSql;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,9 +46,31 @@ pub const TYPE_A: &str = "bench-queue-a";
 /// Scenario B's task type (`max_assignments = 2`).
 pub const TYPE_B: &str = "bench-queue-b";
 
+mod scale;
+
+/// What `docket bench queue` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Which {
+    /// `next_for` for a worker with a long history against a fresh worker (FIFO).
+    History,
+    /// `docket enqueue` of a generated CSV of `--intake-rows` rows, in a child process:
+    /// rows/s and peak memory; first with a bad row on line `--intake-rows - 1`, which must
+    /// leave nothing inserted, then the good file.
+    Intake,
+    /// The intake above, then `next_for` with the two-key custom order
+    /// `team,score:number:desc` on those items, without and with its index.
+    CustomOrder,
+}
+
 /// Arguments of `docket bench queue`.
 #[derive(Debug, clap::Args)]
 pub struct QueueArgs {
+    /// What to measure.
+    #[arg(long, value_enum, default_value = "history")]
+    scenario: Which,
+    /// Data rows of the generated CSV (scenarios intake and custom-order).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(3..))]
+    intake_rows: u64,
     /// postgres or mysql.
     #[arg(long, value_name = "BACKEND")]
     backend: String,
@@ -79,6 +106,8 @@ struct Ops<C: SqlConnector> {
     load: LoadFn<C>,
     plan: fn(&SqlStore<C>, &Rendered) -> Result<QueuePlan, StoreError>,
     drop: fn(&SqlStore<C>) -> Result<(), StoreError>,
+    /// Refreshes the planner's statistics of the table.
+    analyze: fn(&SqlStore<C>) -> Result<(), StoreError>,
     /// How the plan is obtained.
     plan_label: &'static str,
     /// What `Cost::reads` counts.
@@ -86,13 +115,18 @@ struct Ops<C: SqlConnector> {
 }
 
 macro_rules! ops {
-    ($krate:ident, $label:literal, $unit:literal) => {
+    ($krate:ident, $scenario:expr, $label:literal, $unit:literal) => {
         Ops {
             connect: $krate::connect,
             ensure_database: $krate::bench::ensure_database,
             load: $krate::bench::load_queue,
             plan: $krate::bench::queue_plan,
             drop: docket_diesel::bench::drop_scenario,
+            analyze: |st| {
+                let table = &st.config().table;
+                st.connector()
+                    .with_session(&mut |s| $scenario(st).analyze(s, table))
+            },
             plan_label: $label,
             unit: $unit,
         }
@@ -104,7 +138,7 @@ pub fn run(args: &QueueArgs) -> Result<(), CliError> {
     let backend = crate::backends::by_name(&args.backend)?;
     // Each measured worker takes one recorded item and `calls` timed ones, per scenario.
     let taken = 2 * (args.calls + 1);
-    if args.worked + taken > args.items {
+    if args.scenario == Which::History && args.worked + taken > args.items {
         return Err(CliError::Bench(format!(
             "--items {} must exceed --worked {} by at least {taken} (2 x (--calls + 1))",
             args.items, args.worked
@@ -113,21 +147,25 @@ pub fn run(args: &QueueArgs) -> Result<(), CliError> {
     let (url, _tmp) = database_url(backend, args.database_url.as_deref())?;
     match backend.name() {
         #[cfg(feature = "postgres")]
-        "postgres" => run_queue(
+        "postgres" => run_which(
             args,
             &url,
             ops!(
                 docket_postgres,
+                |_| docket_postgres::bench::PgScenario,
                 "EXPLAIN (ANALYZE, BUFFERS)",
                 "shared buffers hit+read of the top plan node, EXPLAIN (ANALYZE, BUFFERS)"
             ),
         ),
         #[cfg(feature = "mysql")]
-        "mysql" => run_queue(
+        "mysql" => run_which(
             args,
             &url,
             ops!(
                 docket_mysql,
+                |st: &docket_mysql::MysqlStore| docket_mysql::bench::MysqlScenario(
+                    st.connector().meta().flavor()
+                ),
                 "ANALYZE FORMAT=JSON",
                 "Handler_read_* delta of the session (rows the engine handed over)"
             ),
@@ -135,6 +173,21 @@ pub fn run(args: &QueueArgs) -> Result<(), CliError> {
         other => Err(CliError::Bench(format!(
             "bench queue runs on postgres or mysql (each a cargo feature of the CLI), not {other}"
         ))),
+    }
+}
+
+fn run_which<C: SqlConnector + Clone>(
+    args: &QueueArgs,
+    url: &str,
+    ops: Ops<C>,
+) -> Result<(), CliError> {
+    if (ops.ensure_database)(url)? {
+        eprintln!("created the database of {url}");
+    }
+    let plain = (ops.connect)(url, store_config(&args.table, false))?;
+    match args.scenario {
+        Which::History => run_queue(args, url, ops, plain),
+        Which::Intake | Which::CustomOrder => scale::run(args, url, ops, plain),
     }
 }
 
@@ -187,13 +240,13 @@ fn measure<C: SqlConnector>(
     plain: &SqlStore<C>,
     recording: &Arc<SqlStore<Recording<C>>>,
     timed: &WorkQueue,
-    args: &QueueArgs,
+    calls: u64,
     task_type: &str,
     workers: impl Fn(u64) -> String,
 ) -> Result<Figures, CliError> {
     let recorded = WorkQueue::new(
         Arc::clone(recording) as Arc<dyn Store>,
-        QueueConfig::default(),
+        timed.config().clone(),
     )?;
     recording.connector().take();
     take_one(&recorded, &workers(0), task_type)?;
@@ -214,7 +267,7 @@ fn measure<C: SqlConnector>(
         plan.cost.micros = best;
     }
     let (mut next_for, mut submit) = (Vec::new(), Vec::new());
-    for i in 1..=args.calls {
+    for i in 1..=calls {
         let (n, s) = take_one(timed, &workers(i), task_type)?;
         next_for.push(micros(n));
         submit.push(micros(s));
@@ -292,12 +345,9 @@ fn run_queue<C: SqlConnector + Clone>(
     args: &QueueArgs,
     url: &str,
     ops: Ops<C>,
+    plain: SqlStore<C>,
 ) -> Result<(), CliError> {
-    if (ops.ensure_database)(url)? {
-        eprintln!("created the database of {url}");
-    }
     let config = store_config(&args.table, false);
-    let plain = (ops.connect)(url, config.clone())?;
     let name = plain.backend();
     let s = QueueScenario {
         now: Utc::now().trunc_subsecs(6),
@@ -351,15 +401,15 @@ fn run_queue<C: SqlConnector + Clone>(
              its own history lies in front of the first item it may take; the adversarial case",
         ),
     ] {
-        let own = progress::while_running(format!("scenario {key}: {WORKER}"), || {
-            measure(&ops, &plain, &recording, &timed, args, task_type, |_| {
-                WORKER.to_owned()
+        let run = |label: String, workers: &dyn Fn(u64) -> String| {
+            progress::while_running(label, || {
+                let calls = args.calls;
+                measure(&ops, &plain, &recording, &timed, calls, task_type, workers)
             })
-        })?;
-        let fresh = progress::while_running(format!("scenario {key}: fresh workers"), || {
-            measure(&ops, &plain, &recording, &timed, args, task_type, |i| {
-                format!("fresh-{key}-{i}")
-            })
+        };
+        let own = run(format!("scenario {key}: {WORKER}"), &|_| WORKER.to_owned())?;
+        let fresh = run(format!("scenario {key}: fresh workers"), &|i| {
+            format!("fresh-{key}-{i}")
         })?;
         say!("");
         say!(

@@ -8,6 +8,7 @@ mod end_to_end;
 mod lifecycle;
 mod ordering;
 mod queue;
+mod queue_scale;
 mod schema;
 
 pub use claims::*;
@@ -21,6 +22,7 @@ pub use end_to_end::*;
 pub use lifecycle::*;
 pub use ordering::*;
 pub use queue::*;
+pub use queue_scale::*;
 pub use schema::*;
 
 use docket_core::store::{DueParams, Execution};

@@ -349,38 +349,8 @@ pub fn queue_custom_order_two_keys(h: &dyn Harness, t: Toggle) {
     cfg.orders
         .insert(TASK.to_owned(), PrimaryOrder::Custom(keys));
     let q = queue(&ctx, cfg);
-    let rows = [
-        ("no-team", json!({"score": 99})),
-        ("a-9", json!({"team": "a", "score": "9"})),
-        ("b-1", json!({"team": "b", "score": 1})),
-        ("a-none", json!({"team": "a"})),
-        ("a-10", json!({"team": "a", "score": "10"})),
-        ("B-0", json!({"team": "B", "score": 0.5})),
-        ("nothing", json!({})),
-        ("a-minus", json!({"team": "a", "score": -2.5})),
-        // Exact beyond f64: 2^53 + 1 sorts before 2^53 descending; a trailing space sorts after.
-        (
-            "a-big",
-            json!({"team": "a", "score": 9_007_199_254_740_993i64}),
-        ),
-        (
-            "a-big-1",
-            json!({"team": "a", "score": 9_007_199_254_740_992i64}),
-        ),
-        ("a -space", json!({"team": "a ", "score": 1})),
-    ];
-    let recs = rows
-        .iter()
-        .map(|(id, attrs)| Record {
-            attributes: attrs.as_object().cloned().unwrap_or_default(),
-            ..Record::new(*id)
-        })
-        .collect();
+    let (recs, expected) = two_key_records();
     q.enqueue(&batch(1, recs)).unwrap();
-    let expected = [
-        "B-0", "a-big", "a-big-1", "a-10", "a-9", "a-minus", "a-none", "a -space", "b-1",
-        "no-team", "nothing",
-    ];
     assert_eq!(sees(&q, "w"), expected);
     assert_eq!(take(&q, "w"), "B-0");
 
@@ -396,6 +366,44 @@ pub fn queue_custom_order_two_keys(h: &dyn Harness, t: Toggle) {
         q.item(&key("ok")).unwrap().is_none(),
         "nothing of the batch"
     );
+}
+
+/// Records for the custom order `team` (text, ascending), `score` (number, descending), and
+/// the order they are handed out in: numbers given as numbers or numeric text, missing and
+/// mistyped values last, integers exact beyond `f64` (2^53 + 1 sorts before 2^53 descending),
+/// a trailing space significant.
+pub(super) fn two_key_records() -> (Vec<Record>, Vec<&'static str>) {
+    let rows = [
+        ("no-team", json!({"score": 99})),
+        ("a-9", json!({"team": "a", "score": "9"})),
+        ("b-1", json!({"team": "b", "score": 1})),
+        ("a-none", json!({"team": "a"})),
+        ("a-10", json!({"team": "a", "score": "10"})),
+        ("B-0", json!({"team": "B", "score": 0.5})),
+        ("nothing", json!({})),
+        ("a-minus", json!({"team": "a", "score": -2.5})),
+        (
+            "a-big",
+            json!({"team": "a", "score": 9_007_199_254_740_993i64}),
+        ),
+        (
+            "a-big-1",
+            json!({"team": "a", "score": 9_007_199_254_740_992i64}),
+        ),
+        ("a -space", json!({"team": "a ", "score": 1})),
+    ];
+    let records = rows
+        .iter()
+        .map(|(id, attrs)| Record {
+            attributes: attrs.as_object().cloned().unwrap_or_default(),
+            ..Record::new(*id)
+        })
+        .collect();
+    let expected = vec![
+        "B-0", "a-big", "a-big-1", "a-10", "a-9", "a-minus", "a-none", "a -space", "b-1",
+        "no-team", "nothing",
+    ];
+    (records, expected)
 }
 
 /// `extend` raises `max_assignments`: the "2+1" third assignment.

@@ -2,10 +2,12 @@
 //! quoting, limits, NULL ordering, the skip-locked idiom, insert-if-absent); the statements
 //! themselves are rendered once, in [`statements`], from those facts.
 
+pub mod order_index;
 pub mod queue;
 pub mod statements;
 pub mod writer;
 
+pub use order_index::{GeneratedValue, OrderIndex, OrderIndexStyle};
 pub use statements::{Column, Due, Level, Statements};
 pub use writer::{Rendered, SqlWriter, Value};
 
@@ -204,6 +206,86 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
                     .push(") AS DECIMAL(38, 10))");
             }
         }
+    }
+
+    /// Most rows one `INSERT ... VALUES (...), (...)` may list. Default 1000, SQL Server's
+    /// limit; dialects without one return `usize::MAX`.
+    fn max_insert_rows(&self) -> usize {
+        1000
+    }
+
+    /// How a custom order is indexed (see [`order_index`]). Default
+    /// [`OrderIndexStyle::Expressions`]: an index on the expressions the queries sort by.
+    fn order_index_style(&self) -> OrderIndexStyle {
+        OrderIndexStyle::Expressions
+    }
+
+    /// Writes a statement adding the generated column `column` (a validated, derived name) that
+    /// computes `expr` (rendered DDL text of docket's own expressions), holding `value`.
+    /// Default: SQL Server's computed column, `ALTER TABLE t ADD c AS (expr)`.
+    fn add_generated_column(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        column: &str,
+        _value: GeneratedValue,
+        expr: &str,
+    ) {
+        w.push("ALTER TABLE ")
+            .table(table)
+            .push(" ADD ")
+            .push(&self.quote_ident(column))
+            .push(" AS (")
+            .push(expr)
+            .push(")");
+    }
+
+    /// Writes a query returning one row (one text column named `name`) if the generated
+    /// column `column` exists on `table`. Default: [`Dialect::column_exists`].
+    fn generated_column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
+        self.column_exists(w, table, column);
+    }
+
+    /// Writes a statement dropping `column` of `table`. Default: `ALTER TABLE t DROP COLUMN c`.
+    fn drop_column(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
+        w.push("ALTER TABLE ")
+            .table(table)
+            .push(" DROP COLUMN ")
+            .push(&self.quote_ident(column));
+    }
+
+    /// Writes `CREATE INDEX <index> ON <table> (`; the caller writes the parts and `)`.
+    /// Default: the index name unqualified (it lives in the table's schema), the table
+    /// qualified. SQLite qualifies the index name instead.
+    fn create_index_head(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        w.push("CREATE INDEX ")
+            .push(&self.quote_ident(index))
+            .push(" ON ")
+            .table(table)
+            .push(" (");
+    }
+
+    /// Writes a statement dropping the index `index` of `table`. Default: `DROP INDEX
+    /// [schema.]index` (PostgreSQL, SQLite, Oracle); MySQL and SQL Server name the table
+    /// instead (`DROP INDEX i ON t`).
+    fn drop_index(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        w.push("DROP INDEX ");
+        if let Some(schema) = table.schema() {
+            w.push(&self.quote_ident(schema)).push(".");
+        }
+        w.push(&self.quote_ident(index));
+    }
+
+    /// Writes a query returning one row (one text column named `name`) if the index `index`
+    /// exists on `table`, none otherwise. Default: `information_schema.statistics` (MySQL,
+    /// MariaDB).
+    fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        w.push("SELECT DISTINCT index_name AS name FROM information_schema.statistics WHERE table_schema = ");
+        w.schema_of(table);
+        w.push(" AND table_name = ")
+            .bind(table.table())
+            .push(" AND index_name = ")
+            .bind(index);
     }
 
     /// Writes a query returning one row (one text column named `name`) if `column` exists on

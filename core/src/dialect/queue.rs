@@ -2,10 +2,12 @@
 //! (alias `i`); assignments live in `<table>_assignments` (alias `a`). Every value is bound.
 
 use super::statements::{Level, Statements};
+use super::OrderIndex;
 use super::{Rendered, SqlWriter, Value};
-use crate::ordering::PrimaryOrder;
+use crate::error::StoreError;
+use crate::ordering::{CustomKey, Direction, KeyType, PrimaryOrder};
 pub use crate::records::ForWorker;
-use crate::records::{AssignmentStatus, ExecutionKey, Finish, Finishing, NewItem};
+use crate::records::{AssignmentStatus, ExecutionKey, Finish, Finishing, NewItem, RecordKey};
 use chrono::{DateTime, Utc};
 
 /// The item columns, in select-list order.
@@ -21,6 +23,13 @@ pub const ITEM_COLUMNS: [&str; 10] = [
     "assignments",
     "held_by",
 ];
+
+/// Columns an item insert writes without `priority` (see [`Statements::item_insert_rows`]).
+const ITEM_INSERT_COLUMNS: usize = 13;
+
+/// Most items one multi-row insert carries, whatever the bind limit: beyond a few thousand rows
+/// a statement saves no more round-trip time, and its text and binds only grow.
+pub const MAX_ROWS_PER_INSERT: usize = 4096;
 
 /// The assignment columns, in select-list order.
 pub const ASSIGNMENT_COLUMNS: [&str; 5] =
@@ -50,8 +59,8 @@ impl Statements<'_> {
             .bind(key.task_instance.as_str());
     }
 
-    /// Inserts one item (a plain insert: an existing id fails the batch).
-    pub fn item_insert(&self, item: &NewItem) -> Rendered {
+    /// The columns an item insert writes, with `item`'s values, in insert order.
+    fn item_values(&self, item: &NewItem) -> Vec<(&'static str, Value)> {
         let mut cols = vec![
             ("task_name", Value::from(item.key.task_name.as_str())),
             (
@@ -76,14 +85,81 @@ impl Statements<'_> {
         if self.policy().priority {
             cols.push(("priority", Value::SmallInt(item.priority)));
         }
-        let names: Vec<_> = cols.iter().map(|(c, _)| *c).collect();
+        cols
+    }
+
+    /// `INSERT INTO <table> (<item columns>) VALUES `.
+    fn item_insert_head(&self, names: &[&str]) -> SqlWriter<'_> {
         let mut w = SqlWriter::new(self.dialect());
         w.push("INSERT INTO ")
             .table(self.table())
             .push(" (")
             .push(&names.join(", "))
-            .push(") VALUES ")
-            .bind_list(cols.into_iter().map(|(_, v)| v));
+            .push(") VALUES ");
+        w
+    }
+
+    /// Inserts one item (a plain insert: an existing id fails the batch).
+    pub fn item_insert(&self, item: &NewItem) -> Rendered {
+        self.item_insert_rows(std::slice::from_ref(item))
+    }
+
+    /// Inserts `items` with one multi-row `INSERT ... VALUES (...), (...)` (plain: an existing
+    /// id fails it). At most [`Statements::item_rows_per_insert`] items fit one statement.
+    pub fn item_insert_rows(&self, items: &[NewItem]) -> Rendered {
+        let mut rows = items.iter().map(|item| self.item_values(item));
+        let Some(first) = rows.next() else {
+            // Nothing to insert: a statement that inserts nothing.
+            let mut w = SqlWriter::new(self.dialect());
+            w.push("SELECT 1 FROM ")
+                .table(self.table())
+                .push(" WHERE 1 = 0");
+            return w.finish();
+        };
+        let names: Vec<_> = first.iter().map(|(c, _)| *c).collect();
+        let mut w = self.item_insert_head(&names);
+        for (i, row) in std::iter::once(first).chain(rows).enumerate() {
+            if i > 0 {
+                w.push(", ");
+            }
+            w.bind_list(row.into_iter().map(|(_, v)| v));
+        }
+        w.finish()
+    }
+
+    /// How many items one [`Statements::item_insert_rows`] may carry: as many as the dialect's
+    /// bind limit allows at one bind per column ([`Dialect::max_binds`]), at most
+    /// [`Dialect::max_insert_rows`] and [`MAX_ROWS_PER_INSERT`].
+    ///
+    /// [`Dialect::max_binds`]: super::Dialect::max_binds
+    /// [`Dialect::max_insert_rows`]: super::Dialect::max_insert_rows
+    pub fn item_rows_per_insert(&self) -> usize {
+        let columns = ITEM_INSERT_COLUMNS + usize::from(self.policy().priority);
+        (self.dialect().max_binds() / columns)
+            .min(self.dialect().max_insert_rows())
+            .clamp(1, MAX_ROWS_PER_INSERT)
+    }
+
+    /// The ids among `ids` that items of `task_type` already have, as column `name`.
+    pub fn item_ids_present(&self, task_type: &str, ids: &[&str]) -> Rendered {
+        let mut w = SqlWriter::new(self.dialect());
+        w.push("SELECT task_instance AS name FROM ")
+            .table(self.table())
+            .push(" WHERE task_name = ")
+            .bind(task_type)
+            .push(" AND task_instance IN ")
+            .bind_list(ids.iter().copied());
+        w.finish()
+    }
+
+    /// Work-queue items per task type: `task_name`, `items` (all) and `open` (assignable now).
+    pub fn item_counts(&self) -> Rendered {
+        let mut w = SqlWriter::new(self.dialect());
+        w.push("SELECT task_name, COUNT(*) AS items, SUM(CASE WHEN assignable = ")
+            .bind(true)
+            .push(" THEN 1 ELSE 0 END) AS open FROM ")
+            .table(self.table())
+            .push(" WHERE max_assignments IS NOT NULL GROUP BY task_name ORDER BY task_name");
         w.finish()
     }
 
@@ -103,6 +179,19 @@ impl Statements<'_> {
     /// in order and each candidate is checked against the assignments primary key; items that
     /// are held or full are not in the `assignable = true` range at all.
     pub fn item_eligible(&self, q: &ForWorker<'_>, limit: Option<i64>, lock: bool) -> Rendered {
+        self.item_eligible_indexed(q, limit, lock, None)
+    }
+
+    /// [`Statements::item_eligible`], for a custom order whose [`OrderIndex`] (when given) has
+    /// generated columns: the same rows in the same order, sorted by those columns, which the
+    /// index holds in that order (see [`super::order_index`]).
+    pub fn item_eligible_indexed(
+        &self,
+        q: &ForWorker<'_>,
+        limit: Option<i64>,
+        lock: bool,
+        index: Option<&OrderIndex>,
+    ) -> Rendered {
         let limit = self.eligible_limit(q, limit, lock);
         let mut w = self.item_select(limit);
         if lock {
@@ -128,7 +217,10 @@ impl Statements<'_> {
             .push(" OR a.deadline > ")
             .bind(q.now)
             .push("))");
-        self.push_order(&mut w, Level::Any, q.order);
+        match index.filter(|ix| !ix.order_by.is_empty()) {
+            Some(ix) => self.push_order_by_columns(&mut w, ix),
+            None => self.push_order(&mut w, Level::Any, q.order),
+        }
         if let Some(n) = limit {
             self.dialect().limit(&mut w, n);
         }
@@ -146,6 +238,24 @@ impl Statements<'_> {
     fn eligible_limit(&self, q: &ForWorker<'_>, limit: Option<i64>, lock: bool) -> Option<i64> {
         let by_key_unlimited = lock && q.key.is_some() && self.dialect().row_locator().is_some();
         limit.filter(|_| !by_key_unlimited)
+    }
+
+    /// `ORDER BY` over an order index's generated columns: priority first when on, then each
+    /// key's missing flag and value, then record date and order (the index's own order).
+    fn push_order_by_columns(&self, w: &mut SqlWriter<'_>, index: &OrderIndex) {
+        w.push(" ORDER BY ");
+        if self.policy().priority {
+            w.push(&self.dialect().desc_nulls_last("priority"))
+                .push(", ");
+        }
+        for (column, direction) in &index.order_by {
+            w.push(&self.dialect().quote_ident(column))
+                .push(match direction {
+                    Direction::Asc => " ASC, ",
+                    Direction::Desc => " DESC, ",
+                });
+        }
+        w.push("record_date ASC, record_order ASC");
     }
 
     /// Marks a locked, assignable item held by `worker` and counts the assignment. Guarded by
@@ -312,22 +422,9 @@ impl Statements<'_> {
     /// Every work-queue statement, rendered with fixed sample arguments (as
     /// [`Statements::catalogue`]): FIFO and a two-key custom order.
     pub fn queue_catalogue(&self) -> Vec<(&'static str, Rendered)> {
-        use crate::ordering::{CustomKey, Direction, KeyType};
-        use crate::records::RecordKey;
-        let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 1, 1, 0, 0, 0)
-            .single()
-            .unwrap_or_default();
+        let (now, key, item) = sample_item();
         let later = now + chrono::Duration::minutes(30);
-        let key = ExecutionKey::new("review", "batch-1/1");
-        let custom = PrimaryOrder::Custom(
-            [
-                CustomKey::new("team", KeyType::Text, Direction::Asc),
-                CustomKey::new("score", KeyType::Number, Direction::Desc),
-            ]
-            .into_iter()
-            .filter_map(Result::ok)
-            .collect(),
-        );
+        let custom = PrimaryOrder::Custom(sample_custom_keys());
         let fifo = ForWorker {
             worker: "w1",
             task_type: "review",
@@ -338,18 +435,6 @@ impl Statements<'_> {
         let by_custom = ForWorker {
             order: &custom,
             ..fifo
-        };
-        let item = NewItem {
-            key: key.clone(),
-            data: None,
-            available_at: now,
-            record: RecordKey {
-                date: now,
-                order: 1,
-            },
-            custom_attributes: Some(r#"{"team":"a","score":3}"#.into()),
-            max_assignments: 2,
-            priority: Some(5),
         };
         vec![
             ("item_insert", self.item_insert(&item)),
@@ -393,4 +478,90 @@ impl Statements<'_> {
             ("assignment_list", self.assignment_list(&key)),
         ]
     }
+
+    /// The statements of streaming intake and of indexed custom orders, with sample arguments:
+    /// a two-row insert, the id check, the per-type counts, and (where the dialect indexes with
+    /// generated columns) the claim and the listing that sort by them.
+    pub fn queue_scale_catalogue(&self) -> Result<Vec<(&'static str, Rendered)>, StoreError> {
+        let (now, key, first) = sample_item();
+        let second = NewItem {
+            key: ExecutionKey::new("review", "batch-1/2"),
+            record: RecordKey {
+                date: now,
+                order: 2,
+            },
+            custom_attributes: None,
+            priority: None,
+            ..first.clone()
+        };
+        let custom = PrimaryOrder::Custom(sample_custom_keys());
+        let by_custom = ForWorker {
+            worker: "w1",
+            task_type: "review",
+            order: &custom,
+            now,
+            key: None,
+        };
+        let mut all = vec![
+            ("item_insert_rows", self.item_insert_rows(&[first, second])),
+            (
+                "item_ids_present",
+                self.item_ids_present("review", &["batch-1/1", "batch-1/2"]),
+            ),
+            ("item_counts", self.item_counts()),
+        ];
+        let index = self.order_index(&sample_custom_keys())?;
+        if !index.order_by.is_empty() {
+            all.push((
+                "item_next_custom_indexed",
+                self.item_eligible_indexed(&by_custom, Some(1), true, Some(&index)),
+            ));
+            all.push((
+                "item_list_custom_indexed",
+                self.item_eligible_indexed(&by_custom, Some(10), false, Some(&index)),
+            ));
+            let one = ForWorker {
+                key: Some(&key),
+                ..by_custom
+            };
+            all.push((
+                "item_lock_one_indexed",
+                self.item_eligible_indexed(&one, Some(1), true, Some(&index)),
+            ));
+        }
+        Ok(all)
+    }
+}
+
+/// The sample arguments of the catalogues: a fixed `now`, an item key and the item.
+fn sample_item() -> (DateTime<Utc>, ExecutionKey, NewItem) {
+    let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 1, 1, 0, 0, 0)
+        .single()
+        .unwrap_or_default();
+    let key = ExecutionKey::new("review", "batch-1/1");
+    let item = NewItem {
+        key: key.clone(),
+        data: None,
+        available_at: now,
+        record: RecordKey {
+            date: now,
+            order: 1,
+        },
+        custom_attributes: Some(r#"{"team":"a","score":3}"#.into()),
+        max_assignments: 2,
+        priority: Some(5),
+    };
+    (now, key, item)
+}
+
+/// The two-key custom order the catalogues render: `team` (text, ascending), then `score`
+/// (number, descending).
+pub fn sample_custom_keys() -> Vec<CustomKey> {
+    [
+        CustomKey::new("team", KeyType::Text, Direction::Asc),
+        CustomKey::new("score", KeyType::Number, Direction::Desc),
+    ]
+    .into_iter()
+    .filter_map(Result::ok)
+    .collect()
 }

@@ -2,6 +2,7 @@
 //! dialect and can never drift from the values they stand for.
 
 use super::Dialect;
+use crate::error::StoreError;
 use crate::ident::TableName;
 use chrono::{DateTime, Utc};
 
@@ -69,6 +70,19 @@ pub struct SqlWriter<'d> {
     dialect: &'d dyn Dialect,
     sql: String,
     binds: Vec<Value>,
+    /// DDL mode ([`SqlWriter::for_ddl`]): values are written as literals, not bound.
+    ddl: bool,
+    /// In DDL mode, the first value that cannot be written as a literal.
+    refused: Option<Value>,
+}
+
+/// Whether `text` may be written as a literal in DDL: the characters of validated identifiers
+/// and of the JSON paths built from them (`$."name"`), nothing that can end a literal or escape.
+fn plain_literal(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '.' | '"'))
 }
 
 impl<'d> SqlWriter<'d> {
@@ -78,6 +92,20 @@ impl<'d> SqlWriter<'d> {
             dialect,
             sql: String::with_capacity(256),
             binds: Vec::new(),
+            ddl: false,
+            refused: None,
+        }
+    }
+
+    /// A writer for DDL (`CREATE INDEX`, generated columns), which takes no binds: what a
+    /// dialect hook binds is written as a literal instead, so that index expressions are the
+    /// very text the queries use with the value in place of the placeholder. Only text made of
+    /// identifier characters and JSON-path punctuation (`[A-Za-z0-9_$."]`: validated attribute
+    /// names and their paths) is accepted; anything else makes [`SqlWriter::finish_ddl`] fail.
+    pub fn for_ddl(dialect: &'d dyn Dialect) -> Self {
+        Self {
+            ddl: true,
+            ..Self::new(dialect)
         }
     }
 
@@ -94,7 +122,21 @@ impl<'d> SqlWriter<'d> {
 
     /// Appends a placeholder and records its value.
     pub fn bind(&mut self, value: impl Into<Value>) -> &mut Self {
-        self.binds.push(value.into());
+        let value = value.into();
+        if self.ddl {
+            match &value {
+                Value::Text(Some(text)) if plain_literal(text) => {
+                    self.sql.push('\'');
+                    self.sql.push_str(text);
+                    self.sql.push('\'');
+                }
+                _ => {
+                    self.refused.get_or_insert(value);
+                }
+            }
+            return self;
+        }
+        self.binds.push(value);
         let placeholder = self.dialect.placeholder(self.binds.len());
         self.sql.push_str(&placeholder);
         self
@@ -141,5 +183,71 @@ impl<'d> SqlWriter<'d> {
             sql: self.sql,
             binds: self.binds,
         }
+    }
+
+    /// Finishes a [`SqlWriter::for_ddl`] statement (no binds), or names the value that could
+    /// not be written as a literal.
+    pub fn finish_ddl(self) -> Result<Rendered, StoreError> {
+        match self.refused {
+            None => Ok(self.finish()),
+            Some(_) => Err(StoreError::Unsupported {
+                backend: self.dialect.name(),
+                capability: "a value other than identifier-like text in DDL",
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Numbered;
+
+    impl Dialect for Numbered {
+        fn name(&self) -> &'static str {
+            "numbered"
+        }
+        fn capabilities(&self) -> super::super::Capabilities {
+            super::super::Capabilities {
+                lock_and_fetch: None,
+                transactional_ddl: false,
+                claim_locks_examined_rows: false,
+                work_queue: false,
+            }
+        }
+        fn placeholder(&self, n: usize) -> String {
+            format!("${n}")
+        }
+    }
+
+    #[test]
+    fn ddl_writes_plain_text_as_literals_and_refuses_the_rest() {
+        let mut w = SqlWriter::for_ddl(&Numbered);
+        w.push("x -> ")
+            .bind("$.\"team_1\"")
+            .push(", ")
+            .bind("score");
+        let r = w.finish_ddl().unwrap();
+        assert_eq!(r.sql, "x -> '$.\"team_1\"', 'score'");
+        assert!(r.binds.is_empty());
+        for bad in [
+            Value::from("it's"),
+            Value::from("a\\b"),
+            Value::from(""),
+            Value::Int(1),
+            Value::Text(None),
+        ] {
+            let mut w = SqlWriter::for_ddl(&Numbered);
+            w.push("x = ").bind(bad.clone());
+            assert!(
+                matches!(w.finish_ddl(), Err(StoreError::Unsupported { .. })),
+                "{bad:?}"
+            );
+        }
+        let mut w = SqlWriter::new(&Numbered);
+        w.bind("a").bind("b");
+        assert_eq!(w.finish().sql, "$1$2");
     }
 }

@@ -18,21 +18,28 @@
 //! not rows. Any bad row is a [`DocketError::Csv`] naming its physical line in the file (lines
 //! end at `\n`; the header is line 1; blank lines and quoted fields spanning lines count every
 //! line) and its column. Intake is
-//! all-or-nothing: [`read_batch`] (or [`WorkQueue::enqueue_csv`]) resolves the whole file before
-//! anything is inserted, in one transaction. [`CsvItems`] is the streaming form: an iterator
-//! of resolved items that reads one row at a time (and can report how far it has read).
+//! all-or-nothing: [`WorkQueue::enqueue_csv`] reads, resolves and inserts the file in chunks
+//! within one transaction, so memory does not grow with the file and a bad row anywhere
+//! leaves nothing inserted. [`CsvItems`] is the streaming reader it uses: an iterator of
+//! resolved items that reads one row at a time (and reports how far it has read);
+//! [`read_batch`] collects a whole file in memory.
+//!
+//! An item id used twice is found within the last [`RECENT_IDS`] rows by the reader (the error
+//! names both lines), and further apart by the database when the second one is inserted (the
+//! error names its line; the first is in an earlier chunk, or in the table from an earlier
+//! batch). The reader keeps no more than that window.
 //!
 //! This module only reads cells: every row is resolved by the same [`Intake`] as a typed
 //! [`Batch`](super::Batch). It needs the crate feature `csv`.
 
 pub use super::intake::{default_batch_id, MAX_BATCH_NAME_LEN};
 use super::{Intake, NewItem, QueueConfig, Record, Rejection, WorkQueue};
-use crate::error::{DocketError, Result};
+use crate::error::{DocketError, Result, StoreError};
 use crate::ordering::AttributeName;
 use crate::task::MAX_INSTANCE_ID_LEN;
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Read;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -40,6 +47,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub const RECORD_DATE_COLUMN: &str = "record_date";
 /// The column holding the item id.
 pub const ID_COLUMN: &str = "id";
+
+/// How many recent rows' item ids (and lines) [`CsvItems`] keeps: duplicates within this
+/// window are reported with both lines, and a duplicate the database finds later is reported
+/// with its line. At least as many as one multi-row insert carries
+/// ([`MAX_ROWS_PER_INSERT`](crate::dialect::queue::MAX_ROWS_PER_INSERT)).
+pub const RECENT_IDS: usize = 16_384;
 
 /// Reads a whole CSV file into resolved items of one batch (see the [module docs](self)), or
 /// the first error; nothing is returned for a file with any bad row.
@@ -60,9 +73,9 @@ pub fn read_batch<R: Read>(
 }
 
 impl WorkQueue {
-    /// Reads a CSV batch started at the clock's now ([`read_batch`]) and inserts all its items
-    /// in one transaction. Returns how many were inserted; a bad row or an existing item id
-    /// inserts nothing.
+    /// Reads a CSV batch started at the clock's now and inserts all its items in one
+    /// transaction, streaming ([`WorkQueue::enqueue_items`]). Returns how many were inserted;
+    /// a bad row or an existing item id inserts nothing.
     pub fn enqueue_csv<R: Read>(
         &self,
         reader: R,
@@ -70,7 +83,7 @@ impl WorkQueue {
         max_assignments: i32,
         batch: Option<&str>,
     ) -> Result<u64> {
-        let rows = read_batch(
+        let mut items = CsvItems::new(
             reader,
             task_type,
             max_assignments,
@@ -78,7 +91,15 @@ impl WorkQueue {
             self.clock.now(),
             &self.config,
         )?;
-        self.insert(&rows)
+        self.enqueue_items(&mut items)
+    }
+
+    /// Inserts every item `items` yields in one transaction, reading the file as the chunks
+    /// are inserted ([`WorkQueue::insert_stream`]): a bad row, or an item id that exists,
+    /// inserts nothing, and is reported as a [`DocketError::Csv`] naming its line.
+    pub fn enqueue_items<R: Read>(&self, items: &mut CsvItems<R>) -> Result<u64> {
+        let inserted = self.insert_stream(items.by_ref());
+        inserted.map_err(|e| items.locate(e))
     }
 }
 
@@ -92,8 +113,9 @@ enum Column {
 
 /// The streaming form of [`read_batch`]: yields one resolved item per data row, reading the
 /// file as it goes. The header is read and checked by [`CsvItems::new`]. After the first error
-/// it yields nothing more. Item ids are checked for duplicates within the file, so it keeps
-/// each id seen (with its line).
+/// it yields nothing more. Item ids are checked for duplicates within the last
+/// [`RECENT_IDS`] rows (the database checks the rest), so its memory does not grow with the
+/// file.
 pub struct CsvItems<R> {
     reader: ::csv::Reader<Tap<R>>,
     tap: Arc<Mutex<TapLog>>,
@@ -101,8 +123,50 @@ pub struct CsvItems<R> {
     columns: Vec<Column>,
     intake: Intake,
     record: ::csv::StringRecord,
-    seen: HashMap<String, u64>,
+    recent: RecentIds,
+    progress: Option<Progress>,
     done: bool,
+}
+
+/// A callback told the rows and bytes read so far, every `every` rows.
+struct Progress {
+    every: u64,
+    report: Box<dyn FnMut(u64, u64) + Send>,
+}
+
+/// The item ids of the last [`RECENT_IDS`] rows, with their lines.
+#[derive(Debug, Default)]
+struct RecentIds {
+    lines: HashMap<String, u64>,
+    /// (id, line) of the recent rows, oldest first.
+    order: VecDeque<(String, u64)>,
+    /// Rows recorded so far.
+    count: u64,
+}
+
+impl RecentIds {
+    /// Records `id` at `line`; the line of an earlier row with the same id, if recent.
+    fn insert(&mut self, id: &str, line: u64) -> Option<u64> {
+        if let Some(first) = self.lines.get(id) {
+            return Some(*first);
+        }
+        if self.order.len() == RECENT_IDS {
+            if let Some((oldest, _)) = self.order.pop_front() {
+                self.lines.remove(&oldest);
+            }
+        }
+        self.lines.insert(id.to_owned(), line);
+        self.order.push_back((id.to_owned(), line));
+        self.count += 1;
+        None
+    }
+
+    /// The line of data row `row` (1-based), if recent.
+    fn line_of_row(&self, row: u64) -> Option<u64> {
+        let oldest = self.count - self.order.len() as u64 + 1;
+        let at = usize::try_from(row.checked_sub(oldest)?).ok()?;
+        self.order.get(at).map(|(_, line)| *line)
+    }
 }
 
 impl<R> std::fmt::Debug for CsvItems<R> {
@@ -185,7 +249,8 @@ impl<R: Read> CsvItems<R> {
             columns,
             intake,
             record: ::csv::StringRecord::new(),
-            seen: HashMap::new(),
+            recent: RecentIds::default(),
+            progress: None,
             done: false,
         })
     }
@@ -213,6 +278,62 @@ impl<R: Read> CsvItems<R> {
     /// Data rows read so far (a row the reader or its record date rejected is not counted).
     pub fn rows_read(&self) -> u64 {
         self.intake.numbered()
+    }
+
+    /// Calls `report(rows, bytes)` with the data rows and bytes read so far every `every`
+    /// rows (for a progress display while [`WorkQueue::enqueue_items`] reads).
+    pub fn on_progress(&mut self, every: u64, report: impl FnMut(u64, u64) + Send + 'static) {
+        self.progress = Some(Progress {
+            every: every.max(1),
+            report: Box::new(report),
+        });
+    }
+
+    /// The line of a recent row (within the last [`RECENT_IDS`]) with item id `id`.
+    pub fn line_of_item(&self, id: &str) -> Option<u64> {
+        self.recent.lines.get(id).copied()
+    }
+
+    /// `e` as a [`DocketError::Csv`] naming the line, when it is about recent rows of this
+    /// file: an item id the database already has (from an earlier batch, or earlier in this
+    /// file) is [`StoreError::DuplicateItem`] from the insert; an id that repeats one too far
+    /// back for the database to name it is [`StoreError::RepeatedItem`] (a range of rows,
+    /// given as lines). Other errors are returned unchanged.
+    pub fn locate(&self, e: DocketError) -> DocketError {
+        match e {
+            DocketError::Store(StoreError::RepeatedItem { task, from, to })
+                if task == self.intake.task_type() =>
+            {
+                match (self.recent.line_of_row(from), self.recent.line_of_row(to)) {
+                    (Some(first), Some(last)) => csv_error(
+                        first,
+                        ID_COLUMN,
+                        format!(
+                            "an item id on lines {first} to {last} repeats one given more than \
+                             {RECENT_IDS} rows earlier in this file; nothing was inserted"
+                        ),
+                    ),
+                    _ => DocketError::Store(StoreError::RepeatedItem { task, from, to }),
+                }
+            }
+            DocketError::Store(StoreError::DuplicateItem { task, item })
+                if task == self.intake.task_type() =>
+            {
+                match self.line_of_item(&item) {
+                    Some(line) => csv_error(
+                        line,
+                        ID_COLUMN,
+                        format!(
+                            "item id {} already exists (enqueued before, or earlier in this \
+                             file); nothing was inserted",
+                            shorten(&item)
+                        ),
+                    ),
+                    None => DocketError::Store(StoreError::DuplicateItem { task, item }),
+                }
+            }
+            other => other,
+        }
     }
 
     /// The physical line of a record at `pos` (or where the reader is).
@@ -257,7 +378,7 @@ impl<R: Read> CsvItems<R> {
             }
         }
         record.id = id.unwrap_or_else(|| self.intake.default_id());
-        if let Some(first) = self.seen.insert(record.id.clone(), line) {
+        if let Some(first) = self.recent.insert(&record.id, line) {
             return Err(fail(
                 ID_COLUMN,
                 format!("duplicate item id {:?} (first on line {first})", record.id),
@@ -289,6 +410,12 @@ impl<R: Read> Iterator for CsvItems<R> {
         let next = self.next_item().transpose();
         if !matches!(next, Some(Ok(_))) {
             self.done = true;
+        }
+        if let Some(p) = &mut self.progress {
+            let rows = self.intake.numbered();
+            if self.done || rows % p.every == 0 {
+                (p.report)(rows, self.reader.position().byte());
+            }
         }
         next
     }
@@ -735,6 +862,100 @@ mod tests {
         .unwrap();
         assert!(bad.next().unwrap().is_err());
         assert!(bad.next().is_none(), "fused after the first error");
+    }
+
+    #[test]
+    fn duplicate_ids_are_found_within_the_window_and_located_beyond_it() {
+        let rows = RECENT_IDS + 10;
+        let mut text = String::from("id,a\n");
+        for i in 1..=rows {
+            text.push_str(&format!("r{i},x\n"));
+        }
+        // Far apart: the reader has forgotten the first one (the database finds it).
+        let far = format!("{text}r1,x\n");
+        let items = read(&far).unwrap();
+        assert_eq!(items.len(), rows + 1);
+        // Near: both lines named.
+        let near = format!("{text}r{rows},x\n");
+        let (line, column, reason) = csv_err(read(&near));
+        assert_eq!((line, column.as_str()), (rows as u64 + 2, "id"));
+        assert!(
+            reason.contains(&format!("first on line {}", rows + 1)),
+            "{reason}"
+        );
+
+        // A duplicate the database reports is placed on its line, if recent.
+        let mut items = CsvItems::new(
+            text.as_bytes(),
+            "label",
+            1,
+            None,
+            started(),
+            &QueueConfig::default(),
+        )
+        .unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        items.on_progress(5000, move |rows, bytes| {
+            log.lock().unwrap().push((rows, bytes));
+        });
+        assert_eq!(items.by_ref().count(), rows);
+        let reports = seen.lock().unwrap().clone();
+        assert_eq!(reports.len(), rows / 5000 + 1, "{reports:?}");
+        assert_eq!(reports[0].0, 5000);
+        assert_eq!(reports.last(), Some(&(rows as u64, text.len() as u64)));
+        let duplicate = |item: &str, task: &str| {
+            DocketError::Store(StoreError::DuplicateItem {
+                task: task.to_owned(),
+                item: item.to_owned(),
+            })
+        };
+        match items.locate(duplicate(&format!("r{rows}"), "label")) {
+            DocketError::Csv {
+                line,
+                column,
+                reason,
+            } => {
+                assert_eq!((line, column.as_str()), (rows as u64 + 1, "id"));
+                assert!(reason.contains("already exists"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Forgotten, or of another task type: unchanged.
+        for (item, task) in [("r1", "label"), ("r20", "other")] {
+            assert!(matches!(
+                items.locate(duplicate(item, task)),
+                DocketError::Store(StoreError::DuplicateItem { .. })
+            ));
+        }
+        assert_eq!(items.line_of_item("r20"), Some(21));
+        // A repeat the database could not name: the range of rows, as lines.
+        let repeated = DocketError::Store(StoreError::RepeatedItem {
+            task: "label".to_owned(),
+            from: rows as u64 - 9,
+            to: rows as u64,
+        });
+        match items.locate(repeated) {
+            DocketError::Csv {
+                line,
+                column,
+                reason,
+            } => {
+                assert_eq!((line, column.as_str()), (rows as u64 - 8, "id"));
+                let range = format!("lines {} to {}", rows - 8, rows + 1);
+                assert!(reason.contains(&range), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let forgotten = DocketError::Store(StoreError::RepeatedItem {
+            task: "label".to_owned(),
+            from: 1,
+            to: 10,
+        });
+        assert!(matches!(
+            items.locate(forgotten),
+            DocketError::Store(StoreError::RepeatedItem { .. })
+        ));
     }
 
     /// A valid attribute name other than the reserved columns.

@@ -13,8 +13,8 @@ pub use intake::{default_batch_id, validate_worker, Intake, Rejection, MAX_BATCH
 pub mod csv;
 
 use crate::clock::{Clock, SystemClock};
-use crate::error::{DocketError, Result};
-use crate::ordering::{KeyType, PrimaryOrder};
+use crate::error::{DocketError, Result, StoreError};
+use crate::ordering::{CustomKey, KeyType, PrimaryOrder};
 use crate::store::{ExecutionKey, Instrumented, QueueStore};
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use serde_json::{Map, Value as Json};
@@ -28,7 +28,7 @@ pub const MAX_WORKER_LEN: usize = 128;
 pub use crate::migrate::{MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 pub use crate::records::{
     format_record_date, parse_record_date, Assignment, AssignmentStatus, Finish, Finishing,
-    ForWorker, Item, NewItem, RecordKey,
+    ForWorker, IndexChange, Item, ItemCount, NewItem, RecordKey,
 };
 
 /// One record of a [`Batch`], before resolution.
@@ -214,18 +214,81 @@ impl WorkQueue {
     }
 
     /// Enqueues a batch in one transaction: all records or none. Returns how many were
-    /// inserted; an item id that exists fails the whole batch.
+    /// inserted; an item id that exists fails the whole batch. The records are resolved as
+    /// they are inserted, in chunks ([`WorkQueue::insert_stream`]): no second copy of the batch
+    /// is made.
     pub fn enqueue(&self, batch: &Batch) -> Result<u64> {
-        let rows = self.resolve(batch)?;
-        self.insert(&rows)
+        let mut intake = Intake::new(
+            &batch.task_type,
+            batch.max_assignments,
+            None,
+            self.clock.now(),
+            self.config.order_of(&batch.task_type),
+        )?;
+        let inserted =
+            self.insert_stream(batch.records.iter().map(|r| Ok(intake.resolve(r.clone())?)));
+        inserted
+            .map_err(|e| name_repeated(e, batch.records.len(), |i| batch.records[i].id.as_str()))
     }
 
     /// Inserts resolved rows in one transaction (all or none), after checking each as
     /// [`WorkQueue::resolve_at`] would have made it (ids, `max_assignments`, attributes as a
     /// JSON object without NUL characters, times within year 9999).
     pub fn insert(&self, rows: &[NewItem]) -> Result<u64> {
-        rows.iter().try_for_each(check_row)?;
-        Ok(self.store.item_insert_batch(rows)?)
+        let inserted = self.insert_stream(rows.iter().map(|row| {
+            check_row(row)?;
+            Ok(row.clone())
+        }));
+        inserted.map_err(|e| name_repeated(e, rows.len(), |i| rows[i].key.task_instance.as_str()))
+    }
+
+    /// Inserts the rows `rows` yields in one transaction, all or none, reading them as it
+    /// goes: a chunk at a time, one multi-row insert per chunk (see
+    /// [`QueueStore::item_insert_stream`]), so memory does not grow with the input. The first
+    /// error `rows` yields is returned as it is, and nothing is inserted; so is an id that
+    /// exists ([`StoreError::DuplicateItem`]). The rows are taken as resolved: use it with
+    /// an [`Intake`] (or [`csv::CsvItems`](crate::queue::csv::CsvItems), feature `csv`).
+    pub fn insert_stream(&self, rows: impl Iterator<Item = Result<NewItem>>) -> Result<u64> {
+        let mut rows = rows;
+        match self.store.item_insert_stream(&mut rows) {
+            Ok(n) => Ok(n),
+            Err(StoreError::Input(e)) => Err(*e),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Creates the index that serves `task_type`'s custom order in `next_for` and `list_for`
+    /// (see [`crate::dialect::order_index`]), unless it exists: without it, every call sorts
+    /// the type's open, arrived items. Building it reads the whole table; on PostgreSQL and
+    /// SQLite it blocks writes to the table meanwhile. A FIFO task type needs none (its index
+    /// ships with migration `0004_work_queue`): that is [`DocketError::InvalidConfig`].
+    pub fn create_order_index(&self, task_type: &str) -> Result<IndexChange> {
+        let keys = self.custom_keys(task_type)?;
+        Ok(self.store.order_index_create(&keys)?)
+    }
+
+    /// Drops the index of `task_type`'s custom order (and its generated columns), if it
+    /// exists. The order keeps working, by sorting.
+    pub fn drop_order_index(&self, task_type: &str) -> Result<IndexChange> {
+        let keys = self.custom_keys(task_type)?;
+        Ok(self.store.order_index_drop(&keys)?)
+    }
+
+    /// The name of the index of `task_type`'s custom order, and whether it exists.
+    pub fn order_index(&self, task_type: &str) -> Result<(String, bool)> {
+        let keys = self.custom_keys(task_type)?;
+        Ok(self.store.order_index_exists(&keys)?)
+    }
+
+    fn custom_keys(&self, task_type: &str) -> Result<Vec<CustomKey>> {
+        crate::task::validate_key(task_type, "0")?;
+        match self.config.order_of(task_type) {
+            PrimaryOrder::Custom(keys) if !keys.is_empty() => Ok(keys),
+            _ => Err(DocketError::InvalidConfig(format!(
+                "task type {task_type:?} has no custom order (FIFO is served by the index of \
+                 migration 0004_work_queue); configure its keys (QueueConfig::orders)"
+            ))),
+        }
     }
 
     /// Claims the first item of `task_type` that `worker` may work, in policy order, and
@@ -385,6 +448,32 @@ impl WorkQueue {
     /// The assignments of an item, by worker.
     pub fn assignments(&self, item: &ExecutionKey) -> Result<Vec<Assignment>> {
         Ok(self.store.assignment_list(item)?)
+    }
+}
+
+/// A [`StoreError::RepeatedItem`] of a batch held in memory (`len` records, ids by position)
+/// as the [`StoreError::DuplicateItem`] it is: the record of the range whose id an earlier
+/// record has, the earliest such. Reads the batch once, keeping only the range's ids. Other
+/// errors are returned unchanged.
+fn name_repeated<'a>(e: DocketError, len: usize, id: impl Fn(usize) -> &'a str) -> DocketError {
+    let DocketError::Store(StoreError::RepeatedItem { task, from, to }) = e else {
+        return e;
+    };
+    let start = usize::try_from(from.saturating_sub(1)).map_or(len, |i| i.min(len));
+    let end = usize::try_from(to).map_or(len, |i| i.min(len));
+    let mut first_at: HashMap<&str, usize> = HashMap::new();
+    for i in start..end {
+        first_at.entry(id(i)).or_insert(i);
+    }
+    let repeated = (0..start)
+        .filter_map(|i| first_at.get(id(i)).copied())
+        .min();
+    match repeated {
+        Some(i) => DocketError::Store(StoreError::DuplicateItem {
+            task,
+            item: id(i).to_owned(),
+        }),
+        None => DocketError::Store(StoreError::RepeatedItem { task, from, to }),
     }
 }
 

@@ -183,6 +183,28 @@ impl Finish {
     }
 }
 
+/// How many work-queue items one task type has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemCount {
+    /// The task type.
+    pub task_type: String,
+    /// All its items.
+    pub items: i64,
+    /// Those assignable now (nobody holds them and they are below `max_assignments`).
+    pub open: i64,
+}
+
+/// What creating or dropping a custom order's index did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexChange {
+    /// The index name.
+    pub index: String,
+    /// Whether anything changed (false: it already existed, or was already gone).
+    pub changed: bool,
+    /// The statements run, in order.
+    pub statements: Vec<String>,
+}
+
 /// Who asks for items, and when: the parameters of the work queue's item queries.
 #[derive(Debug, Clone, Copy)]
 pub struct ForWorker<'a> {

@@ -5,7 +5,10 @@
 mod item;
 mod record_key;
 
-pub use item::{Assignment, AssignmentStatus, Finish, Finishing, ForWorker, Item, NewItem};
+pub use item::{
+    Assignment, AssignmentStatus, Finish, Finishing, ForWorker, IndexChange, Item, ItemCount,
+    NewItem,
+};
 pub use record_key::{format_record_date, parse_record_date, RecordKey};
 
 use crate::error::DocketError;

@@ -105,7 +105,11 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
 impl<S: QueueStore + ?Sized> QueueStore for Instrumented<S> {
     observed! {
         fn check_queue_schema(&self) -> ();
-        fn item_insert_batch(&self, rows: &[NewItem]) -> u64;
+        fn item_insert_stream(&self, rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>) -> u64;
+        fn item_counts(&self) -> Vec<ItemCount>;
+        fn order_index_create(&self, keys: &[CustomKey]) -> IndexChange;
+        fn order_index_drop(&self, keys: &[CustomKey]) -> IndexChange;
+        fn order_index_exists(&self, keys: &[CustomKey]) -> (String, bool);
         fn item_get(&self, key: &ExecutionKey) -> Option<Item>;
         fn item_list_for(&self, q: &ForWorker<'_>, limit: i64) -> Vec<Item>;
         fn item_extend(&self, key: &ExecutionKey, n: i32) -> bool;

@@ -18,10 +18,10 @@ pub use instrumented::Instrumented;
 pub use row::{Cell, Row};
 
 use crate::dialect::Capabilities;
-use crate::error::StoreError;
+use crate::error::{DocketError, StoreError};
 use crate::ident::TableName;
-use crate::ordering::OrderingPolicy;
-use crate::records::{Assignment, Finishing, ForWorker, Item, NewItem};
+use crate::ordering::{CustomKey, OrderingPolicy};
+use crate::records::{Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, NewItem};
 use chrono::{DateTime, Utc};
 
 /// Which table a store works on and how it orders due work.
@@ -157,8 +157,31 @@ pub trait QueueStore: StoreInfo {
     /// and with [`StoreError::Unsupported`] when the backend has no work queue.
     fn check_queue_schema(&self) -> Result<(), StoreError>;
     /// Inserts items in one transaction, all or none (an existing id is
-    /// [`StoreError::DuplicateItem`]).
-    fn item_insert_batch(&self, rows: &[NewItem]) -> Result<u64, StoreError>;
+    /// [`StoreError::DuplicateItem`]); [`QueueStore::item_insert_stream`] over `rows`.
+    fn item_insert_batch(&self, rows: &[NewItem]) -> Result<u64, StoreError> {
+        self.item_insert_stream(&mut rows.iter().cloned().map(Ok))
+    }
+    /// Inserts the items `rows` yields in one transaction, all or none, reading them as it
+    /// goes: a chunk at a time, each chunk one multi-row insert, so memory does not grow with
+    /// the input. An id that exists (in the table, or earlier in `rows`) is
+    /// [`StoreError::DuplicateItem`], or [`StoreError::RepeatedItem`] where the database
+    /// ended the transaction before saying which id of a chunk repeats one of an earlier
+    /// chunk; an error `rows` yields is [`StoreError::Input`]; either way nothing is inserted.
+    /// Returns how many were inserted.
+    fn item_insert_stream(
+        &self,
+        rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,
+    ) -> Result<u64, StoreError>;
+    /// Items per task type (none when the table lacks the work-queue columns).
+    fn item_counts(&self) -> Result<Vec<ItemCount>, StoreError>;
+    /// Creates the index serving the custom order `keys` on the table (and its generated
+    /// columns, where the dialect needs them), unless it exists. See
+    /// [`crate::dialect::order_index`].
+    fn order_index_create(&self, keys: &[CustomKey]) -> Result<IndexChange, StoreError>;
+    /// Drops the index serving `keys` (and its generated columns), if it exists.
+    fn order_index_drop(&self, keys: &[CustomKey]) -> Result<IndexChange, StoreError>;
+    /// Whether the index serving `keys` exists; its name.
+    fn order_index_exists(&self, keys: &[CustomKey]) -> Result<(String, bool), StoreError>;
     /// One item.
     fn item_get(&self, key: &ExecutionKey) -> Result<Option<Item>, StoreError>;
     /// Claims the first item `worker` may take (see [`crate::WorkQueue::next_for`]) and records

@@ -10,9 +10,12 @@ pub use poison::{MAX_HELD_BACK, POISON_HOLD_BACK_MS};
 use super::row::decode_all;
 use super::*;
 use crate::dialect::queue::ForWorker;
-use crate::dialect::{Dialect, Due, Level, LockAndFetch, Rendered, Statements};
+use crate::dialect::{
+    Dialect, Due, Level, LockAndFetch, OrderIndex, OrderIndexStyle, Rendered, Statements,
+};
 use crate::migrate::{TableMigration, MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
-use std::sync::{Mutex, MutexGuard};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Candidates a two-phase `next_for` reads per round (see `Capabilities::claim_locks_examined_rows`).
 const CANDIDATES: i64 = 8;
@@ -107,6 +110,22 @@ struct LevelState {
     writes: u64,
 }
 
+/// How long (by the clock passed in [`ForWorker::now`]) a store trusts what it found about a
+/// custom order's index, where the dialect indexes with generated columns and the queries must
+/// know whether they exist: an index created or dropped by another process is used, or no
+/// longer used, at the latest this long after (a query that fails because the columns went
+/// away asks again at once and sorts by the expressions).
+pub const ORDER_INDEX_TTL_MS: i64 = 10_000;
+
+/// What a store knows about one key set's order index.
+#[derive(Debug)]
+struct KnownIndex {
+    keys: Vec<CustomKey>,
+    index: Arc<OrderIndex>,
+    exists: bool,
+    checked_at: DateTime<Utc>,
+}
+
 /// One database session (a pooled connection, possibly inside a transaction): runs a rendered
 /// statement and returns what the database said, with errors normalized
 /// ([`StoreError::Duplicate`] for a unique-key violation, [`StoreError::Connection`] for a lost
@@ -166,6 +185,7 @@ pub struct SqlStore<C: SqlConnector> {
     statements: Statements<'static>,
     levels: Mutex<LevelState>,
     poison: Mutex<poison::Quarantine>,
+    order_indexes: Mutex<Vec<KnownIndex>>,
 }
 
 impl<C: SqlConnector> SqlStore<C> {
@@ -183,6 +203,7 @@ impl<C: SqlConnector> SqlStore<C> {
             statements,
             levels: Mutex::new(LevelState::default()),
             poison: Mutex::default(),
+            order_indexes: Mutex::new(Vec::new()),
         }
     }
 
@@ -752,23 +773,82 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
         Ok(())
     }
 
-    // Each insert must add its row: an existing id fails the batch.
-    fn item_insert_batch(&self, rows: &[NewItem]) -> Result<u64, StoreError> {
-        let stmts: Vec<_> = rows
-            .iter()
-            .map(|r| (&r.key, self.statements.item_insert(r)))
-            .collect();
-        self.connector.in_transaction(&mut |s| {
-            for (key, stmt) in &stmts {
-                if absent_if_duplicate(s.execute(stmt))? != 1 {
-                    return Err(StoreError::DuplicateItem {
-                        task: key.task_name.clone(),
-                        item: key.task_instance.clone(),
-                    });
+    fn item_insert_stream(
+        &self,
+        rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,
+    ) -> Result<u64, StoreError> {
+        let per = self.statements.item_rows_per_insert();
+        let mut chunk = Vec::with_capacity(per);
+        let mut read = 0u64;
+        let result = self.connector.in_transaction(&mut |s| {
+            let mut inserted = 0;
+            loop {
+                chunk.clear();
+                for row in (&mut *rows).take(per) {
+                    chunk.push(row.map_err(|e| StoreError::Input(Box::new(e)))?);
+                    read += 1;
                 }
+                if chunk.is_empty() {
+                    return Ok(inserted);
+                }
+                inserted += self.insert_item_chunk(s, &chunk)?;
             }
-            Ok(stmts.len() as u64)
+        });
+        match result {
+            // The database rejected a duplicate and ended the transaction (PostgreSQL), so
+            // the id could not be asked there: ask now, rolled back, whether one of the
+            // chunk's ids came from an earlier batch; if none did, it repeats an earlier chunk.
+            Err(StoreError::Duplicate { .. }) if !chunk.is_empty() => {
+                let existing = self
+                    .connector
+                    .with_session(&mut |s| self.existing_id(s, &chunk))?;
+                Err(match existing {
+                    Some(key) => duplicate_item(&key),
+                    None => StoreError::RepeatedItem {
+                        task: chunk[0].key.task_name.clone(),
+                        from: read + 1 - chunk.len() as u64,
+                        to: read,
+                    },
+                })
+            }
+            other => other,
+        }
+    }
+
+    fn item_counts(&self) -> Result<Vec<ItemCount>, StoreError> {
+        if !self.has_column("max_assignments")? {
+            return Ok(Vec::new());
+        }
+        decode_all(self.rows(&self.statements.item_counts())?, |r| {
+            Ok(ItemCount {
+                task_type: r.text("task_name")?,
+                items: r.opt_i64("items")?.unwrap_or(0),
+                open: r.opt_i64("open")?.unwrap_or(0),
+            })
         })
+    }
+
+    fn order_index_create(&self, keys: &[CustomKey]) -> Result<IndexChange, StoreError> {
+        let index = self.statements.order_index(keys)?;
+        let steps = index.columns.iter().map(|c| (&c.exists, &c.add));
+        let steps: Vec<_> = steps.chain([(&index.exists, &index.create)]).collect();
+        self.converge(keys, &index.name, &steps, true)
+    }
+
+    fn order_index_drop(&self, keys: &[CustomKey]) -> Result<IndexChange, StoreError> {
+        let index = self.statements.order_index(keys)?;
+        let columns = index.columns.iter().map(|c| (&c.exists, &c.drop));
+        let steps: Vec<_> = [(&index.exists, &index.drop)]
+            .into_iter()
+            .chain(columns)
+            .collect();
+        self.converge(keys, &index.name, &steps, false)
+    }
+
+    fn order_index_exists(&self, keys: &[CustomKey]) -> Result<(String, bool), StoreError> {
+        let index = self.statements.order_index(keys)?;
+        let exists = self.exists(index.exists.clone())?;
+        Ok((index.name, exists))
     }
 
     fn item_get(&self, key: &ExecutionKey) -> Result<Option<Item>, StoreError> {
@@ -784,43 +864,16 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
         deadline: DateTime<Utc>,
     ) -> Result<Option<Item>, StoreError> {
         let q = &ForWorker { key: None, ..*q };
-        if !self.capabilities().claim_locks_examined_rows {
-            return self.claim_first(
-                &self.statements.item_eligible(q, Some(1), true),
-                q,
-                deadline,
-            );
-        }
-        // The database would lock every row its locking read examines (for a sort: every
-        // eligible row), and concurrent claimers would skip them all. Read the candidates in
-        // order without locks, then lock and claim the first that is still eligible, by key.
-        let candidates = self.statements.item_eligible(q, Some(CANDIDATES), false);
-        for _ in 0..MAX_CANDIDATE_ROUNDS {
-            let found = self.items(candidates.clone())?;
-            if found.is_empty() {
-                return Ok(None);
-            }
-            for item in &found {
-                let one = ForWorker {
-                    key: Some(&item.key),
-                    ..*q
-                };
-                let lock = self.statements.item_eligible(&one, Some(1), true);
-                if let Some(claimed) = self.claim_first(&lock, q, deadline)? {
-                    return Ok(Some(claimed));
-                }
-            }
-        }
-        tracing::warn!(
-            worker = q.worker,
-            task_type = q.task_type,
-            "every candidate was taken by others; none claimed"
-        );
-        Ok(None)
+        self.with_order_index(q, |index| self.next_for_sorted(q, deadline, index))
     }
 
     fn item_list_for(&self, q: &ForWorker<'_>, limit: i64) -> Result<Vec<Item>, StoreError> {
-        self.items(self.statements.item_eligible(q, Some(limit), false))
+        self.with_order_index(q, |index| {
+            self.items(
+                self.statements
+                    .item_eligible_indexed(q, Some(limit), false, index),
+            )
+        })
     }
 
     fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError> {
@@ -847,6 +900,210 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
 
     fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError> {
         self.assignments(self.statements.assignment_list(key))
+    }
+}
+
+/// The work queue's helpers: intake in chunks and indexed custom orders.
+impl<C: SqlConnector> SqlStore<C> {
+    /// [`QueueStore::item_next_for`] with the eligible items sorted as `index` says (see
+    /// [`SqlStore::eligible`]).
+    fn next_for_sorted(
+        &self,
+        q: &ForWorker<'_>,
+        deadline: DateTime<Utc>,
+        index: Option<&OrderIndex>,
+    ) -> Result<Option<Item>, StoreError> {
+        if !self.capabilities().claim_locks_examined_rows {
+            return self.claim_first(
+                &self
+                    .statements
+                    .item_eligible_indexed(q, Some(1), true, index),
+                q,
+                deadline,
+            );
+        }
+        // The database would lock every row its locking read examines (for a sort: every
+        // eligible row), and concurrent claimers would skip them all. Read the candidates in
+        // order without locks, then lock and claim the first that is still eligible, by key.
+        let candidates = self
+            .statements
+            .item_eligible_indexed(q, Some(CANDIDATES), false, index);
+        for _ in 0..MAX_CANDIDATE_ROUNDS {
+            let found = self.items(candidates.clone())?;
+            if found.is_empty() {
+                return Ok(None);
+            }
+            for item in &found {
+                let one = ForWorker {
+                    key: Some(&item.key),
+                    ..*q
+                };
+                let lock = self
+                    .statements
+                    .item_eligible_indexed(&one, Some(1), true, index);
+                if let Some(claimed) = self.claim_first(&lock, q, deadline)? {
+                    return Ok(Some(claimed));
+                }
+            }
+        }
+        tracing::warn!(
+            worker = q.worker,
+            task_type = q.task_type,
+            "every candidate was taken by others; none claimed"
+        );
+        Ok(None)
+    }
+
+    /// Runs, in order, each step's statement whose object's existence (its query returns a
+    /// row) is not `wanted` yet: an order index and its columns created or dropped, resumably
+    /// (MySQL DDL is not transactional). Forgets what the store knew about the index.
+    fn converge(
+        &self,
+        keys: &[CustomKey],
+        index: &str,
+        steps: &[(&Rendered, &Rendered)],
+        wanted: bool,
+    ) -> Result<IndexChange, StoreError> {
+        let mut run = Vec::new();
+        for (exists, statement) in steps {
+            if self.exists((*exists).clone())? != wanted {
+                self.execute((*statement).clone())?;
+                run.push(statement.sql.clone());
+            }
+        }
+        self.forget_order_index(keys);
+        Ok(IndexChange {
+            index: index.to_owned(),
+            changed: !run.is_empty(),
+            statements: run,
+        })
+    }
+
+    /// Runs `f` with the order index of `q`'s custom keys when the queries must name it (the
+    /// dialect indexes with generated columns, and the index exists), else with `None`. If the
+    /// index went away meanwhile (its columns with it), the failed statement is run again
+    /// sorting by the expressions.
+    fn with_order_index<T>(
+        &self,
+        q: &ForWorker<'_>,
+        f: impl Fn(Option<&OrderIndex>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let Some(index) = self.ready_order_index(q)? else {
+            return f(None);
+        };
+        match f(Some(&index)) {
+            Err(StoreError::Database { .. }) if !self.exists(index.exists.clone())? => {
+                self.forget_order_index(q.order.custom_keys());
+                f(None)
+            }
+            other => other,
+        }
+    }
+
+    /// The existing order index of `q`'s custom keys, for dialects whose queries name its
+    /// columns; asked of the database at most every [`ORDER_INDEX_TTL_MS`].
+    fn ready_order_index(&self, q: &ForWorker<'_>) -> Result<Option<Arc<OrderIndex>>, StoreError> {
+        let keys = q.order.custom_keys();
+        let style = self.connector.dialect().order_index_style();
+        if keys.is_empty() || style != OrderIndexStyle::GeneratedColumns {
+            return Ok(None);
+        }
+        let ttl = chrono::Duration::milliseconds(ORDER_INDEX_TTL_MS);
+        if let Some(known) = self.known_indexes().iter().find(|k| k.keys == keys) {
+            if known.checked_at <= q.now && q.now < known.checked_at + ttl {
+                return Ok(known.exists.then(|| Arc::clone(&known.index)));
+            }
+        }
+        let index = Arc::new(self.statements.order_index(keys)?);
+        let exists = self.exists(index.exists.clone())?;
+        let mut known = self.known_indexes();
+        known.retain(|k| k.keys != keys);
+        known.push(KnownIndex {
+            keys: keys.to_vec(),
+            index: Arc::clone(&index),
+            exists,
+            checked_at: q.now,
+        });
+        Ok(exists.then_some(index))
+    }
+
+    fn forget_order_index(&self, keys: &[CustomKey]) {
+        self.known_indexes().retain(|k| k.keys != keys);
+    }
+
+    fn known_indexes(&self) -> MutexGuard<'_, Vec<KnownIndex>> {
+        // A cache: a panic elsewhere cannot leave it wrong, only stale.
+        self.order_indexes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Inserts one chunk of a stream in the caller's transaction with one multi-row insert.
+    /// An id repeated within the chunk is found in memory first. If the insert hits an id the
+    /// table has (from an earlier batch, or an earlier chunk of this one), the transaction is
+    /// asked which, where it is still usable (MySQL and SQLite undo only the failed
+    /// statement); where it is not (PostgreSQL), the plain [`StoreError::Duplicate`] goes up
+    /// and [`QueueStore::item_insert_stream`] asks after the rollback.
+    fn insert_item_chunk(
+        &self,
+        s: &mut dyn SqlSession,
+        chunk: &[NewItem],
+    ) -> Result<u64, StoreError> {
+        let mut seen = HashSet::with_capacity(chunk.len());
+        if let Some(row) = chunk.iter().find(|r| !seen.insert(&r.key)) {
+            return Err(duplicate_item(&row.key));
+        }
+        let inserted = match s.execute(&self.statements.item_insert_rows(chunk)) {
+            Err(duplicate @ StoreError::Duplicate { .. }) => {
+                return Err(match self.existing_id(s, chunk) {
+                    Ok(Some(key)) => duplicate_item(&key),
+                    _ => duplicate,
+                })
+            }
+            other => other?,
+        };
+        if inserted != chunk.len() as u64 {
+            return Err(StoreError::conflict(format!(
+                "inserted {inserted} of {} items",
+                chunk.len()
+            )));
+        }
+        Ok(inserted)
+    }
+
+    /// The first key of `chunk` (in its order) that the table has, one query per task type.
+    fn existing_id(
+        &self,
+        s: &mut dyn SqlSession,
+        chunk: &[NewItem],
+    ) -> Result<Option<ExecutionKey>, StoreError> {
+        // A chunk of one batch has one task type; `item_insert_batch` callers may mix them.
+        let mut types: Vec<&str> = chunk.iter().map(|r| r.key.task_name.as_str()).collect();
+        types.sort_unstable();
+        types.dedup();
+        let mut present = HashSet::new();
+        for task in types {
+            let ids: Vec<&str> = chunk
+                .iter()
+                .filter(|r| r.key.task_name == task)
+                .map(|r| r.key.task_instance.as_str())
+                .collect();
+            let stmt = self.statements.item_ids_present(task, &ids);
+            for id in decode_all(s.query(&stmt)?, |r| r.text("name"))? {
+                present.insert(ExecutionKey::new(task, id));
+            }
+        }
+        Ok(chunk
+            .iter()
+            .find(|r| present.contains(&r.key))
+            .map(|r| r.key.clone()))
+    }
+}
+
+fn duplicate_item(key: &ExecutionKey) -> StoreError {
+    StoreError::DuplicateItem {
+        task: key.task_name.clone(),
+        item: key.task_instance.clone(),
     }
 }
 
