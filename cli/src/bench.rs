@@ -12,7 +12,7 @@
 //!
 //! `docket bench queue` (module [`queue`]): what `next_for` costs a worker with a long history.
 //!
-//! `docket bench throughput` (module [`throughput`]): the engine's own cost against the raw
+//! `docket bench throughput` (module [`throughput`](mod@throughput)): the engine's own cost against the raw
 //! claim1 ceiling of the same driver.
 
 mod queue;

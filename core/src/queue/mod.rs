@@ -247,7 +247,7 @@ impl WorkQueue {
     /// [`QueueStore::item_insert_stream`]), so memory does not grow with the input. The first
     /// error `rows` yields is returned as it is, and nothing is inserted; so is an id that
     /// exists ([`StoreError::DuplicateItem`]). The rows are taken as resolved: use it with
-    /// an [`Intake`] (or [`csv::CsvItems`](crate::queue::csv::CsvItems), feature `csv`).
+    /// an [`Intake`] (or `csv::CsvItems`, feature `csv`).
     pub fn insert_stream(&self, rows: impl Iterator<Item = Result<NewItem>>) -> Result<u64> {
         let mut rows = rows;
         match self.store.item_insert_stream(&mut rows) {
