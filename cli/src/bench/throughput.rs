@@ -77,6 +77,7 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
     let backend = crate::backends::by_name(&args.backend)?;
     let (url, _tmp) = database_url(backend, args.database_url.as_deref())?;
     match backend.name() {
+        #[cfg(feature = "postgres")]
         "postgres" => run_all(
             args,
             &url,
@@ -86,6 +87,7 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
                 drop: docket_diesel::bench::drop_scenario,
             },
         ),
+        #[cfg(feature = "mysql")]
         "mysql" => run_all(
             args,
             &url,
