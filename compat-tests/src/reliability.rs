@@ -228,7 +228,7 @@ pub fn crash_revives_work(h: &dyn Harness, exe: &str, polling: &str) {
     schedule(&*space, N);
     let store = space.store(StoreConfig::with_priority(true), None);
     let started = Instant::now();
-    let mut cluster = Cluster::start(h.name(), &*space, exe, &[polling], 500, 50);
+    let mut cluster = Cluster::start(h.name(), &*space, exe, &[polling], 1_000, 50);
     // Kill a worker once a quarter is done and it holds executions. Its 50 ms handlers may all
     // finish between the check and the kill; then it held nothing, and the next worker is
     // killed the same way (two survivors remain).
@@ -241,7 +241,7 @@ pub fn crash_revives_work(h: &dyn Harness, exe: &str, polling: &str) {
             || remaining(&*store) <= (N as i64) * 3 / 4 && !held_by(&*store, &name).is_empty(),
         );
         victims.push(cluster.kill(i));
-        // Still picked by the victim: the dead window (2 s) has not passed yet.
+        // Still picked by the victim: the dead window (4 s) has not passed yet.
         held = held_by(&*store, &name);
         if !held.is_empty() {
             break;
