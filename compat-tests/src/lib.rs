@@ -47,6 +47,8 @@ macro_rules! compat_cases {
             due_batches_span_levels_in_order,
             many_priority_levels_keep_order,
             level_cache_staleness_is_bounded,
+            weighted_priority_serves_every_level,
+            aging_priority_serves_old_executions,
             due_excludes_future_and_picked,
             fetch_claim_is_optimistic,
             lock_and_fetch_claims_in_order,

@@ -36,7 +36,9 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{DocketError, StoreError};
 pub use ident::TableName;
 pub use listener::{SchedulerEvent, SchedulerListener};
-pub use ordering::{CustomKey, Direction, KeyType, OrderingPolicy, PrimaryOrder};
+pub use ordering::{
+    Aging, CustomKey, Direction, KeyType, OrderingPolicy, PrimaryOrder, PriorityMode, Weights,
+};
 pub use queue::{QueueConfig, WorkQueue};
 pub use records::{Execution, ExecutionKey, ListFilter, TaskSummary};
 pub use schedule::Schedule;

@@ -5,6 +5,7 @@
 //! (for example `UPDATE ... RETURNING`).
 
 use crate::error::DocketError;
+use chrono::{DateTime, Utc};
 
 /// The primary ordering, applied after priority (when enabled).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -161,12 +162,203 @@ impl std::fmt::Display for AttributeName {
     }
 }
 
+/// How a poll shares its batch among priority levels (only with priority on).
+///
+/// Every mode reads the same per-level index ranges with the same SQL; they differ only in
+/// which levels a poll probes, in which order, with how much room and up to which
+/// `execution_time` bound. The hand-out is decided in core, so it is identical on every backend.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PriorityMode {
+    /// Higher priority first, always (db-scheduler's priority; the default). A level is served
+    /// only when every level above it has no due work: it can starve.
+    #[default]
+    Strict,
+    /// Each poll's batch goes to the level furthest behind its weighted share (stride
+    /// scheduling over polls), unused room passing to the next level; see [`Weights`].
+    Weighted(Weights),
+    /// An execution's effective priority rises with the time it has been due; see [`Aging`].
+    Aging(Aging),
+}
+
+/// Weights of [`PriorityMode::Weighted`].
+///
+/// A level's share of the executions handed out, while several levels have due work, is its
+/// weight divided by the sum of the weights of the levels with due work. A poll gives its whole
+/// batch to the level whose received count divided by weight is lowest (ties: the higher
+/// level), so each poll stays one index range in the common case; a level found with less due
+/// work than the room passes the rest on in the same order. A level that was idle does not bank
+/// credit: it starts level with the least-served busy level. So a level with due work is served
+/// at least once every `sum of weights / its weight` polls (rounded up).
+///
+/// A level without a configured weight takes the weight of the nearest configured level below
+/// it, or, when none is below, of the lowest configured level; executions without priority
+/// (NULL) take the lowest configured level's weight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Weights {
+    /// `(level, weight)`, ascending by level, weights at least 1.
+    by_level: Vec<(i16, u32)>,
+}
+
+impl Default for Weights {
+    /// HIGH (90) 70, MEDIUM (50) 20, LOW (10) 10.
+    fn default() -> Self {
+        Self {
+            by_level: vec![(10, 10), (50, 20), (90, 70)],
+        }
+    }
+}
+
+impl Weights {
+    /// Weights per level; each at least 1, at least one level, no level twice.
+    pub fn new(levels: &[(i16, u32)]) -> Result<Self, DocketError> {
+        let bad = |msg: String| {
+            Err(DocketError::InvalidConfig(format!(
+                "priority weights: {msg}"
+            )))
+        };
+        if levels.is_empty() {
+            return bad("at least one level needs a weight".into());
+        }
+        let mut by_level = levels.to_vec();
+        by_level.sort_unstable();
+        for pair in by_level.windows(2) {
+            if pair[0].0 == pair[1].0 {
+                return bad(format!("level {} is given twice", pair[0].0));
+            }
+        }
+        if let Some((level, _)) = by_level.iter().find(|(_, w)| *w == 0) {
+            return bad(format!("level {level} has weight 0 (it would starve)"));
+        }
+        Ok(Self { by_level })
+    }
+
+    /// Parses `level:weight,...`, e.g. `90:70,50:20,10:10`.
+    pub fn parse(spec: &str) -> Result<Self, DocketError> {
+        let pairs = spec
+            .split(',')
+            .map(|pair| {
+                let (level, weight) = pair.trim().split_once(':').ok_or_else(|| {
+                    DocketError::InvalidConfig(format!(
+                        "priority weights: {pair:?} is not level:weight"
+                    ))
+                })?;
+                let number = |what: &str, text: &str| {
+                    DocketError::InvalidConfig(format!(
+                        "priority weights: {what} {text:?} is not a number in range"
+                    ))
+                };
+                Ok((
+                    level.trim().parse().map_err(|_| number("level", level))?,
+                    weight
+                        .trim()
+                        .parse()
+                        .map_err(|_| number("weight", weight))?,
+                ))
+            })
+            .collect::<Result<Vec<_>, DocketError>>()?;
+        Self::new(&pairs)
+    }
+
+    /// The weight of `level` (`None`: executions without priority), by the rule above.
+    pub fn weight_of(&self, level: Option<i16>) -> u32 {
+        let lowest = self.by_level.first().map_or(1, |(_, w)| *w);
+        let Some(level) = level else {
+            return lowest;
+        };
+        self.by_level
+            .iter()
+            .rev()
+            .find(|(l, _)| *l <= level)
+            .map_or(lowest, |(_, w)| *w)
+    }
+
+    /// The configured `(level, weight)` pairs, ascending by level.
+    pub fn levels(&self) -> &[(i16, u32)] {
+        &self.by_level
+    }
+}
+
+/// Settings of [`PriorityMode::Aging`].
+///
+/// An execution of level `L` that has been due for `wait` has the effective priority
+/// `L + min(cap, floor(wait / step))`; executions without priority age from one below the
+/// lowest level present. Due executions are handed out by effective priority (higher first),
+/// then by level (higher first), then by execution time. So an execution of level `L` goes
+/// before fresh executions of level `H > L` once it has been due for `(H - L + 1) x step`,
+/// provided `cap > H - L`; with a smaller cap it never passes them.
+///
+/// The poll reads each level's index range up to an `execution_time` bound computed from these
+/// values (`now - k x step`), so it stays one index range per level and band; the oldest due
+/// time of each level is cached with the level list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Aging {
+    step: std::time::Duration,
+    cap: i16,
+}
+
+impl Default for Aging {
+    /// One level per minute, at most 100 levels.
+    fn default() -> Self {
+        Self {
+            step: std::time::Duration::from_secs(60),
+            cap: 100,
+        }
+    }
+}
+
+impl Aging {
+    /// One level per `step` of waiting, at most `cap` levels; `step` at least a millisecond,
+    /// `cap` at least 1.
+    pub fn new(step: std::time::Duration, cap: i16) -> Result<Self, DocketError> {
+        if step < std::time::Duration::from_millis(1) {
+            return Err(DocketError::InvalidConfig(format!(
+                "priority aging: step must be at least 1 ms, got {step:?}"
+            )));
+        }
+        if cap < 1 {
+            return Err(DocketError::InvalidConfig(format!(
+                "priority aging: cap must be at least 1, got {cap}"
+            )));
+        }
+        Ok(Self { step, cap })
+    }
+
+    /// The waiting time that raises the effective priority by one.
+    pub fn step(&self) -> std::time::Duration {
+        self.step
+    }
+
+    /// The most an execution's priority rises.
+    pub fn cap(&self) -> i16 {
+        self.cap
+    }
+
+    /// The effective priority of an execution of base level `base` due since `due_at`.
+    pub fn effective(&self, base: i32, due_at: DateTime<Utc>, now: DateTime<Utc>) -> i32 {
+        let wait = (now - due_at).to_std().unwrap_or_default();
+        let steps = wait.as_nanos() / self.step.as_nanos().max(1);
+        base + i32::from(self.cap).min(i32::try_from(steps).unwrap_or(i32::MAX))
+    }
+
+    /// The latest `execution_time` of an execution of base level `base` whose effective
+    /// priority is at least `target` at `now` (`target - base` within `0..=cap`).
+    pub fn due_by(&self, base: i32, target: i32, now: DateTime<Utc>) -> DateTime<Utc> {
+        let steps = u32::try_from((target - base).max(0)).unwrap_or(u32::MAX);
+        chrono::Duration::from_std(self.step.saturating_mul(steps))
+            .ok()
+            .and_then(|wait| now.checked_sub_signed(wait))
+            .unwrap_or(DateTime::<Utc>::MIN_UTC)
+    }
+}
+
 /// Priority toggle in front of a primary order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OrderingPolicy {
     /// When true, `priority` descending comes first, NULL priority ranking below every value.
     /// When false, no statement reads or writes the `priority` column.
     pub priority: bool,
+    /// How a poll shares its batch among levels (with priority on; ignored with it off).
+    pub mode: PriorityMode,
     /// The order after priority.
     pub primary: PrimaryOrder,
 }
@@ -181,7 +373,7 @@ impl OrderingPolicy {
     pub fn priority_then_execution_time() -> Self {
         Self {
             priority: true,
-            primary: PrimaryOrder::ExecutionTime,
+            ..Self::default()
         }
     }
 }

@@ -21,12 +21,13 @@
 //! ```
 
 pub use docket_core::{
-    Clock, CustomKey, DeadExecutionPolicy, Direction, DocketError, Execution, ExecutionContext,
-    ExecutionKey, ExecutionStore, FailurePolicy, KeyType, ListFilter, ManualClock, OrderingPolicy,
-    PollingStrategy, PrimaryOrder, Priority, QueueConfig, QueueStore, Schedule, ScheduleOutcome,
-    Scheduler, SchedulerClient, SchedulerConfig, SchedulerEvent, SchedulerListener, Store,
-    StoreConfig, StoreError, StoreInfo, SystemClock, TableName, Task, TaskDescriptor, TaskError,
-    TaskInstance, TaskSummary, WorkQueue,
+    Aging, Clock, CustomKey, DeadExecutionPolicy, Direction, DocketError, Execution,
+    ExecutionContext, ExecutionKey, ExecutionStore, FailurePolicy, KeyType, ListFilter,
+    ManualClock, OrderingPolicy, PollingStrategy, PrimaryOrder, Priority, PriorityMode,
+    QueueConfig, QueueStore, Schedule, ScheduleOutcome, Scheduler, SchedulerClient,
+    SchedulerConfig, SchedulerEvent, SchedulerListener, Store, StoreConfig, StoreError, StoreInfo,
+    SystemClock, TableName, Task, TaskDescriptor, TaskError, TaskInstance, TaskSummary, Weights,
+    WorkQueue,
 };
 
 /// The work queue's records and intake types.

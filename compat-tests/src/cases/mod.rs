@@ -5,6 +5,7 @@ mod claims;
 mod crud;
 pub mod db_scheduler;
 mod end_to_end;
+mod fairness;
 mod lifecycle;
 mod ordering;
 mod queue;
@@ -19,6 +20,7 @@ pub use db_scheduler::{
     poll_failures_are_listener_events,
 };
 pub use end_to_end::*;
+pub use fairness::*;
 pub use lifecycle::*;
 pub use ordering::*;
 pub use queue::*;

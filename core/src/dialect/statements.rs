@@ -78,14 +78,35 @@ pub enum Level {
     Null,
 }
 
-/// What a due-query asks for: rows of `task_names` at `level`, due at `now`, at most `limit`,
+impl Level {
+    /// Whether an execution with `priority` belongs to this level.
+    pub fn holds(self, priority: Option<i16>) -> bool {
+        match self {
+            Level::Any => true,
+            Level::Exactly(p) => priority == Some(p),
+            Level::Null => priority.is_none(),
+        }
+    }
+
+    /// The priority of [`Level::Exactly`]; `None` for the others.
+    pub fn priority(self) -> Option<i16> {
+        match self {
+            Level::Exactly(p) => Some(p),
+            Level::Any | Level::Null => None,
+        }
+    }
+}
+
+/// What a due-query asks for: rows of `task_names` at `level`, due by `due_by`, at most `limit`,
 /// leaving out the keys in `exclude` (rows a store holds back, such as poison rows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Due<'a> {
     /// Which priority level.
     pub level: Level,
-    /// The clock's now.
+    /// The clock's now (the claim time of a claiming due-query).
     pub now: DateTime<Utc>,
+    /// Rows due at or before this (`now` unless an aging poll reads a band of older rows).
+    pub due_by: DateTime<Utc>,
     /// Only these tasks.
     pub task_names: &'a [String],
     /// At most this many rows.
@@ -100,6 +121,7 @@ impl<'a> Due<'a> {
         Self {
             level,
             now,
+            due_by: now,
             task_names,
             limit,
             exclude: &[],
@@ -302,14 +324,14 @@ impl<'d> Statements<'d> {
     fn due_where(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) {
         let Due {
             level,
-            now,
+            due_by,
             task_names,
             ..
         } = *due;
         w.push(" WHERE picked = ")
             .bind(false)
             .push(" AND execution_time <= ")
-            .bind(now);
+            .bind(due_by);
         match level {
             // Read in execution-time order from the due index, whatever the statistics say.
             Level::Any => self.dialect.due_task_filter(w, task_names),

@@ -2,9 +2,12 @@
 //! [`Statements`], run through the backend's [`SqlConnector`].
 
 mod adopt;
+mod levels;
 mod poison;
 
 pub use adopt::AdoptPlan;
+use levels::LevelState;
+pub use levels::{LEVEL_CACHE_TTL_MS, MAX_PROBED_LEVELS};
 pub use poison::{MAX_HELD_BACK, POISON_HOLD_BACK_MS};
 
 use super::row::decode_all;
@@ -14,6 +17,7 @@ use crate::dialect::{
     Dialect, Due, Level, LockAndFetch, OrderIndex, OrderIndexStyle, Rendered, Statements,
 };
 use crate::migrate::{TableMigration, MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
+use crate::ordering::PriorityMode;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -39,76 +43,6 @@ pub const COMPLETION_CHUNK: usize = 500;
 /// Most binds one row of a batched completion can take: key and version in `WHERE`, key and
 /// value per column that differs between rows.
 const COMPLETION_BINDS_PER_ROW: usize = 32;
-
-/// Most distinct priority levels probed one at a time (see `SqlStore::by_level`).
-pub const MAX_PROBED_LEVELS: usize = 64;
-
-/// How long (by the clock passed in [`DueParams::now`]) a store trusts its priority-level cache:
-/// the list of levels, and for each level found empty, the time its next execution is due.
-/// Writes made through the same store update the cache at once; writes by other processes or
-/// other store instances (a new level, an earlier row in a level seen empty, a released row)
-/// are seen at the latest this long after the cache was filled. That is the only staleness the
-/// priority order accepts (docs/DESIGN.md, "Priority due-query").
-pub const LEVEL_CACHE_TTL_MS: i64 = 1_000;
-
-/// When a cached level needs probing again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Next {
-    /// Probe it on every poll (it had due rows, or nothing is known).
-    Probe,
-    /// Found empty; its next execution is due at this time.
-    At(DateTime<Utc>),
-    /// Found empty with nothing after it: skip until the cache expires.
-    Never,
-}
-
-impl Next {
-    /// Skip the level at `now`?
-    fn skips(self, now: DateTime<Utc>) -> bool {
-        match self {
-            Next::Probe => false,
-            Next::At(t) => now < t,
-            Next::Never => true,
-        }
-    }
-
-    /// Something may be due at `at` (`None`: at any time): never skip past it.
-    fn lower(self, at: Option<DateTime<Utc>>) -> Next {
-        match (self, at) {
-            (Next::Probe, _) | (_, None) => Next::Probe,
-            (Next::Never, Some(t)) => Next::At(t),
-            (Next::At(x), Some(t)) => Next::At(x.min(t)),
-        }
-    }
-}
-
-/// The priority levels one store saw, filled by a poll and trusted for [`LEVEL_CACHE_TTL_MS`].
-#[derive(Debug, Clone)]
-struct LevelCache {
-    /// The task names of the poll that filled it (emptiness is per task set).
-    task_names: Vec<String>,
-    /// The poll's `now`.
-    filled_at: DateTime<Utc>,
-    /// Levels highest first, then NULL; `None` past [`MAX_PROBED_LEVELS`] (single statement).
-    levels: Option<Vec<(Level, Next)>>,
-}
-
-impl LevelCache {
-    fn fresh_for(&self, p: &DueParams<'_>) -> bool {
-        let ttl = chrono::Duration::milliseconds(LEVEL_CACHE_TTL_MS);
-        self.task_names.as_slice() == p.task_names
-            && self.filled_at <= p.now
-            && p.now < self.filled_at + ttl
-    }
-}
-
-/// The cache and a counter of local writes, so a poll never stores what it learned about a
-/// level after a write it did not see (the write wins; the next poll probes again).
-#[derive(Debug, Default)]
-struct LevelState {
-    cache: Option<LevelCache>,
-    writes: u64,
-}
 
 /// How long (by the clock passed in [`ForWorker::now`]) a store trusts what it found about a
 /// custom order's index, where the dialect indexes with generated columns and the queries must
@@ -231,145 +165,6 @@ impl<C: SqlConnector> SqlStore<C> {
 
     fn execute(&self, stmt: Rendered) -> Result<u64, StoreError> {
         self.connector.with_session(&mut |s| s.execute(&stmt))
-    }
-
-    /// Collects up to `p.limit` due rows by calling `slice(level, room)`. With priority off that
-    /// is one call for [`Level::Any`]. With priority on, levels are probed highest first, then
-    /// NULL, until the batch is full: each probe is one index range, so drained levels with
-    /// millions of future rows cost a few page reads instead of a walk through those rows.
-    /// Beyond [`MAX_PROBED_LEVELS`] distinct levels, the single ordered statement is cheaper.
-    ///
-    /// The level list and, per level found empty, the time of its next execution are cached for
-    /// [`LEVEL_CACHE_TTL_MS`] (see [`LevelCache`]): a poll under load sends only the probes of
-    /// levels that can have due rows, usually one statement, as with priority off.
-    fn by_level(
-        &self,
-        p: &DueParams<'_>,
-        mut slice: impl FnMut(Level, i64) -> Result<Vec<Execution>, StoreError>,
-    ) -> Result<Vec<Execution>, StoreError> {
-        if !self.priority() {
-            return slice(Level::Any, p.limit);
-        }
-        let (plan, writes) = self.level_plan(p)?;
-        let Some(plan) = plan else {
-            return slice(Level::Any, p.limit);
-        };
-        let mut rows = Vec::new();
-        let mut learned = Vec::new();
-        for (level, next) in plan {
-            let room = p.limit - rows.len() as i64;
-            if room <= 0 {
-                break;
-            }
-            if next.skips(p.now) {
-                continue;
-            }
-            let got = slice(level, room)?;
-            if got.is_empty() {
-                learned.push((level, self.next_at(level, p)?));
-            }
-            rows.extend(got);
-        }
-        let mut state = self.level_state();
-        if state.writes == writes {
-            if let Some(levels) = state.cache.as_mut().and_then(|c| c.levels.as_mut()) {
-                for (level, next) in levels.iter_mut() {
-                    if let Some((_, n)) = learned.iter().find(|(l, _)| l == level) {
-                        *next = *n;
-                    }
-                }
-            }
-        }
-        Ok(rows)
-    }
-
-    fn level_state(&self) -> MutexGuard<'_, LevelState> {
-        // The state is a cache: a panic elsewhere cannot leave it wrong, only stale.
-        self.levels
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The levels to probe (cached or read now) and the write count they are valid for.
-    #[allow(clippy::type_complexity)]
-    fn level_plan(
-        &self,
-        p: &DueParams<'_>,
-    ) -> Result<(Option<Vec<(Level, Next)>>, u64), StoreError> {
-        let writes = {
-            let state = self.level_state();
-            if let Some(cache) = state.cache.as_ref().filter(|c| c.fresh_for(p)) {
-                return Ok((cache.levels.clone(), state.writes));
-            }
-            state.writes
-        };
-        let stmt = self.statements.priority_levels();
-        let found = decode_all(self.rows(&stmt)?, |r| {
-            r.opt_i16("level")?.ok_or(StoreError::Decode {
-                column: "level",
-                reason: "NULL level".into(),
-            })
-        })?;
-        let levels = (found.len() <= MAX_PROBED_LEVELS).then(|| {
-            found
-                .into_iter()
-                .map(Level::Exactly)
-                .chain([Level::Null])
-                .map(|l| (l, Next::Probe))
-                .collect::<Vec<_>>()
-        });
-        let mut state = self.level_state();
-        if state.writes == writes {
-            state.cache = Some(LevelCache {
-                task_names: p.task_names.to_vec(),
-                filled_at: p.now,
-                levels: levels.clone(),
-            });
-        }
-        Ok((levels, writes))
-    }
-
-    /// When `level`, found without due rows at `p.now`, next has an execution due. A
-    /// skip-locked probe also comes back empty while other claimers hold the level's rows (and
-    /// one of them may roll back, or lock a row it does not claim), so a plain read decides
-    /// first: a level with a due, unpicked row stays probed.
-    fn next_at(&self, level: Level, p: &DueParams<'_>) -> Result<Next, StoreError> {
-        let due = self.statements.due(level, p.now, p.task_names, 1);
-        if !self.rows(&due)?.is_empty() {
-            return Ok(Next::Probe);
-        }
-        // Only the time is read: a row that does not decode (a poison row) keeps the level
-        // probed instead of failing the poll.
-        let rows = self.rows(&self.statements.next_at_level(level, p.now))?;
-        Ok(match rows.into_iter().next() {
-            None => Next::Never,
-            Some(mut row) => row
-                .timestamp("execution_time")
-                .map_or(Next::Probe, Next::At),
-        })
-    }
-
-    /// A local write may have made rows of `level` (`None`: of any level) due at `at` (`None`:
-    /// at any time). A level the cache does not know drops the cache.
-    fn wrote(&self, level: Option<Option<i16>>, at: Option<DateTime<Utc>>) {
-        if !self.priority() {
-            return;
-        }
-        let mut state = self.level_state();
-        state.writes += 1;
-        let Some(cache) = state.cache.as_mut() else {
-            return;
-        };
-        let Some(levels) = cache.levels.as_mut() else {
-            return;
-        };
-        match level.map(|p| p.map_or(Level::Null, Level::Exactly)) {
-            None => levels.iter_mut().for_each(|(_, n)| *n = n.lower(at)),
-            Some(level) => match levels.iter_mut().find(|(l, _)| *l == level) {
-                Some((_, n)) => *n = n.lower(at),
-                None => state.cache = None,
-            },
-        }
     }
 
     /// Locks due rows (skipping rows others hold) and claims those that decode, in one
@@ -671,7 +466,10 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
             return Ok(Vec::new());
         }
         let mut rows = self.lock_and_fetch_sound(style, p, picked_by)?;
-        rows.sort_by(|a, b| a.cmp_in_hand_out_order(b, &self.config.ordering));
+        if self.config.ordering.mode == PriorityMode::Strict {
+            rows.sort_by(|a, b| a.cmp_in_hand_out_order(b, &self.config.ordering));
+        }
+        // Other modes: the order the probes chose (each level's rows in time order).
         Ok(rows)
     }
 

@@ -155,19 +155,21 @@ impl<C: SqlConnector> SqlStore<C> {
         p: &'a DueParams<'_>,
         level: Level,
         room: i64,
+        due_by: DateTime<Utc>,
         exclude: &'a [ExecutionKey],
     ) -> Due<'a> {
         Due {
             exclude,
+            due_by,
             ..Due::new(level, p.now, p.task_names, room)
         }
     }
 
     /// Due, unpicked executions (fetch-and-lock-on-execute), poison rows skipped.
     pub(super) fn fetch_due_sound(&self, p: &DueParams<'_>) -> Result<Vec<Execution>, StoreError> {
-        self.by_level(p, |level, limit| {
+        self.by_level(p, false, |level, limit, due_by| {
             self.without_poison(p.now, limit, |exclude, room| {
-                let due = Self::due_of(p, level, room, exclude);
+                let due = Self::due_of(p, level, room, due_by, exclude);
                 Ok(decode_executions(
                     self.rows(&self.statements.due_excluding(&due))?,
                 ))
@@ -184,9 +186,9 @@ impl<C: SqlConnector> SqlStore<C> {
         p: &DueParams<'_>,
         picked_by: &str,
     ) -> Result<Vec<Execution>, StoreError> {
-        self.by_level(p, |level, limit| {
+        self.by_level(p, true, |level, limit, due_by| {
             self.without_poison(p.now, limit, |exclude, room| {
-                let due = Self::due_of(p, level, room, exclude);
+                let due = Self::due_of(p, level, room, due_by, exclude);
                 match style {
                     LockAndFetch::UpdateReturning | LockAndFetch::CteUpdateOutput => {
                         let claim = self.statements.lock_and_fetch_excluding(&due, picked_by);

@@ -1,0 +1,174 @@
+//! Priority without starvation: the weighted and aging modes hand a low level out within their
+//! bound while a high level is fed continuously; strict mode never does; with priority off the
+//! modes change nothing. Driven by hand with the manual clock, both polling strategies.
+
+use super::ids;
+use crate::harness::{Ctx, Harness, Need, Toggle};
+use chrono::Duration;
+use docket_core::store::DueParams;
+use docket_core::store::Guard;
+use docket_core::{
+    Aging, Execution, PriorityMode, SchedulerClient, Store, TaskDescriptor, Weights,
+};
+use std::sync::Arc;
+
+/// One task per polling strategy, so the two runs share a space without meeting.
+const BY_FETCH: TaskDescriptor = TaskDescriptor::new("fair-fetch");
+const BY_LOCK: TaskDescriptor = TaskDescriptor::new("fair-lock");
+
+/// The feed: this many level-90 executions fall due at every tick, and a poll takes this many.
+const BATCH: usize = 4;
+
+/// What the low level received: the tick of its first hand-out and how many it received.
+#[derive(Debug, PartialEq)]
+struct Served {
+    first: Option<usize>,
+    total: usize,
+}
+
+/// `low` level-10 executions due at the start, then per one-second tick: [`BATCH`] fresh
+/// level-90 executions, one poll of [`BATCH`] (claim or fetch), everything handed out run
+/// (removed). Runs for `ticks` ticks with `mode`, once per polling strategy.
+fn feed(ctx: &Ctx, mode: PriorityMode, low: usize, ticks: usize) -> Vec<(&'static str, Served)> {
+    let mut config = ctx.config();
+    config.ordering.mode = mode;
+    let store = ctx.space.store(config, None);
+    let client = SchedulerClient::with_clock(store.clone(), Arc::new(ctx.clock.clone()))
+        .expect("schema is migrated");
+    let mut results = Vec::new();
+    for (strategy, task) in [("fetch", BY_FETCH), ("lock-and-fetch", BY_LOCK)] {
+        let start = Ctx::t0();
+        ctx.clock.set(start);
+        for i in 0..low {
+            client
+                .schedule(
+                    task.instance(format!("low-{i}"))
+                        .priority(10)
+                        .scheduled_to(start),
+                )
+                .expect("schedules");
+        }
+        let mut served = Served {
+            first: None,
+            total: 0,
+        };
+        for tick in 0..ticks {
+            let now = start + Duration::seconds(tick as i64 + 1);
+            ctx.clock.set(now);
+            for j in 0..BATCH {
+                client
+                    .schedule(
+                        task.instance(format!("high-{tick}-{j}"))
+                            .priority(90)
+                            .scheduled_to(now),
+                    )
+                    .expect("schedules");
+            }
+            let handed = poll(&*store, strategy, task.name(), now);
+            assert_eq!(handed.len(), BATCH, "{strategy}: a poll fills its batch");
+            let lows = ids(&handed)
+                .iter()
+                .filter(|id| id.starts_with("low-"))
+                .count();
+            if lows > 0 {
+                served.first.get_or_insert(tick);
+                served.total += lows;
+            }
+            for e in &handed {
+                assert!(store
+                    .execution_remove(&e.key(), Guard::Any)
+                    .expect("removes"));
+            }
+        }
+        results.push((strategy, served));
+    }
+    results
+}
+
+fn poll(
+    store: &dyn Store,
+    strategy: &str,
+    task: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<Execution> {
+    let names = [task.to_owned()];
+    let p = DueParams {
+        now,
+        task_names: &names,
+        limit: BATCH as i64,
+    };
+    match strategy {
+        "fetch" => store.execution_fetch_due(&p),
+        _ => store.execution_lock_and_fetch_due(&p, "fair-node"),
+    }
+    .expect("due-query runs")
+}
+
+/// Weighted 90:70, 10:10: the low level gets a batch at the second poll and its share over the
+/// run (about 10 of 80 while both are busy); strict never serves it; priority off serves it
+/// first (it is the oldest).
+pub fn weighted_priority_serves_every_level(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    ctx.require(Need::LockAndFetch);
+    let weights = Weights::new(&[(90, 70), (10, 10)]).expect("valid weights");
+    let ticks = 24;
+    for (strategy, served) in feed(&ctx, PriorityMode::Weighted(weights), 40, ticks) {
+        if t.on() {
+            // Bound: sum of the busy levels' weights / the low level's weight = 8 polls.
+            let first = served.first.expect("the low level is served");
+            assert!(
+                first < 8,
+                "{strategy}: low level first served at poll {first}"
+            );
+            let share = served.total as f64 / (ticks * BATCH) as f64;
+            assert!(
+                (0.08..=0.2).contains(&share),
+                "{strategy}: low level's share {share} (weight share 0.125)"
+            );
+        } else {
+            assert_eq!(
+                served.first,
+                Some(0),
+                "{strategy}: priority off: oldest first"
+            );
+        }
+    }
+    if t.on() {
+        let strict = Ctx::new(h, t);
+        for (strategy, served) in feed(&strict, PriorityMode::Strict, 4, 12) {
+            assert_eq!(
+                served.first, None,
+                "{strategy}: strict priority starves level 10"
+            );
+        }
+    }
+}
+
+/// Aging one level per second, cap 100: a level-10 execution due at the start reaches
+/// effective priority 90 after 80 s (a tie: the higher level goes first) and passes the fresh
+/// level-90 executions at 81 s, exactly. With cap 50 it never passes them; with priority off it
+/// goes first.
+pub fn aging_priority_serves_old_executions(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    ctx.require(Need::LockAndFetch);
+    let aging = Aging::new(std::time::Duration::from_secs(1), 100).expect("valid aging");
+    for (strategy, served) in feed(&ctx, PriorityMode::Aging(aging), 1, 84) {
+        // Tick k polls at t0 + (k + 1) s: the low execution has waited k + 1 seconds.
+        let expected = if t.on() { Some(80) } else { Some(0) };
+        assert_eq!(
+            served.first, expected,
+            "{strategy}: first hand-out of the aged execution"
+        );
+        assert_eq!(served.total, 1, "{strategy}");
+    }
+    if t.on() {
+        let capped = Ctx::new(h, t);
+        let aging = Aging::new(std::time::Duration::from_secs(1), 50).expect("valid aging");
+        for (strategy, served) in feed(&capped, PriorityMode::Aging(aging), 1, 84) {
+            assert_eq!(
+                served.first, None,
+                "{strategy}: capped at 60, it never passes 90"
+            );
+        }
+    }
+}

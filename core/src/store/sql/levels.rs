@@ -1,0 +1,433 @@
+//! Which priority levels a poll reads, in which order, with how much room and up to which
+//! `execution_time` ([`PriorityMode`]: strict, weighted, aging), and the per-store level cache
+//! that keeps a poll under load to about one statement.
+//!
+//! Every mode sends the same statements: one index range `priority = ? AND execution_time <= ?`
+//! per probe. Only the probes chosen and the bound values differ, and they are chosen here, in
+//! core, so the hand-out is the same on every backend.
+
+use super::{decode_all, SqlConnector, SqlStore};
+use crate::dialect::Level;
+use crate::error::StoreError;
+use crate::ordering::{Aging, PriorityMode, Weights};
+use crate::records::{DueParams, Execution, ExecutionKey};
+use chrono::{DateTime, Utc};
+use std::collections::HashSet;
+use std::sync::MutexGuard;
+
+/// Most distinct priority levels probed one at a time (see `SqlStore::by_level`).
+pub const MAX_PROBED_LEVELS: usize = 64;
+
+/// How long (by the clock passed in [`DueParams::now`]) a store trusts its priority-level cache:
+/// the list of levels, and for each level what it knows of its unpicked rows (the oldest due
+/// one, or when the next falls due). Writes made through the same store update the cache at
+/// once; writes by other processes or other store instances (a new level, an earlier row in a
+/// level seen empty, a released row) are seen at the latest this long after the cache was
+/// filled. That is the only staleness the priority order accepts (docs/DESIGN.md, "Priority
+/// due-query").
+pub const LEVEL_CACHE_TTL_MS: i64 = 1_000;
+
+/// Most due-queries one aging poll sends: each lowers some level's effective priority by at
+/// least one band, and the poll ends when its batch is full. What is left is read next poll.
+const MAX_AGING_PROBES: usize = 32;
+
+/// What a store knows of a level's unpicked rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Nothing: probe it.
+    Probe,
+    /// No unpicked row before this time: when it is in the past, the level's oldest due row
+    /// (as far as this store knows); in the future, when its next row falls due.
+    At(DateTime<Utc>),
+    /// Found empty with nothing after it: skip until the cache expires.
+    Never,
+}
+
+impl Next {
+    /// Skip the level at `now`?
+    fn skips(self, now: DateTime<Utc>) -> bool {
+        match self {
+            Next::Probe => false,
+            Next::At(t) => now < t,
+            Next::Never => true,
+        }
+    }
+
+    /// Something may be due at `at` (`None`: at any time): never skip past it.
+    fn lower(self, at: Option<DateTime<Utc>>) -> Next {
+        match (self, at) {
+            (Next::Probe, _) | (_, None) => Next::Probe,
+            (Next::Never, Some(t)) => Next::At(t),
+            (Next::At(x), Some(t)) => Next::At(x.min(t)),
+        }
+    }
+}
+
+/// The priority levels one store saw, filled by a poll and trusted for [`LEVEL_CACHE_TTL_MS`].
+#[derive(Debug, Clone)]
+struct LevelCache {
+    /// The task names of the poll that filled it (emptiness is per task set).
+    task_names: Vec<String>,
+    /// The poll's `now`.
+    filled_at: DateTime<Utc>,
+    /// Levels highest first, then NULL; `None` past [`MAX_PROBED_LEVELS`] (single statement).
+    levels: Option<Vec<(Level, Next)>>,
+}
+
+impl LevelCache {
+    fn fresh_for(&self, p: &DueParams<'_>) -> bool {
+        let ttl = chrono::Duration::milliseconds(LEVEL_CACHE_TTL_MS);
+        self.task_names.as_slice() == p.task_names
+            && self.filled_at <= p.now
+            && p.now < self.filled_at + ttl
+    }
+}
+
+/// The cache and a counter of local writes, so a poll never stores what it learned about a
+/// level after a write it did not see (the write wins; the next poll probes again); and the
+/// weighted mode's passes.
+#[derive(Debug, Default)]
+pub(super) struct LevelState {
+    cache: Option<LevelCache>,
+    writes: u64,
+    /// Weighted mode: per level busy in the last poll, executions received divided by weight.
+    passes: Vec<(Level, f64)>,
+}
+
+/// One poll's reads: the rows taken so far and what it learned about levels.
+struct Poll<'p, 'n, F> {
+    p: &'p DueParams<'n>,
+    /// Whether a read claims what it returns (lock-and-fetch). A read that does not claim
+    /// returns the same rows again, so a second read of a level asks for more and drops them.
+    claims: bool,
+    slice: F,
+    rows: Vec<Execution>,
+    seen: HashSet<ExecutionKey>,
+    learned: Vec<(Level, Next)>,
+}
+
+impl<F> Poll<'_, '_, F>
+where
+    F: FnMut(Level, i64, DateTime<Utc>) -> Result<Vec<Execution>, StoreError>,
+{
+    fn room(&self) -> i64 {
+        self.p.limit - self.rows.len() as i64
+    }
+
+    /// Reads up to the room at `level`, due by `due_by`. Returns how many rows it added and
+    /// whether the level has no more unpicked rows due by `due_by` (for this poll).
+    fn take(&mut self, level: Level, due_by: DateTime<Utc>) -> Result<(usize, bool), StoreError> {
+        let room = self.room();
+        let again = if self.claims {
+            0
+        } else {
+            self.rows.iter().filter(|e| level.holds(e.priority)).count() as i64
+        };
+        let mut got = (self.slice)(level, room + again, due_by)?;
+        let short = (got.len() as i64) < room + again;
+        // One level: its rows in execution-time order (a claim may return them unordered).
+        got.sort_by_key(|e| e.execution_time);
+        got.retain(|e| self.seen.insert(e.key()));
+        got.truncate(usize::try_from(room).unwrap_or(0));
+        let added = got.len();
+        self.rows.extend(got);
+        Ok((added, short))
+    }
+}
+
+impl<C: SqlConnector> SqlStore<C> {
+    /// Collects up to `p.limit` due rows by calling `slice(level, room, due_by)`. With priority
+    /// off that is one call for [`Level::Any`]. With priority on, levels are probed one at a
+    /// time ([`PriorityMode`] decides which, in which order, with how much room): each probe
+    /// is one index range, so drained levels with millions of future rows cost a few page
+    /// reads instead of a walk through those rows. Beyond [`MAX_PROBED_LEVELS`] distinct
+    /// levels, the single ordered statement is cheaper (strict order, whatever the mode).
+    ///
+    /// The level list and, per level, what a poll learned of its unpicked rows are cached for
+    /// [`LEVEL_CACHE_TTL_MS`] (see [`LevelCache`]): a poll under load sends only the probes of
+    /// levels that can have due rows, usually one statement, as with priority off. `claims`
+    /// says whether `slice` claims what it returns (lock-and-fetch).
+    pub(super) fn by_level(
+        &self,
+        p: &DueParams<'_>,
+        claims: bool,
+        slice: impl FnMut(Level, i64, DateTime<Utc>) -> Result<Vec<Execution>, StoreError>,
+    ) -> Result<Vec<Execution>, StoreError> {
+        let mut slice = slice;
+        if !self.priority() {
+            return slice(Level::Any, p.limit, p.now);
+        }
+        let (plan, writes) = self.level_plan(p)?;
+        let Some(plan) = plan else {
+            return slice(Level::Any, p.limit, p.now);
+        };
+        let mut poll = Poll {
+            p,
+            claims,
+            slice,
+            rows: Vec::new(),
+            seen: HashSet::new(),
+            learned: Vec::new(),
+        };
+        match &self.config.ordering.mode {
+            PriorityMode::Strict => self.strict(&mut poll, &plan)?,
+            PriorityMode::Weighted(weights) => self.weighted(&mut poll, &plan, weights)?,
+            PriorityMode::Aging(aging) => self.aging(&mut poll, &plan, aging)?,
+        }
+        let mut state = self.level_state();
+        if state.writes == writes {
+            if let Some(levels) = state.cache.as_mut().and_then(|c| c.levels.as_mut()) {
+                for (level, next) in levels.iter_mut() {
+                    if let Some((_, n)) = poll.learned.iter().rev().find(|(l, _)| l == level) {
+                        *next = *n;
+                    }
+                }
+            }
+        }
+        Ok(poll.rows)
+    }
+
+    /// Strict: highest level first, then NULL, until the batch is full.
+    fn strict<F>(
+        &self,
+        poll: &mut Poll<'_, '_, F>,
+        plan: &[(Level, Next)],
+    ) -> Result<(), StoreError>
+    where
+        F: FnMut(Level, i64, DateTime<Utc>) -> Result<Vec<Execution>, StoreError>,
+    {
+        let now = poll.p.now;
+        for &(level, next) in plan {
+            if poll.room() <= 0 {
+                break;
+            }
+            if next.skips(now) {
+                continue;
+            }
+            if poll.take(level, now)?.0 == 0 {
+                poll.learned.push((level, self.next_at(level, poll.p)?));
+            }
+        }
+        Ok(())
+    }
+
+    /// Weighted: the batch goes to the level with the lowest pass (executions received divided
+    /// by weight), room it cannot use to the next lowest, and so on ([`Weights`]).
+    fn weighted<F>(
+        &self,
+        poll: &mut Poll<'_, '_, F>,
+        plan: &[(Level, Next)],
+        weights: &Weights,
+    ) -> Result<(), StoreError>
+    where
+        F: FnMut(Level, i64, DateTime<Utc>) -> Result<Vec<Execution>, StoreError>,
+    {
+        let now = poll.p.now;
+        let order: Vec<(Level, f64)> = {
+            let mut state = self.level_state();
+            let busy = std::mem::take(&mut state.passes);
+            // A level idle in the last poll starts level with the least-served busy one: idle
+            // time banks no credit.
+            let floor = busy.iter().map(|(_, p)| *p).reduce(f64::min).unwrap_or(0.0);
+            let mut order: Vec<(usize, Level, f64)> = plan
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, next))| !next.skips(now))
+                .map(|(i, (level, _))| {
+                    let pass = busy.iter().find(|(l, _)| l == level).map_or(floor, |b| b.1);
+                    (i, *level, pass)
+                })
+                .collect();
+            // Lowest pass first; on a tie, the higher level (plan order).
+            order.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)));
+            order.into_iter().map(|(_, l, p)| (l, p)).collect()
+        };
+        let mut passes = Vec::with_capacity(order.len());
+        for (level, pass) in order {
+            let mut received = 0;
+            if poll.room() > 0 {
+                received = poll.take(level, now)?.0;
+                if received == 0 {
+                    poll.learned.push((level, self.next_at(level, poll.p)?));
+                }
+            }
+            let weight = f64::from(weights.weight_of(level.priority()).max(1));
+            passes.push((level, pass + received as f64 / weight));
+        }
+        self.level_state().passes = passes;
+        Ok(())
+    }
+
+    /// Aging: bands of effective priority, highest first; each probe reads one level's rows
+    /// old enough to reach the band ([`Aging`]).
+    fn aging<F>(
+        &self,
+        poll: &mut Poll<'_, '_, F>,
+        plan: &[(Level, Next)],
+        aging: &Aging,
+    ) -> Result<(), StoreError>
+    where
+        F: FnMut(Level, i64, DateTime<Utc>) -> Result<Vec<Execution>, StoreError>,
+    {
+        let now = poll.p.now;
+        let lowest = plan
+            .iter()
+            .filter_map(|(l, _)| l.priority())
+            .min()
+            .map_or(0, i32::from);
+        // (level, base priority, oldest unpicked due time: `None` unknown, so the oldest).
+        let mut bands: Vec<(Level, i32, Option<DateTime<Utc>>)> = plan
+            .iter()
+            .filter(|(_, next)| !next.skips(now))
+            .map(|&(level, next)| {
+                let base = level.priority().map_or(lowest - 1, i32::from);
+                let head = match next {
+                    Next::At(t) => Some(t),
+                    _ => None,
+                };
+                (level, base, head)
+            })
+            .collect();
+        let top = |&(_, base, head): &(Level, i32, Option<DateTime<Utc>>)| match head {
+            None => base + i32::from(aging.cap()),
+            Some(t) => aging.effective(base, t, now),
+        };
+        for _ in 0..MAX_AGING_PROBES {
+            if poll.room() <= 0 {
+                break;
+            }
+            // The highest effective priority any level can have; on a tie, the higher level.
+            let Some(i) = (0..bands.len()).max_by_key(|&i| (top(&bands[i]), bands[i].1)) else {
+                break;
+            };
+            let (level, base, _) = bands[i];
+            let band = top(&bands[i]);
+            let due_by = aging.due_by(base, band, now);
+            let (added, short) = poll.take(level, due_by)?;
+            if !short {
+                // The batch is full; the rows taken were the level's oldest in the band.
+                if let Some(last) = poll
+                    .rows
+                    .iter()
+                    .rev()
+                    .take(added)
+                    .map(|e| e.execution_time)
+                    .max()
+                {
+                    poll.learned.push((level, Next::At(last)));
+                }
+                continue;
+            }
+            // Nothing left in this band: find the level's oldest unpicked due row, and never
+            // probe this band of it again in this poll (its rows may be locked by others).
+            let next = self.next_at(level, poll.p)?;
+            poll.learned.push((level, next));
+            let past_band = due_by + chrono::Duration::microseconds(1);
+            let head = match next {
+                Next::At(t) => t.max(past_band),
+                Next::Probe => past_band,
+                Next::Never => DateTime::<Utc>::MAX_UTC,
+            };
+            if head > now {
+                bands.swap_remove(i);
+            } else {
+                bands[i].2 = Some(head);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn level_state(&self) -> MutexGuard<'_, LevelState> {
+        // The state is a cache: a panic elsewhere cannot leave it wrong, only stale.
+        self.levels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The levels to probe (cached or read now) and the write count they are valid for.
+    #[allow(clippy::type_complexity)]
+    fn level_plan(
+        &self,
+        p: &DueParams<'_>,
+    ) -> Result<(Option<Vec<(Level, Next)>>, u64), StoreError> {
+        let writes = {
+            let state = self.level_state();
+            if let Some(cache) = state.cache.as_ref().filter(|c| c.fresh_for(p)) {
+                return Ok((cache.levels.clone(), state.writes));
+            }
+            state.writes
+        };
+        let stmt = self.statements.priority_levels();
+        let found = decode_all(self.rows(&stmt)?, |r| {
+            r.opt_i16("level")?.ok_or(StoreError::Decode {
+                column: "level",
+                reason: "NULL level".into(),
+            })
+        })?;
+        let levels = (found.len() <= MAX_PROBED_LEVELS).then(|| {
+            found
+                .into_iter()
+                .map(Level::Exactly)
+                .chain([Level::Null])
+                .map(|l| (l, Next::Probe))
+                .collect::<Vec<_>>()
+        });
+        let mut state = self.level_state();
+        if state.writes == writes {
+            state.cache = Some(LevelCache {
+                task_names: p.task_names.to_vec(),
+                filled_at: p.now,
+                levels: levels.clone(),
+            });
+        }
+        Ok((levels, writes))
+    }
+
+    /// What `level`, found without (more) rows to take at `p.now`, holds: its oldest unpicked
+    /// due row, or when its next row falls due. A skip-locked probe also comes back empty while
+    /// other claimers hold the level's rows (and one of them may roll back, or lock a row it
+    /// does not claim), so a plain read decides first: a level with a due, unpicked row stays
+    /// probed.
+    fn next_at(&self, level: Level, p: &DueParams<'_>) -> Result<Next, StoreError> {
+        let due = self.statements.due(level, p.now, p.task_names, 1);
+        // Only the time is read: a row that does not decode (a poison row) keeps the level
+        // probed instead of failing the poll.
+        let time = |rows: Vec<super::Row>, or: Next| match rows.into_iter().next() {
+            None => or,
+            Some(mut row) => row
+                .timestamp("execution_time")
+                .map_or(Next::Probe, Next::At),
+        };
+        let oldest = time(self.rows(&due)?, Next::Never);
+        if oldest != Next::Never {
+            return Ok(oldest);
+        }
+        Ok(time(
+            self.rows(&self.statements.next_at_level(level, p.now))?,
+            Next::Never,
+        ))
+    }
+
+    /// A local write may have made rows of `level` (`None`: of any level) due at `at` (`None`:
+    /// at any time). A level the cache does not know drops the cache.
+    pub(super) fn wrote(&self, level: Option<Option<i16>>, at: Option<DateTime<Utc>>) {
+        if !self.priority() {
+            return;
+        }
+        let mut state = self.level_state();
+        state.writes += 1;
+        let Some(cache) = state.cache.as_mut() else {
+            return;
+        };
+        let Some(levels) = cache.levels.as_mut() else {
+            return;
+        };
+        match level.map(|p| p.map_or(Level::Null, Level::Exactly)) {
+            None => levels.iter_mut().for_each(|(_, n)| *n = n.lower(at)),
+            Some(level) => match levels.iter_mut().find(|(l, _)| *l == level) {
+                Some((_, n)) => *n = n.lower(at),
+                None => state.cache = None,
+            },
+        }
+    }
+}
