@@ -11,12 +11,7 @@ use docket_core::store::sql::{SqlConnector, SqlSession};
 use docket_core::{StoreError, StoreInfo};
 
 /// The migrations this backend ships, in order.
-pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!(
-    "0001_base",
-    "0002_priority",
-    "0003_ordering",
-    "0004_work_queue"
-);
+pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!(through work_queue);
 
 /// Where applied versions (`0001_base@scheduled_tasks`) are recorded, in the login's default
 /// schema.
