@@ -159,23 +159,7 @@ pub fn split_statements(sql: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dialect::Capabilities;
-
-    #[derive(Debug)]
-    struct Ansi;
-    impl Dialect for Ansi {
-        fn name(&self) -> &'static str {
-            "ansi"
-        }
-        fn capabilities(&self) -> Capabilities {
-            Capabilities {
-                lock_and_fetch: None,
-                transactional_ddl: false,
-                work_queue: false,
-                claim_locks_examined_rows: false,
-            }
-        }
-    }
+    use crate::dialect::Ansi;
 
     const FILES: &[MigrationFile] = &[
         MigrationFile {

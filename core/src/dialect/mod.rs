@@ -333,3 +333,23 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         &[]
     }
 }
+
+/// A dialect with every default, for core's own tests of rendering without a backend.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct Ansi;
+
+#[cfg(test)]
+impl Dialect for Ansi {
+    fn name(&self) -> &'static str {
+        "ansi"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            lock_and_fetch: None,
+            transactional_ddl: false,
+            work_queue: false,
+            claim_locks_examined_rows: false,
+        }
+    }
+}
