@@ -42,8 +42,9 @@ pub fn free_port() -> std::io::Result<u16> {
     Ok(port)
 }
 
-/// One backend's server, resolved once per test process ([`resolve`]) and cached, a failure
-/// too: every test of the process sees the same server or the same [`NotRun`].
+/// One backend's server, resolved once per test process (its URL variable, else a throwaway
+/// server, else a container) and cached, a failure too: every test of the process sees the
+/// same server or the same [`NotRun`].
 pub struct Server {
     env_var: &'static str,
     backend: containers::Backend,

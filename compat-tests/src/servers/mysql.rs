@@ -14,7 +14,7 @@
 //! 3. Otherwise, when a Docker engine is reachable, a MariaDB (or, with
 //!    `DOCKET_TC_MYSQL_FLAVOR=mysql`, MySQL 8) container through testcontainers
 //!    ([`super::containers`]; `DOCKET_TESTCONTAINERS=1` makes this step 2, `=0` skips it).
-//! 4. If none works, [`Server::admin_url`] returns a [`NotRun`] saying what was tried and what failed.
+//! 4. If none works, [`Server::admin_url`] returns a [`NotRun`](super::NotRun) saying what was tried and what failed.
 
 use std::fs;
 use std::os::unix::process::CommandExt;

@@ -10,7 +10,7 @@
 //!    and removes the directory once the test process has gone, however it ended.
 //! 3. Otherwise, when a Docker engine is reachable, a container through testcontainers
 //!    ([`super::containers`]; `DOCKET_TESTCONTAINERS=1` makes this step 2, `=0` skips it).
-//! 4. If none works, [`Server::admin_url`] returns a [`NotRun`] saying what was tried and what failed.
+//! 4. If none works, [`Server::admin_url`] returns a [`NotRun`](super::NotRun) saying what was tried and what failed.
 
 use std::fs;
 use std::path::{Path, PathBuf};

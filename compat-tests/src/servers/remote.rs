@@ -10,7 +10,7 @@
 //!    `DOCKET_TC_MSSQL_ACCEPT_EULA=Y`; `gvenzl/oracle-free:23-slim-faststart`; overridable with
 //!    `DOCKET_TC_MSSQL_IMAGE` / `DOCKET_TC_ORACLE_IMAGE`), published on 127.0.0.1 only and
 //!    removed when the process exits (see [`super::containers`]).
-//! 3. If neither works, [`Server::admin_url`] returns a [`NotRun`] saying what was tried and
+//! 3. If neither works, [`Server::admin_url`] returns a [`NotRun`](super::NotRun) saying what was tried and
 //!    what failed.
 
 use super::containers::Backend;

@@ -115,8 +115,8 @@ fn normalize(declared: &str) -> String {
 }
 
 /// What adopting keeps of a backend's migration plan: the migrations the table satisfies,
-/// reduced to the indexes it lacks. Pure, so every backend's connector applies it the same way
-/// (see [`SqlStore::run_migrations`]).
+/// reduced to the indexes it lacks. Pure: the store rewrites every backend's plan with it the
+/// same way, before [`SqlConnector::apply`] runs the plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdoptPlan {
     /// Names of the migrations the table satisfies (`0001_base`, maybe `0002_priority`).
