@@ -78,8 +78,9 @@ build() {
     return
   fi
   echo "build-images: building $image from docker/$(basename "$dir")"
+  # The context is docker/ (shared files such as initdb.sh), the Dockerfile the image's own.
   docker build --quiet --network host --build-arg "BASE=$base_image" \
-    --label org.docket.compat-tests=1 -t "$image" "$dir" >/dev/null
+    --label org.docket.compat-tests=1 -t "$image" -f "$dir/Dockerfile" "$here" >/dev/null
   echo "build-images: $image ready ($((SECONDS - start)) s)"
 }
 

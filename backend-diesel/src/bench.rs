@@ -1,9 +1,9 @@
-//! The priority benchmark's loaders (`docket bench priority`), written once for the diesel
-//! backends: each backend says only how it generates rows server-side, empties a table and
-//! refreshes statistics ([`ScenarioSql`]). Tooling, behind the `bench` feature.
+//! The benchmarks' loaders (`docket bench priority`, `docket bench queue`), written once for the
+//! diesel backends: each backend says only how it generates rows server-side, empties a table
+//! and refreshes statistics ([`ScenarioSql`], [`QueueSql`]). Tooling, behind the `bench` feature.
 
-use crate::session::{DieselConnector, Family};
-use docket_core::bench::{chunks, Scenario};
+use crate::session::{DieselConnector, DieselSession, Family};
+use docket_core::bench::{chunks, QueueScenario, QueueType, Scenario};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
@@ -157,4 +157,154 @@ pub fn drop_scenario<F: Family>(store: &Store<F>) -> Result<(), StoreError> {
         }
         Ok(())
     })
+}
+
+/// What a backend spells its own way when loading the work-queue benchmark's data.
+pub trait QueueSql: ScenarioSql {
+    /// Writes the query (after `INSERT INTO t (<ITEM_COLUMNS>) `) generating the items of
+    /// `rows`, in [`ITEM_COLUMNS`] order: item `n` is `item-<n>`, in batch `n / BATCH` (record
+    /// date one second per batch), record order `n % BATCH + 1`; the first `worked` carry one
+    /// counted assignment (see [`QueueScenario`]).
+    fn select_items(&self, w: &mut SqlWriter<'_>, rows: &QueueRows<'_>);
+    /// Writes the id (`item-<n>`) of the generated row's item `n`.
+    fn item_id(&self, w: &mut SqlWriter<'_>, rows: &QueueRows<'_>);
+    /// Writes ` FROM ...`: the source of the generated rows, one per item of `rows`.
+    fn numbers(&self, w: &mut SqlWriter<'_>, rows: &QueueRows<'_>);
+}
+
+/// Writes the query (after `INSERT INTO t_assignments (<ASSIGNMENT_COLUMNS>) `) generating the
+/// SUBMITTED assignments of the scenario's worker on the items of `rows`.
+fn select_assignments(sql: &dyn QueueSql, w: &mut SqlWriter<'_>, rows: &QueueRows<'_>) {
+    let at = rows.scenario.available_at();
+    w.push("SELECT ")
+        .bind(rows.queue_type.name.as_str())
+        .push(", ");
+    sql.item_id(w, rows);
+    w.push(", ")
+        .bind(rows.scenario.worker.as_str())
+        .push(", 'SUBMITTED', ")
+        .bind(at + chrono::Duration::minutes(30))
+        .push(", ")
+        .bind(at)
+        .push(", ")
+        .bind(at);
+    sql.numbers(w, rows);
+}
+
+/// The item columns the work-queue loader fills.
+pub const ITEM_COLUMNS: &str = "task_name, task_instance, execution_time, picked, \
+     consecutive_failures, version, record_date, record_order, max_assignments, assignments, \
+     assignable";
+
+/// The assignment columns the work-queue loader fills.
+pub const ASSIGNMENT_COLUMNS: &str =
+    "task_name, task_instance, worker, status, deadline, assigned_at, updated_at";
+
+/// Items (or their assignments) `range.0..range.1` of one type of a [`QueueScenario`].
+#[derive(Debug, Clone, Copy)]
+pub struct QueueRows<'a> {
+    /// The scenario.
+    pub scenario: &'a QueueScenario,
+    /// The task type.
+    pub queue_type: &'a QueueType,
+    /// `[from, to)` item numbers.
+    pub range: (u64, u64),
+}
+
+/// Migrates the store's table (every migration, so the work-queue schema is there), empties it
+/// and its assignments table, loads `s` (items of each type in FIFO order, then the worker's
+/// assignments), then refreshes both tables' statistics; `progress` gets the rows written by
+/// each chunk.
+pub fn load_queue<F: Family>(
+    store: &Store<F>,
+    sql: &dyn QueueSql,
+    s: &QueueScenario,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), StoreError> {
+    store.migrate(None)?;
+    let table = &store.config().table;
+    let tables = [table.clone(), table.assignments()];
+    store.connector().with_session(&mut |session| {
+        for t in &tables {
+            let mut w = writer(store);
+            w.push(sql.truncate()).table(t);
+            session.execute(&w.finish())?;
+        }
+        for queue_type in &s.types {
+            let parts: [(&TableName, &str, u64, QueueSelect); 2] = [
+                (&tables[0], ITEM_COLUMNS, s.items, |sql, w, rows| {
+                    sql.select_items(w, rows)
+                }),
+                (
+                    &tables[1],
+                    ASSIGNMENT_COLUMNS,
+                    s.worked.min(s.items),
+                    select_assignments,
+                ),
+            ];
+            for (into, columns, n, select) in parts {
+                for range in chunks(n, QueueScenario::CHUNK) {
+                    let mut w = writer(store);
+                    w.push("INSERT INTO ")
+                        .table(into)
+                        .push(" (")
+                        .push(columns)
+                        .push(") ");
+                    let rows = QueueRows {
+                        scenario: s,
+                        queue_type,
+                        range,
+                    };
+                    select(sql, &mut w, &rows);
+                    session.execute(&w.finish())?;
+                    progress(range.1 - range.0);
+                }
+            }
+        }
+        tables.iter().try_for_each(|t| sql.analyze(session, t))
+    })
+}
+
+/// One of [`QueueSql`]'s row generators.
+type QueueSelect = fn(&dyn QueueSql, &mut SqlWriter<'_>, &QueueRows<'_>);
+
+/// How [`ensure_database`] finds and creates a database on a backend's server.
+#[derive(Debug, Clone, Copy)]
+pub struct AdminDatabase {
+    /// A database every server has, to connect to (e.g. `postgres`).
+    pub name: &'static str,
+    /// The query returning a row when the database named by its one bind exists.
+    pub exists: fn(&str) -> Rendered,
+    /// The statement creating the database of the given (plain identifier) name.
+    pub create: fn(&str) -> String,
+}
+
+/// Creates the database a `scheme://authority/name[?query]` URL names when it does not exist
+/// yet (connecting to the server's `admin.name` database to do so), so a benchmark can run in
+/// a database of its own. Returns whether it was created. The name must be a plain identifier
+/// (letters, digits, `_`).
+pub fn ensure_database<F: Family>(url: &str, admin: &AdminDatabase) -> Result<bool, StoreError> {
+    let bad = |reason: &str| StoreError::database(format!("database URL {url:?}: {reason}"));
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
+    let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no database"))?;
+    let (name, query) = path.split_once('?').unwrap_or((path, ""));
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(bad("the database name must be letters, digits and _"));
+    }
+    let admin_url = format!(
+        "{scheme}://{authority}/{}{}{query}",
+        admin.name,
+        if query.is_empty() { "" } else { "?" }
+    );
+    let mut conn = <F::Connection as diesel::Connection>::establish(&admin_url)
+        .map_err(|e| StoreError::database(format!("connecting to {admin_url:?}: {e}")))?;
+    let mut session = DieselSession::<F>(&mut conn);
+    if !session.query(&(admin.exists)(name))?.is_empty() {
+        return Ok(false);
+    }
+    session.execute(&Rendered {
+        sql: (admin.create)(name),
+        binds: Vec::new(),
+    })?;
+    Ok(true)
 }

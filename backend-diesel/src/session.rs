@@ -16,8 +16,8 @@ use diesel::QueryResult;
 use diesel_migrations::MigrationHarness;
 use docket_core::dialect::{Dialect, Rendered, Value};
 use docket_core::ident::TableName;
-use docket_core::migrate::{plan, MigrationFile, TableMigration};
-use docket_core::store::sql::{Adapt, SqlConnector, SqlSession};
+use docket_core::migrate::{MigrationFile, TableMigration};
+use docket_core::store::sql::{SqlConnector, SqlSession};
 use docket_core::store::{Cell, Row};
 use docket_core::StoreError;
 use std::marker::PhantomData;
@@ -233,21 +233,16 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
         })
     }
 
-    fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-        self.migrate_adapted(table, up_to, &mut |steps| steps)
+    fn migrations(&self) -> &'static [MigrationFile] {
+        F::MIGRATIONS
     }
 
-    fn migrate_adapted(
+    fn apply(
         &self,
         table: &TableName,
-        up_to: Option<&str>,
-        adapt: Adapt<'_>,
+        steps: Vec<TableMigration>,
     ) -> Result<Vec<String>, StoreError> {
-        let steps = F::prepare_migrations(
-            &self.meta,
-            table,
-            adapt(plan(F::MIGRATIONS, self.dialect, table, up_to)?),
-        );
+        let steps = F::prepare_migrations(&self.meta, table, steps);
         crate::run(&mut *self.connection()?, steps, F::ONE_STATEMENT_PER_CALL)
     }
 }

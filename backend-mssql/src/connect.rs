@@ -7,7 +7,8 @@ use crate::error::MssqlError;
 use crate::session::MssqlSession;
 use crate::MssqlStore;
 use docket_core::dialect::Dialect;
-use docket_core::store::sql::{Adapt, SqlConnector, SqlSession, SqlStore};
+use docket_core::migrate::{MigrationFile, TableMigration};
+use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
 use docket_core::{StoreConfig, StoreError, TableName};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -269,17 +270,16 @@ impl SqlConnector for MssqlConnector {
         }
     }
 
-    fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-        crate::migrate::run(self, table, up_to, &mut |steps| steps)
+    fn migrations(&self) -> &'static [MigrationFile] {
+        crate::migrate::MIGRATIONS
     }
 
-    fn migrate_adapted(
+    fn apply(
         &self,
-        table: &TableName,
-        up_to: Option<&str>,
-        adapt: Adapt<'_>,
+        _table: &TableName,
+        steps: Vec<TableMigration>,
     ) -> Result<Vec<String>, StoreError> {
-        crate::migrate::run(self, table, up_to, adapt)
+        crate::migrate::run(self, steps)
     }
 }
 

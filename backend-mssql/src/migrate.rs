@@ -6,17 +6,12 @@
 use crate::error::MssqlError;
 use crate::{MssqlConnector, MssqlStore};
 use docket_core::dialect::{Rendered, Value};
-use docket_core::migrate::{plan, split_statements, MigrationFile};
-use docket_core::store::sql::{Adapt, SqlConnector, SqlSession};
-use docket_core::{StoreError, StoreInfo, TableName};
+use docket_core::migrate::{split_statements, MigrationFile, TableMigration};
+use docket_core::store::sql::{SqlConnector, SqlSession};
+use docket_core::{StoreError, StoreInfo};
 
 /// The migrations this backend ships, in order.
-pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!(
-    "0001_base",
-    "0002_priority",
-    "0003_ordering",
-    "0004_work_queue"
-);
+pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!(through work_queue);
 
 /// Where applied versions (`0001_base@scheduled_tasks`) are recorded, in the login's default
 /// schema.
@@ -36,15 +31,12 @@ pub fn migrate(store: &MssqlStore, up_to: Option<&str>) -> Result<Vec<String>, S
     store.migrate(up_to)
 }
 
-/// What [`SqlConnector::migrate`] runs for this backend.
-/// `adapt` sees the plan before it runs (adopting an existing table).
+/// What [`SqlConnector::apply`] runs for this backend: the planned `steps`, each in a
+/// transaction with its version row.
 pub(crate) fn run(
     connector: &MssqlConnector,
-    table: &TableName,
-    up_to: Option<&str>,
-    adapt: Adapt<'_>,
+    steps: Vec<TableMigration>,
 ) -> Result<Vec<String>, StoreError> {
-    let steps = adapt(plan(MIGRATIONS, connector.dialect(), table, up_to)?);
     connector.batch_execute(&create_version_table())?;
     let mut applied = Vec::new();
     for step in steps {

@@ -5,22 +5,18 @@
 
 use crate::dialect::Flavor;
 use crate::MysqlFamily;
-use crate::{migrate, MysqlStore};
+use crate::MysqlStore;
 use diesel::sql_types::Text;
 use diesel::{MysqlConnection, QueryableByName, RunQueryDsl};
-use docket_core::bench::{Cost, QueuePlan, QueueScenario, QueueType, Recorded};
+use docket_core::bench::{Cost, QueuePlan, QueueScenario, Recorded};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;
-use docket_core::{StoreError, StoreInfo};
-use docket_diesel::bench::{Rows, ScenarioSql};
+use docket_core::StoreError;
+use docket_diesel::bench::{AdminDatabase, QueueRows, QueueSql, Rows, ScenarioSql};
 use docket_diesel::db;
 use docket_diesel::{bound, DieselSession};
 use std::time::Instant;
-
-fn run(conn: &mut MysqlConnection, stmt: &Rendered) -> Result<usize, StoreError> {
-    bound::<MysqlFamily>(stmt).execute(conn).map_err(db)
-}
 
 /// `n` for `0 <= n < CHUNK`: MariaDB's sequence engine, else ten digits cross-joined.
 fn numbers(flavor: Flavor) -> &'static str {
@@ -50,7 +46,7 @@ pub struct MysqlScenario(pub Flavor);
 
 impl ScenarioSql for MysqlScenario {
     fn select_rows(&self, w: &mut SqlWriter<'_>, rows: &Rows<'_>) {
-        let (s, prefix, (from, to), (start, span)) =
+        let (s, prefix, (from, _), (start, span)) =
             (rows.scenario, rows.prefix, rows.range, rows.span);
         w.push("SELECT ")
             .bind(s.task_name.as_str())
@@ -66,10 +62,8 @@ impl ScenarioSql for MysqlScenario {
             .bind(s.now)
             .push("), FALSE, 0, 1, 1 + FLOOR(RAND() * ")
             .bind(Value::Int(i32::from(s.levels)))
-            .push(") FROM ")
-            .push(numbers(self.0))
-            .push(" WHERE g.n < ")
-            .bind(Value::BigInt((to - from) as i64));
+            .push(")");
+        self.rows_from(w, rows.range);
     }
 
     fn truncate(&self) -> &'static str {
@@ -125,175 +119,80 @@ pub fn measure(store: &MysqlStore, stmts: &[Recorded]) -> Result<Cost, StoreErro
     Ok(total)
 }
 
-/// Creates the database a `mysql://` URL names when it does not exist yet (connecting without a
-/// database to do so), so a benchmark can run in a database of its own. Returns whether it was
-/// created. The name must be a plain identifier (letters, digits, `_`).
+/// Creates the database a `mysql://` URL names when it does not exist yet (connecting to its
+/// `information_schema` to do so), so a benchmark can run in a database of its own. Returns
+/// whether it was created. The name must be a plain identifier (letters, digits, `_`).
 pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
-    let bad = |reason: &str| StoreError::database(format!("database URL {url:?}: {reason}"));
-    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
-    let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no database"))?;
-    let (name, query) = path.split_once('?').unwrap_or((path, ""));
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(bad("the database name must be letters, digits and _"));
-    }
-    let admin = format!(
-        "{scheme}://{authority}/information_schema{}{query}",
-        if query.is_empty() { "" } else { "?" }
-    );
-    let mut conn = <MysqlConnection as diesel::Connection>::establish(&admin)
-        .map_err(|e| StoreError::database(format!("connecting to {admin:?}: {e}")))?;
-    #[derive(QueryableByName)]
-    struct NameRow {
-        #[diesel(sql_type = Text)]
-        #[diesel(column_name = "name")]
-        _name: String,
-    }
-    let found = diesel::sql_query(
-        "SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
+    docket_diesel::bench::ensure_database::<MysqlFamily>(
+        url,
+        &AdminDatabase {
+            name: "information_schema",
+            exists: |name| Rendered {
+                sql: "SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE \
+                      SCHEMA_NAME = ?"
+                    .to_owned(),
+                binds: vec![Value::from(name)],
+            },
+            create: |name| format!("CREATE DATABASE `{name}`"),
+        },
     )
-    .bind::<Text, _>(name)
-    .load::<NameRow>(&mut conn)
-    .map_err(db)?;
-    if !found.is_empty() {
-        return Ok(false);
-    }
-    diesel::sql_query(format!("CREATE DATABASE `{name}`"))
-        .execute(&mut conn)
-        .map_err(db)?;
-    Ok(true)
 }
 
-/// Inserts items `from..to` of type `t` (see [`QueueScenario`]): item `n` is `item-<n>`, in
-/// batch `n DIV BATCH` (record date one second per batch), record order `n MOD BATCH + 1`; the
-/// first `worked` carry one counted assignment.
-fn insert_items(
-    store: &MysqlStore,
-    conn: &mut MysqlConnection,
-    s: &QueueScenario,
-    t: &QueueType,
-    (from, to): (u64, u64),
-) -> Result<(), StoreError> {
-    let n = || Value::BigInt(from as i64);
-    let batch = || Value::BigInt(QueueScenario::BATCH as i64);
-    let worked = || Value::BigInt(s.worked as i64);
-    let mut w = SqlWriter::new(store.connector().meta().dialect);
-    w.push("INSERT INTO ")
-        .table(&store.config().table)
-        .push(
-            " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
-             record_date, record_order, max_assignments, assignments, assignable) SELECT ",
-        )
-        .bind(t.name.as_str())
-        .push(", CONCAT('item-', g.n + ")
-        .bind(n())
-        .push("), ")
-        .bind(s.available_at())
-        .push(", FALSE, 0, 1, TIMESTAMPADD(SECOND, (g.n + ")
-        .bind(n())
-        .push(") DIV ")
-        .bind(batch())
-        .push(", ")
-        .bind(s.first_record_date())
-        .push("), (g.n + ")
-        .bind(n())
-        .push(") MOD ")
-        .bind(batch())
-        .push(" + 1, ")
-        .bind(t.max_assignments)
-        .push(", CASE WHEN g.n + ")
-        .bind(n())
-        .push(" < ")
-        .bind(worked())
-        .push(" THEN 1 ELSE 0 END, g.n + ")
-        .bind(n())
-        .push(" >= ")
-        .bind(worked())
-        .push(" OR 1 < ")
-        .bind(t.max_assignments)
-        .push(" FROM ")
-        .push(numbers(store.connector().meta().flavor()))
-        .push(" WHERE g.n < ")
-        .bind(Value::BigInt((to - from) as i64));
-    run(conn, &w.finish()).map(drop)
+/// Work-queue rows from the same number source as the priority rows.
+impl QueueSql for MysqlScenario {
+    fn select_items(&self, w: &mut SqlWriter<'_>, rows: &QueueRows<'_>) {
+        let (s, t) = (rows.scenario, rows.queue_type);
+        let n = || Value::BigInt(rows.range.0 as i64);
+        let batch = || Value::BigInt(QueueScenario::BATCH as i64);
+        let worked = || Value::BigInt(s.worked as i64);
+        w.push("SELECT ").bind(t.name.as_str()).push(", ");
+        self.item_id(w, rows);
+        w.push(", ")
+            .bind(s.available_at())
+            .push(", FALSE, 0, 1, TIMESTAMPADD(SECOND, (g.n + ")
+            .bind(n())
+            .push(") DIV ")
+            .bind(batch())
+            .push(", ")
+            .bind(s.first_record_date())
+            .push("), (g.n + ")
+            .bind(n())
+            .push(") MOD ")
+            .bind(batch())
+            .push(" + 1, ")
+            .bind(t.max_assignments)
+            .push(", CASE WHEN g.n + ")
+            .bind(n())
+            .push(" < ")
+            .bind(worked())
+            .push(" THEN 1 ELSE 0 END, g.n + ")
+            .bind(n())
+            .push(" >= ")
+            .bind(worked())
+            .push(" OR 1 < ")
+            .bind(t.max_assignments);
+        QueueSql::numbers(self, w, rows);
+    }
+
+    fn item_id(&self, w: &mut SqlWriter<'_>, rows: &QueueRows<'_>) {
+        w.push("CONCAT('item-', g.n + ")
+            .bind(Value::BigInt(rows.range.0 as i64))
+            .push(")");
+    }
+
+    fn numbers(&self, w: &mut SqlWriter<'_>, rows: &QueueRows<'_>) {
+        self.rows_from(w, rows.range);
+    }
 }
 
-/// Inserts the SUBMITTED assignments of `s.worker` on items `from..to` of type `t`.
-fn insert_assignments(
-    store: &MysqlStore,
-    conn: &mut MysqlConnection,
-    s: &QueueScenario,
-    t: &QueueType,
-    (from, to): (u64, u64),
-) -> Result<(), StoreError> {
-    let at = s.available_at();
-    let mut w = SqlWriter::new(store.connector().meta().dialect);
-    w.push("INSERT INTO ")
-        .table(&store.config().table.assignments())
-        .push(
-            " (task_name, task_instance, worker, status, deadline, assigned_at, updated_at) \
-             SELECT ",
-        )
-        .bind(t.name.as_str())
-        .push(", CONCAT('item-', g.n + ")
-        .bind(Value::BigInt(from as i64))
-        .push("), ")
-        .bind(s.worker.as_str())
-        .push(", 'SUBMITTED', ")
-        .bind(at + chrono::Duration::minutes(30))
-        .push(", ")
-        .bind(at)
-        .push(", ")
-        .bind(at)
-        .push(" FROM ")
-        .push(numbers(store.connector().meta().flavor()))
-        .push(" WHERE g.n < ")
-        .bind(Value::BigInt((to - from) as i64));
-    run(conn, &w.finish()).map(drop)
-}
-
-/// Migrates the store's table (every migration, so the work-queue schema is there), empties it
-/// and its assignments table, loads `s` (items of each type in FIFO order, then the worker's
-/// assignments), then analyzes both; `progress` gets the rows written by each chunk.
-pub fn load_queue(
-    store: &MysqlStore,
-    s: &QueueScenario,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), StoreError> {
-    migrate(store, None)?;
-    let mut conn = store.connector().connection()?;
-    let table = &store.config().table;
-    let dialect = store.connector().meta().dialect;
-    for t in [table.clone(), table.assignments()] {
-        let mut w = SqlWriter::new(dialect);
-        w.push("TRUNCATE TABLE ").table(&t);
-        run(&mut conn, &w.finish())?;
+impl MysqlScenario {
+    /// ` FROM <numbers> WHERE g.n < to - from`: `g.n` counts the rows `from..to`.
+    fn rows_from(&self, w: &mut SqlWriter<'_>, (from, to): (u64, u64)) {
+        w.push(" FROM ")
+            .push(numbers(self.0))
+            .push(" WHERE g.n < ")
+            .bind(Value::BigInt((to - from) as i64));
     }
-    for t in &s.types {
-        for chunk in docket_core::bench::chunks(s.items, QueueScenario::CHUNK) {
-            insert_items(store, &mut conn, s, t, chunk)?;
-            progress(chunk.1 - chunk.0);
-        }
-        for chunk in docket_core::bench::chunks(s.worked.min(s.items), QueueScenario::CHUNK) {
-            insert_assignments(store, &mut conn, s, t, chunk)?;
-            progress(chunk.1 - chunk.0);
-        }
-    }
-    MysqlScenario(store.connector().meta().flavor()).analyze(
-        &mut DieselSession::<MysqlFamily>(&mut conn),
-        &store.config().table,
-    )?;
-    let mut w = SqlWriter::new(dialect);
-    w.push("ANALYZE TABLE ").table(&table.assignments());
-    #[derive(QueryableByName)]
-    struct AnalyzeRow {
-        #[diesel(sql_type = Text)]
-        #[diesel(column_name = "Msg_text")]
-        _msg: String,
-    }
-    bound::<MysqlFamily>(&w.finish())
-        .load::<AnalyzeRow>(&mut conn)
-        .map_err(db)
-        .map(drop)
 }
 
 #[derive(QueryableByName)]

@@ -1,7 +1,7 @@
 //! How MySQL 8 and MariaDB 10.6+ spell docket's statements: one dialect for the family, with a
 //! [`Flavor`] for the few real differences between the two servers.
 
-use docket_core::dialect::order_index::{add_virtual_column, drop_index_on_table};
+use docket_core::dialect::order_index::drop_index_on_table;
 use docket_core::dialect::{
     Capabilities, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle, SqlWriter,
 };
@@ -173,23 +173,15 @@ impl Dialect for MysqlDialect {
 
     /// A `VIRTUAL` column (computed when read, stored only in the index), typed as the key's
     /// expression: text in the flavor's binary no-pad collation, numbers as `DECIMAL(65, 30)`.
-    fn add_generated_column(
-        &self,
-        w: &mut SqlWriter<'_>,
-        table: &TableName,
-        column: &str,
-        value: GeneratedValue,
-        expr: &str,
-    ) {
-        let sql_type = match value {
+    fn generated_column_type(&self, value: GeneratedValue) -> Option<String> {
+        Some(match value {
             GeneratedValue::Missing => "TINYINT".to_owned(),
             GeneratedValue::Text { chars } => format!(
                 "VARCHAR({chars}) CHARACTER SET utf8mb4 COLLATE {}",
                 self.flavor.key_collation()
             ),
             GeneratedValue::Number => "DECIMAL(65, 30)".to_owned(),
-        };
-        add_virtual_column(self, w, table, column, &sql_type, expr);
+        })
     }
 
     /// The path is bound. Text (and timestamps, sortable UTC text) is unquoted and compared in

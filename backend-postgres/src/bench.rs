@@ -4,22 +4,18 @@
 
 use crate::dialect::PgDialect;
 use crate::PgFamily;
-use crate::{migrate, PgStore};
+use crate::PgStore;
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::Text;
-use diesel::{PgConnection, QueryableByName, RunQueryDsl};
+use diesel::{QueryableByName, RunQueryDsl};
 use docket_core::bench::{Cost, QueuePlan, QueueScenario, Recorded};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;
 use docket_core::{StoreError, StoreInfo};
-use docket_diesel::bench::{Rows, ScenarioSql};
+use docket_diesel::bench::{AdminDatabase, QueueRows, QueueSql, Rows, ScenarioSql};
 use docket_diesel::bound;
 use docket_diesel::db;
-
-fn run(conn: &mut PgConnection, stmt: &Rendered) -> Result<usize, StoreError> {
-    bound::<PgFamily>(stmt).execute(conn).map_err(db)
-}
 
 /// How PostgreSQL generates the priority benchmark's rows: `generate_series`, server-side.
 #[derive(Debug, Clone, Copy)]
@@ -27,8 +23,7 @@ pub struct PgScenario;
 
 impl ScenarioSql for PgScenario {
     fn select_rows(&self, w: &mut SqlWriter<'_>, rows: &Rows<'_>) {
-        let (s, prefix, (from, to), (start, span)) =
-            (rows.scenario, rows.prefix, rows.range, rows.span);
+        let (s, prefix, (start, span)) = (rows.scenario, rows.prefix, rows.span);
         w.push("SELECT ")
             .bind(s.task_name.as_str())
             .push(", ")
@@ -41,11 +36,8 @@ impl ScenarioSql for PgScenario {
             .bind(Value::BigInt(span))
             .push(") * interval '1 second', false, 0, 1, (1 + floor(random() * ")
             .bind(Value::Int(i32::from(s.levels)))
-            .push("))::smallint FROM generate_series(")
-            .bind(Value::BigInt(from as i64))
-            .push("::bigint, ")
-            .bind(Value::BigInt(to as i64 - 1))
-            .push("::bigint) g");
+            .push("))::smallint");
+        series(w, rows.range);
     }
 
     fn truncate(&self) -> &'static str {
@@ -63,150 +55,64 @@ impl ScenarioSql for PgScenario {
 /// server's `postgres` database to do so), so a benchmark can run in a database of its own.
 /// Returns whether it was created. The name must be a plain identifier (letters, digits, `_`).
 pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
-    let bad = |reason: &str| StoreError::database(format!("database URL {url:?}: {reason}"));
-    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
-    let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no database"))?;
-    let (name, query) = path.split_once('?').unwrap_or((path, ""));
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(bad("the database name must be letters, digits and _"));
-    }
-    let admin = format!(
-        "{scheme}://{authority}/postgres{}{query}",
-        if query.is_empty() { "" } else { "?" }
-    );
-    let mut conn = <PgConnection as diesel::Connection>::establish(&admin)
-        .map_err(|e| StoreError::database(format!("connecting to {admin:?}: {e}")))?;
-    let mut w = SqlWriter::new(&PgDialect);
-    w.push("SELECT datname AS name FROM pg_database WHERE datname = ")
-        .bind(name);
-    let found = bound::<PgFamily>(&w.finish())
-        .load::<NameRow>(&mut conn)
-        .map_err(db)?;
-    if !found.is_empty() {
-        return Ok(false);
-    }
-    conn.batch_execute(&format!("CREATE DATABASE \"{name}\""))
-        .map_err(db)?;
-    Ok(true)
+    docket_diesel::bench::ensure_database::<PgFamily>(
+        url,
+        &AdminDatabase {
+            name: "postgres",
+            exists: |name| {
+                let mut w = SqlWriter::new(&PgDialect);
+                w.push("SELECT datname AS name FROM pg_database WHERE datname = ")
+                    .bind(name);
+                w.finish()
+            },
+            create: |name| format!("CREATE DATABASE \"{name}\""),
+        },
+    )
 }
 
-#[derive(QueryableByName)]
-struct NameRow {
-    #[diesel(sql_type = Text)]
-    #[diesel(column_name = "name")]
-    _name: String,
+/// Work-queue rows from `generate_series`, server-side.
+impl QueueSql for PgScenario {
+    fn select_items(&self, w: &mut SqlWriter<'_>, rows: &QueueRows<'_>) {
+        let (s, t) = (rows.scenario, rows.queue_type);
+        let batch = Value::BigInt(QueueScenario::BATCH as i64);
+        let worked = Value::BigInt(s.worked as i64);
+        w.push("SELECT ").bind(t.name.as_str()).push(", ");
+        self.item_id(w, rows);
+        w.push(", ")
+            .bind(s.available_at())
+            .push(", false, 0, 1, ")
+            .bind(s.first_record_date())
+            .push(" + (g / ")
+            .bind(batch.clone())
+            .push(") * interval '1 second', g % ")
+            .bind(batch)
+            .push(" + 1, ")
+            .bind(t.max_assignments)
+            .push(", CASE WHEN g < ")
+            .bind(worked.clone())
+            .push(" THEN 1 ELSE 0 END, g >= ")
+            .bind(worked)
+            .push(" OR 1 < ")
+            .bind(t.max_assignments);
+        self.numbers(w, rows);
+    }
+
+    fn item_id(&self, w: &mut SqlWriter<'_>, _rows: &QueueRows<'_>) {
+        w.push("'item-' || g");
+    }
+
+    fn numbers(&self, w: &mut SqlWriter<'_>, rows: &QueueRows<'_>) {
+        series(w, rows.range);
+    }
 }
 
-/// Inserts items `from..to` of type `t` (see [`QueueScenario`]): item `n` is `item-<n>`, in
-/// batch `n / BATCH` (record date one second per batch), record order `n % BATCH + 1`; the first
-/// `worked` carry one counted assignment.
-fn insert_items(
-    store: &PgStore,
-    conn: &mut PgConnection,
-    s: &QueueScenario,
-    t: &docket_core::bench::QueueType,
-    (from, to): (u64, u64),
-) -> Result<(), StoreError> {
-    let batch = Value::BigInt(QueueScenario::BATCH as i64);
-    let worked = Value::BigInt(s.worked as i64);
-    let mut w = SqlWriter::new(&PgDialect);
-    w.push("INSERT INTO ")
-        .table(&store.config().table)
-        .push(
-            " (task_name, task_instance, execution_time, picked, consecutive_failures, version, \
-             record_date, record_order, max_assignments, assignments, assignable) SELECT ",
-        )
-        .bind(t.name.as_str())
-        .push(", 'item-' || g, ")
-        .bind(s.available_at())
-        .push(", false, 0, 1, ")
-        .bind(s.first_record_date())
-        .push(" + (g / ")
-        .bind(batch.clone())
-        .push(") * interval '1 second', g % ")
-        .bind(batch)
-        .push(" + 1, ")
-        .bind(t.max_assignments)
-        .push(", CASE WHEN g < ")
-        .bind(worked.clone())
-        .push(" THEN 1 ELSE 0 END, g >= ")
-        .bind(worked)
-        .push(" OR 1 < ")
-        .bind(t.max_assignments)
-        .push(" FROM generate_series(")
+/// ` FROM generate_series(from, to - 1) g`.
+fn series(w: &mut SqlWriter<'_>, (from, to): (u64, u64)) {
+    w.push(" FROM generate_series(")
         .bind(Value::BigInt(from as i64))
         .push("::bigint, ")
         .bind(Value::BigInt(to as i64 - 1))
         .push("::bigint) g");
-    run(conn, &w.finish()).map(drop)
-}
-
-/// Inserts the SUBMITTED assignments of `s.worker` on items `from..to` of type `t`.
-fn insert_assignments(
-    store: &PgStore,
-    conn: &mut PgConnection,
-    s: &QueueScenario,
-    t: &docket_core::bench::QueueType,
-    (from, to): (u64, u64),
-) -> Result<(), StoreError> {
-    let at = s.available_at();
-    let mut w = SqlWriter::new(&PgDialect);
-    w.push("INSERT INTO ")
-        .table(&store.config().table.assignments())
-        .push(
-            " (task_name, task_instance, worker, status, deadline, assigned_at, updated_at) \
-             SELECT ",
-        )
-        .bind(t.name.as_str())
-        .push(", 'item-' || g, ")
-        .bind(s.worker.as_str())
-        .push(", 'SUBMITTED', ")
-        .bind(at + chrono::Duration::minutes(30))
-        .push(", ")
-        .bind(at)
-        .push(", ")
-        .bind(at)
-        .push(" FROM generate_series(")
-        .bind(Value::BigInt(from as i64))
-        .push("::bigint, ")
-        .bind(Value::BigInt(to as i64 - 1))
-        .push("::bigint) g");
-    run(conn, &w.finish()).map(drop)
-}
-
-/// Migrates the store's table (every migration, so the work-queue schema is there), empties it
-/// and its assignments table, loads `s` (items of each type in FIFO order, then the worker's
-/// assignments), then vacuums and analyzes both; `progress` gets the rows written by each chunk.
-pub fn load_queue(
-    store: &PgStore,
-    s: &QueueScenario,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), StoreError> {
-    migrate(store, None)?;
-    let mut conn = store.connector().connection()?;
-    let table = &store.config().table;
-    let mut w = SqlWriter::new(&PgDialect);
-    w.push("TRUNCATE ")
-        .table(table)
-        .push(", ")
-        .table(&table.assignments());
-    conn.batch_execute(&w.finish().sql).map_err(db)?;
-    for t in &s.types {
-        for chunk in docket_core::bench::chunks(s.items, QueueScenario::CHUNK) {
-            insert_items(store, &mut conn, s, t, chunk)?;
-            progress(chunk.1 - chunk.0);
-        }
-        for chunk in docket_core::bench::chunks(s.worked.min(s.items), QueueScenario::CHUNK) {
-            insert_assignments(store, &mut conn, s, t, chunk)?;
-            progress(chunk.1 - chunk.0);
-        }
-    }
-    for t in [table.clone(), table.assignments()] {
-        let mut w = SqlWriter::new(&PgDialect);
-        w.push("VACUUM ANALYZE ").table(&t);
-        conn.batch_execute(&w.finish().sql).map_err(db)?;
-    }
-    Ok(())
 }
 
 /// `(rows, loops)` of a plan node line's `actual` part.

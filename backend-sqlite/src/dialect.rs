@@ -1,6 +1,5 @@
 //! How SQLite spells docket's statements.
 
-use docket_core::dialect::order_index::add_virtual_column;
 use docket_core::dialect::{
     Capabilities, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle, SqlWriter,
 };
@@ -86,20 +85,13 @@ impl Dialect for SqliteDialect {
 
     /// A `VIRTUAL` column typed as docket's tables are (`STRICT`): numbers `ANY`, so that
     /// integers and reals stay as computed and compare numerically.
-    fn add_generated_column(
-        &self,
-        w: &mut SqlWriter<'_>,
-        table: &TableName,
-        column: &str,
-        value: GeneratedValue,
-        expr: &str,
-    ) {
+    fn generated_column_type(&self, value: GeneratedValue) -> Option<String> {
         let sql_type = match value {
             GeneratedValue::Missing => "INTEGER",
             GeneratedValue::Text { .. } => "TEXT",
             GeneratedValue::Number => "ANY",
         };
-        add_virtual_column(self, w, table, column, sql_type, expr);
+        Some(sql_type.to_owned())
     }
 
     /// The schema (attached database) qualifies the index name, not the table.

@@ -1,7 +1,7 @@
 //! `docket enqueue`: one CSV file becomes one batch of work-queue items, all or nothing.
 
 use crate::error::CliError;
-use crate::{backends, progress, store_config, Target};
+use crate::{backends, progress, store_config, TypeTarget};
 use chrono::Utc;
 use docket_core::queue::csv::CsvItems;
 use docket_core::WorkQueue;
@@ -16,10 +16,7 @@ use std::time::Instant;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    target: Target,
-    /// Task type of the items.
-    #[arg(long, value_name = "TASK")]
-    task: String,
+    on: TypeTarget,
     /// The CSV file (`-`: standard input). Header row first; column `record_date`
     /// (YYYY-MM-DDThh:mm:ss[.sss], UTC; empty: the batch's start time) and `id` (default
     /// `<batch>/<row>`) are optional; every other column is a custom attribute.
@@ -42,11 +39,11 @@ const TICK: u64 = 4096;
 /// Runs `docket enqueue`: reads, checks and inserts the file in chunks within one
 /// transaction, so memory does not grow with the file and a bad row anywhere inserts nothing.
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let backend = backends::for_url(&args.target.database_url)?;
-    let config = store_config(&args.target.table, false);
+    let backend = backends::for_url(&args.on.target.database_url)?;
+    let config = store_config(&args.on.target.table, false);
     let queue = progress::while_running("connecting", || -> Result<_, CliError> {
-        let store = backend.connect(&args.target.database_url, config)?;
-        Ok(WorkQueue::new(store, args.order.config(&args.task))?)
+        let store = backend.connect(&args.on.target.database_url, config)?;
+        Ok(WorkQueue::new(store, args.order.config(&args.on.task))?)
     })?;
     let stdin = args.csv.as_os_str() == "-";
     let open_error = |e| CliError::File {
@@ -62,7 +59,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     };
     let mut items = CsvItems::new(
         input,
-        &args.task,
+        &args.on.task,
         args.max_assignments,
         args.batch.as_deref(),
         Utc::now(),
@@ -88,7 +85,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     say!(
         "enqueued {inserted} items of task {} as batch {} (max assignments {}) in {took:.1} s \
          ({:.0} rows/s)",
-        args.task,
+        args.on.task,
         items.batch_id(),
         args.max_assignments,
         inserted as f64 / took.max(1e-3)

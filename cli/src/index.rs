@@ -3,17 +3,14 @@
 //! order still works, by sorting the type's open items on every call.
 
 use crate::error::CliError;
-use crate::{backends, parse_order, progress, store_config, Target};
+use crate::{backends, parse_order, progress, store_config, TypeTarget};
 use docket_core::{PrimaryOrder, QueueConfig, WorkQueue};
 
 /// Arguments of `docket index`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    target: Target,
-    /// The task type whose custom order the index serves.
-    #[arg(long, value_name = "TASK")]
-    task: String,
+    on: TypeTarget,
     /// The custom order, as `docket queue --order` takes it, e.g. `team,score:number:desc`.
     #[arg(long, value_name = "KEYS", value_parser = parse_order)]
     order: PrimaryOrder,
@@ -27,34 +24,34 @@ pub struct Args {
 
 /// Runs `docket index`.
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let backend = backends::for_url(&args.target.database_url)?;
-    let config = store_config(&args.target.table, args.priority);
+    let backend = backends::for_url(&args.on.target.database_url)?;
+    let config = store_config(&args.on.target.table, args.priority);
     let what = if args.drop { "dropping" } else { "creating" };
     let change = progress::while_running(
-        format!("{what} the index of {}'s order", args.task),
+        format!("{what} the index of {}'s order", args.on.task),
         || -> Result<_, CliError> {
-            let store = backend.connect(&args.target.database_url, config)?;
+            let store = backend.connect(&args.on.target.database_url, config)?;
             let mut queue_config = QueueConfig::default();
             queue_config
                 .orders
-                .insert(args.task.clone(), args.order.clone());
+                .insert(args.on.task.clone(), args.order.clone());
             let queue = WorkQueue::new(store, queue_config)?;
             Ok(if args.drop {
-                queue.drop_order_index(&args.task)?
+                queue.drop_order_index(&args.on.task)?
             } else {
-                queue.create_order_index(&args.task)?
+                queue.create_order_index(&args.on.task)?
             })
         },
     )?;
     for stmt in &change.statements {
         say!("{stmt};");
     }
-    let table = &args.target.table;
+    let table = &args.on.target.table;
     match (args.drop, change.changed) {
         (false, true) => say!(
             "created index {} on {table} for the order of task type {}",
             change.index,
-            args.task
+            args.on.task
         ),
         (false, false) => say!(
             "index {} on {table} exists already: nothing to do",

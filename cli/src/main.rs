@@ -69,6 +69,17 @@ struct Target {
     table: TableName,
 }
 
+/// Where a work-queue task type's items live: the table and the task type, shared by the
+/// commands that work on one type (`enqueue`, `index`).
+#[derive(Debug, Clone, clap::Args)]
+struct TypeTarget {
+    #[command(flatten)]
+    target: Target,
+    /// The work-queue task type.
+    #[arg(long, value_name = "TASK")]
+    task: String,
+}
+
 /// A work-queue task type's order, shared by `enqueue` (which normalizes attributes for it)
 /// and `queue --worker` (which lists in it).
 #[derive(Debug, Clone, clap::Args)]

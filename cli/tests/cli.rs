@@ -369,7 +369,8 @@ struct PgSchema {
 
 impl PgSchema {
     fn new() -> Self {
-        let admin = docket_compat_tests::servers::postgres::admin_url()
+        let admin = docket_compat_tests::servers::postgres::SERVER
+            .admin_url()
             .unwrap_or_else(|e| panic!("NOT RUN: postgres: {e}"))
             .to_owned();
         let schema = docket_compat_tests::backends::unique_name();
@@ -474,7 +475,8 @@ fn permanent_connection_errors_fail_fast_in_the_drivers_words() {
 /// An unknown database and an unknown role on a live server fail as fast, naming them.
 #[test]
 fn postgres_unknown_database_and_role_fail_fast() {
-    let admin = docket_compat_tests::servers::postgres::admin_url()
+    let admin = docket_compat_tests::servers::postgres::SERVER
+        .admin_url()
         .unwrap_or_else(|e| panic!("NOT RUN: postgres: {e}"))
         .to_owned();
     let (base, query) = admin.split_once('?').unwrap_or((&admin, ""));
@@ -687,9 +689,10 @@ fn migrate_all(url: &str) {
         .success();
 }
 
-/// `docket queue --worker W --task T --json`: the listed items, in order.
-fn worker_queue(url: &str, worker: &str, task: &str) -> Vec<serde_json::Value> {
-    let out = stdout_of(docket().args([
+/// `docket queue --database-url URL --worker W --task T`: what `worker` would get next.
+fn worker_queue_cmd(url: &str, worker: &str, task: &str) -> Command {
+    let mut cmd = docket();
+    cmd.args([
         "queue",
         "--database-url",
         url,
@@ -697,8 +700,13 @@ fn worker_queue(url: &str, worker: &str, task: &str) -> Vec<serde_json::Value> {
         worker,
         "--task",
         task,
-        "--json",
-    ]));
+    ]);
+    cmd
+}
+
+/// `docket queue --worker W --task T --json`: the listed items, in order.
+fn worker_queue(url: &str, worker: &str, task: &str) -> Vec<serde_json::Value> {
+    let out = stdout_of(worker_queue_cmd(url, worker, task).arg("--json"));
     serde_json::from_str::<serde_json::Value>(&out)
         .unwrap()
         .as_array()
@@ -780,17 +788,7 @@ fn postgres_enqueue_csv_then_list_for_a_worker() {
         .iter()
         .all(|i| i["assignments"] == 0 && i["max_assignments"] == 2));
 
-    let table = stdout_of(docket().args([
-        "queue",
-        "--database-url",
-        &url,
-        "--worker",
-        "w1",
-        "--task",
-        "label",
-        "--limit",
-        "3",
-    ]));
+    let table = stdout_of(worker_queue_cmd(&url, "w1", "label").args(["--limit", "3"]));
     let lines: Vec<&str> = table.lines().collect();
     assert!(
         lines[0].starts_with('#')
@@ -849,10 +847,7 @@ fn postgres_enqueue_csv_then_list_for_a_worker() {
 
 #[test]
 fn postgres_malformed_csv_names_line_and_column_and_inserts_nothing() {
-    let space = PgSchema::new();
-    let url = space.url();
-    let dir = tempfile::tempdir().unwrap();
-    migrate_all(&url);
+    let (_space, url, dir) = migrated_pg_and_dir();
     let enqueue = |file: &str| enqueue_cmd(&url, "label", file).assert();
     // Row 3 starts on line 5: row 1's quoted text spans two lines.
     let bad_date = csv_file(
@@ -877,16 +872,7 @@ fn postgres_malformed_csv_names_line_and_column_and_inserts_nothing() {
         "CSV line 1, column \"x;drop\": invalid attribute name",
     ));
     // Nothing of any of them was inserted.
-    docket()
-        .args([
-            "queue",
-            "--database-url",
-            &url,
-            "--worker",
-            "w1",
-            "--task",
-            "label",
-        ])
+    worker_queue_cmd(&url, "w1", "label")
         .assert()
         .success()
         .stdout(contains("nothing of label for worker w1"));
@@ -954,10 +940,7 @@ fn postgres_enqueue_reads_standard_input_and_the_library_shares_the_parser() {
 
 #[test]
 fn postgres_enqueue_and_list_in_a_custom_order() {
-    let space = PgSchema::new();
-    let url = space.url();
-    let dir = tempfile::tempdir().unwrap();
-    migrate_all(&url);
+    let (_space, url, dir) = migrated_pg_and_dir();
     let order = "team,score:number:desc";
     let file = csv_file(
         &dir,
@@ -992,16 +975,7 @@ fn postgres_enqueue_and_list_in_a_custom_order() {
         .assert()
         .failure()
         .stderr(contains("CSV line 2").and(contains("not a number")));
-    docket()
-        .args([
-            "queue",
-            "--database-url",
-            &url,
-            "--worker",
-            "w",
-            "--task",
-            "t",
-        ])
+    worker_queue_cmd(&url, "w", "t")
         .args(["--order", "score:int"])
         .assert()
         .failure()
@@ -1090,20 +1064,8 @@ fn postgres_enqueue_streams_a_large_file_all_or_nothing() {
     let json = stdout_of(docket().args(["queue", "--database-url", &url, "--json"]));
     assert_eq!(instances(&json), ["due-now"]);
 
-    let list = || {
-        let mut cmd = docket();
-        cmd.args([
-            "queue",
-            "--database-url",
-            &url,
-            "--worker",
-            "w",
-            "--task",
-            "big",
-        ])
-        .args(["--order", order, "--limit", "2"]);
-        stdout_of(&mut cmd)
-    };
+    let list =
+        || stdout_of(worker_queue_cmd(&url, "w", "big").args(["--order", order, "--limit", "2"]));
     let before = list();
     assert!(before.contains("custom order not indexed"), "{before}");
     assert!(
@@ -1176,16 +1138,7 @@ fn postgres_work_queue_commands_before_0004_name_the_migration() {
         .assert()
         .failure()
         .stderr(contains("lacks migration 0004_work_queue"));
-    docket()
-        .args([
-            "queue",
-            "--database-url",
-            &url,
-            "--worker",
-            "w1",
-            "--task",
-            "label",
-        ])
+    worker_queue_cmd(&url, "w1", "label")
         .assert()
         .failure()
         .stderr(contains("lacks migration 0004_work_queue"));

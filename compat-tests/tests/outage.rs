@@ -7,7 +7,7 @@ mod reliability {
         docket_compat_tests::outage_suite!(
             docket_compat_tests::backends::Postgres,
             env!("CARGO_BIN_EXE_reliab_worker"),
-            docket_compat_tests::servers::postgres::outage
+            |d| docket_compat_tests::servers::postgres::SERVER.outage(d)
         );
     }
     /// MySQL / MariaDB.
@@ -15,7 +15,7 @@ mod reliability {
         docket_compat_tests::outage_suite!(
             docket_compat_tests::backends::Mysql,
             env!("CARGO_BIN_EXE_reliab_worker"),
-            docket_compat_tests::servers::mysql::outage
+            |d| docket_compat_tests::servers::mysql::SERVER.outage(d)
         );
     }
 }

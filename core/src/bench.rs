@@ -4,6 +4,7 @@
 
 use crate::dialect::{Dialect, Rendered};
 use crate::ident::TableName;
+use crate::migrate::{MigrationFile, TableMigration};
 use crate::store::sql::{SqlConnector, SqlSession};
 use crate::store::Row;
 use crate::StoreError;
@@ -247,8 +248,16 @@ impl<C: SqlConnector> SqlConnector for Recording<C> {
         })
     }
 
-    fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-        self.inner.migrate(table, up_to)
+    fn migrations(&self) -> &'static [MigrationFile] {
+        self.inner.migrations()
+    }
+
+    fn apply(
+        &self,
+        table: &TableName,
+        steps: Vec<TableMigration>,
+    ) -> Result<Vec<String>, StoreError> {
+        self.inner.apply(table, steps)
     }
 }
 

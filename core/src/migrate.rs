@@ -31,8 +31,18 @@ pub struct MigrationFile {
 /// The [`MigrationFile`]s of a backend crate, from `migrations/<name>/{up,down}.sql` next to
 /// its `Cargo.toml`, embedded at compile time:
 /// `pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!("0001_base", "0002_priority");`
+///
+/// Docket's own sequence is named here once: `migration_files!(through work_queue)` is
+/// `0001_base` to `0004_work_queue`, `migration_files!(through due_index)` adds
+/// `0005_due_index` (the backends whose due queries use that index).
 #[macro_export]
 macro_rules! migration_files {
+    (through work_queue $(, $more:literal)*) => {
+        $crate::migration_files!("0001_base", "0002_priority", "0003_ordering", "0004_work_queue" $(, $more)*)
+    };
+    (through due_index) => {
+        $crate::migration_files!(through work_queue, "0005_due_index")
+    };
     ($($name:literal),+ $(,)?) => {
         &[$($crate::migrate::MigrationFile {
             name: $name,
@@ -149,23 +159,7 @@ pub fn split_statements(sql: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dialect::Capabilities;
-
-    #[derive(Debug)]
-    struct Ansi;
-    impl Dialect for Ansi {
-        fn name(&self) -> &'static str {
-            "ansi"
-        }
-        fn capabilities(&self) -> Capabilities {
-            Capabilities {
-                lock_and_fetch: None,
-                transactional_ddl: false,
-                work_queue: false,
-                claim_locks_examined_rows: false,
-            }
-        }
-    }
+    use crate::dialect::Ansi;
 
     const FILES: &[MigrationFile] = &[
         MigrationFile {

@@ -8,6 +8,8 @@
 #   start initializes /var/lib/mysql with a temporary server that does not listen on TCP
 #   ("port: 0" in its ready line), then `mariadbd` is exec'd with its log on stderr.
 set -Eeuo pipefail
+# shellcheck source=../initdb.sh
+. /usr/local/lib/docket/initdb.sh
 
 if [ "${1:0:1}" = '-' ]; then
 	set -- mariadbd "$@"
@@ -106,17 +108,8 @@ if [ ! -d "$datadir/mysql" ]; then
 	if [ -n "$database" ]; then
 		db_client+=(--database="$database")
 	fi
-	for f in /docker-entrypoint-initdb.d/*; do
-		case "$f" in
-			*.sh)
-				echo "running $f"
-				# shellcheck source=/dev/null
-				. "$f"
-				;;
-			*.sql) echo "running $f"; "${db_client[@]}" < "$f" ;;
-			*) ;;
-		esac
-	done
+	run_sql_file() { "${db_client[@]}" < "$1"; }
+	run_initdb_scripts run_sql_file
 
 	echo 'Stopping temporary server'
 	kill -TERM "$temp_pid"

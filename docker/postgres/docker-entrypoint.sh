@@ -7,6 +7,8 @@
 #   /docker-entrypoint-initdb.d; the first start initializes PGDATA with a temporary server
 #   whose log goes to stdout, then `postgres` is exec'd with its log on stderr.
 set -Eeuo pipefail
+# shellcheck source=../initdb.sh
+. /usr/local/lib/docket/initdb.sh
 
 # Arguments starting with "-" are options for postgres.
 if [ "${1:0:1}" = '-' ]; then
@@ -59,17 +61,8 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
 			CREATE DATABASE :"db" ;
 		SQL
 	fi
-	for f in /docker-entrypoint-initdb.d/*; do
-		case "$f" in
-			*.sh)
-				echo "running $f"
-				# shellcheck source=/dev/null
-				. "$f"
-				;;
-			*.sql) echo "running $f"; "${psql_run[@]}" --dbname "$POSTGRES_DB" -f "$f" ;;
-			*) ;;
-		esac
-	done
+	run_sql_file() { "${psql_run[@]}" --dbname "$POSTGRES_DB" -f "$1"; }
+	run_initdb_scripts run_sql_file
 
 	pg_ctl -D "$PGDATA" -m fast -w stop
 	echo 'PostgreSQL init process complete; ready for start up.'

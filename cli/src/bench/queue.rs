@@ -119,7 +119,7 @@ macro_rules! ops {
         Ops {
             connect: $krate::connect,
             ensure_database: $krate::bench::ensure_database,
-            load: $krate::bench::load_queue,
+            load: |st, s, p| docket_diesel::bench::load_queue(st, &$scenario(st), s, p),
             plan: $krate::bench::queue_plan,
             drop: docket_diesel::bench::drop_scenario,
             analyze: |st| {

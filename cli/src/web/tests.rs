@@ -134,13 +134,16 @@ impl Fixture {
     }
 
     async fn get(&self, uri: &str) -> Reply {
-        self.send(
-            Request::get(uri)
-                .header(header::HOST, "localhost")
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
+        self.get_signed_in(uri, None).await
+    }
+
+    /// `GET uri`, with the session cookie when given.
+    async fn get_signed_in(&self, uri: &str, cookie: Option<&str>) -> Reply {
+        let mut req = Request::get(uri).header(header::HOST, "localhost");
+        if let Some(c) = cookie {
+            req = req.header(header::COOKIE, c);
+        }
+        self.send(req.body(Body::empty()).unwrap()).await
     }
 
     async fn api_post(&self, uri: &str, token: Option<&str>, body: &str) -> Reply {
@@ -621,13 +624,7 @@ async fn forms_need_sign_in_csrf_and_same_origin() {
 
     // The signed-in page shows the forms with the CSRF value and the version.
     let page = f
-        .send(
-            Request::get("/executions/email/low")
-                .header(header::HOST, "localhost")
-                .header(header::COOKIE, &cookie)
-                .body(Body::empty())
-                .unwrap(),
-        )
+        .get_signed_in("/executions/email/low", Some(&cookie))
         .await;
     assert!(page
         .body
@@ -855,12 +852,9 @@ async fn the_worker_page_takes_and_submits_through_forms() {
         "/queue/label/workers/w1?done=taken&taken=rec1"
     );
     let page = f
-        .send(
-            Request::get("/queue/label/workers/w1?done=taken&taken=rec1")
-                .header(header::HOST, "localhost")
-                .header(header::COOKIE, &cookie)
-                .body(Body::empty())
-                .unwrap(),
+        .get_signed_in(
+            "/queue/label/workers/w1?done=taken&taken=rec1",
+            Some(&cookie),
         )
         .await;
     assert!(page.body.contains("Done: taken."));
@@ -869,14 +863,16 @@ async fn the_worker_page_takes_and_submits_through_forms() {
         .body
         .contains("action=\"/queue/label/workers/w1/items/rec1/submit\""));
     let v = f.version("label", "rec1");
-    let r = f
-        .form_post(
+    let submitted = format!("csrf={csrf}&version={v}");
+    let submit = || {
+        f.form_post(
             "/queue/label/workers/w1/items/rec1/submit",
             Some(&cookie),
             None,
-            &format!("csrf={csrf}&version={v}"),
+            &submitted,
         )
-        .await;
+    };
+    let r = submit().await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     let a = f
         .queue()
@@ -887,14 +883,7 @@ async fn the_worker_page_takes_and_submits_through_forms() {
         ("w1", AssignmentStatus::Submitted)
     );
     // Submitting again from the same (stale) page: a 409 page, nothing changed.
-    let r = f
-        .form_post(
-            "/queue/label/workers/w1/items/rec1/submit",
-            Some(&cookie),
-            None,
-            &format!("csrf={csrf}&version={v}"),
-        )
-        .await;
+    let r = submit().await;
     assert_eq!(r.status, StatusCode::CONFLICT);
     assert!(r.body.contains("nothing was changed"));
     assert_eq!(

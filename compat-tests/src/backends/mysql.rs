@@ -2,7 +2,7 @@
 
 use super::unique_name;
 use crate::harness::{literal, not_run, set_literal, DbSchedulerTypes, Foreign, Harness, Space};
-use crate::servers::mysql::admin_url;
+use crate::servers::mysql::SERVER;
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, MysqlConnection};
 use docket_core::dialect::Rendered;
@@ -45,7 +45,10 @@ impl Harness for Mysql {
     }
 
     fn space(&self) -> Box<dyn Space> {
-        let admin = with_database(admin_url().unwrap_or_else(|e| not_run(NAME, e)), None);
+        let admin = with_database(
+            SERVER.admin_url().unwrap_or_else(|e| not_run(NAME, e)),
+            None,
+        );
         let database = unique_name();
         let mut conn = MysqlConnection::establish(&admin)
             .unwrap_or_else(|e| not_run(NAME, format!("cannot connect to {admin}: {e}")));

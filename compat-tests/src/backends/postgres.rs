@@ -3,7 +3,7 @@
 
 use super::unique_name;
 use crate::harness::{not_run, set_literal, DbSchedulerTypes, Foreign, Harness, Space};
-use crate::servers::postgres::admin_url;
+use crate::servers::postgres::SERVER;
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, PgConnection};
 use docket_core::dialect::Rendered;
@@ -24,7 +24,7 @@ impl Harness for Postgres {
     }
 
     fn space(&self) -> Box<dyn Space> {
-        let admin = admin_url().unwrap_or_else(|e| not_run(NAME, e));
+        let admin = SERVER.admin_url().unwrap_or_else(|e| not_run(NAME, e));
         let schema = unique_name();
         let mut conn = PgConnection::establish(admin)
             .unwrap_or_else(|e| not_run(NAME, format!("cannot connect to {admin}: {e}")));

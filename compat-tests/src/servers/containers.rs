@@ -520,92 +520,59 @@ mod engine {
                     .map(|d| d.as_nanos())
                     .unwrap_or(0)
             );
+            let attempt = Attempt {
+                kind,
+                image,
+                host_port,
+                timeout,
+                label: &attempt_label,
+            };
             let started = rt.block_on(async {
                 match kind {
                     Kind::Postgres => {
-                        let request = postgres::Postgres::default()
-                            .with_password(POSTGRES_PASSWORD)
-                            .with_cmd([
-                                "-c",
-                                "fsync=off",
-                                "-c",
-                                "synchronous_commit=off",
-                                "-c",
-                                "full_page_writes=off",
-                                "-c",
-                                "max_connections=300",
-                                "-c",
-                                "shared_buffers=128MB",
-                            ])
-                            .with_shm_size(256 * 1024 * 1024);
-                        run(
-                            request,
-                            kind,
-                            image.clone(),
-                            host_port,
-                            timeout,
-                            &attempt_label,
-                        )
-                        .await
+                        attempt
+                            .run(
+                                postgres::Postgres::default()
+                                    .with_password(POSTGRES_PASSWORD)
+                                    .with_cmd([
+                                        "-c",
+                                        "fsync=off",
+                                        "-c",
+                                        "synchronous_commit=off",
+                                        "-c",
+                                        "full_page_writes=off",
+                                        "-c",
+                                        "max_connections=300",
+                                        "-c",
+                                        "shared_buffers=128MB",
+                                    ])
+                                    .with_shm_size(256 * 1024 * 1024),
+                            )
+                            .await
                     }
                     Kind::Mariadb => {
-                        let request = mariadb::Mariadb::default().with_cmd([
-                            "--max-connections=500",
-                            "--innodb-flush-log-at-trx-commit=2",
-                            "--innodb-buffer-pool-size=128M",
-                        ]);
-                        run(
-                            request,
-                            kind,
-                            image.clone(),
-                            host_port,
-                            timeout,
-                            &attempt_label,
-                        )
-                        .await
+                        attempt
+                            .run(mariadb::Mariadb::default().with_cmd(MARIADB_ARGS))
+                            .await
                     }
                     Kind::Mysql8 => {
-                        let request = mysql::Mysql::default().with_cmd([
-                            "--max-connections=500",
-                            "--innodb-flush-log-at-trx-commit=2",
-                            "--innodb-buffer-pool-size=128M",
-                            "--skip-log-bin",
-                        ]);
-                        run(
-                            request,
-                            kind,
-                            image.clone(),
-                            host_port,
-                            timeout,
-                            &attempt_label,
-                        )
-                        .await
+                        attempt
+                            .run(
+                                mysql::Mysql::default()
+                                    .with_cmd(MARIADB_ARGS.into_iter().chain(["--skip-log-bin"])),
+                            )
+                            .await
                     }
                     Kind::Mssql => {
-                        let request = mssql_server::MssqlServer::default()
-                            .with_sa_password(MSSQL_SA_PASSWORD)
-                            .with_accept_eula();
-                        run(
-                            request,
-                            kind,
-                            image.clone(),
-                            host_port,
-                            timeout,
-                            &attempt_label,
-                        )
-                        .await
+                        attempt
+                            .run(
+                                mssql_server::MssqlServer::default()
+                                    .with_sa_password(MSSQL_SA_PASSWORD)
+                                    .with_accept_eula(),
+                            )
+                            .await
                     }
-                    Kind::Oracle => {
-                        run(
-                            oracle::free::Oracle::default(),
-                            kind,
-                            image.clone(),
-                            host_port,
-                            timeout,
-                            &attempt_label,
-                        )
-                        .await
-                    }
+                    Kind::Oracle => attempt.run(oracle::free::Oracle::default()).await,
                 }
             });
             match started {
@@ -637,76 +604,100 @@ mod engine {
         Err(last_error)
     }
 
-    /// Runs `request` from `image` with the port published on 127.0.0.1:`host_port`, the labels
-    /// that let this module find and remove it, and the startup bound; keeps the handle.
-    async fn run<I: Image + 'static>(
-        request: impl Into<ContainerRequest<I>>,
+    /// One attempt to start a container: what it runs, where its port is published, how long
+    /// it may take to become ready, and the label that finds it again.
+    struct Attempt<'a> {
         kind: Kind,
-        image: ImageRef,
+        image: &'a ImageRef,
         host_port: u16,
         timeout: Duration,
-        attempt: &str,
-    ) -> Result<String, String> {
-        // testcontainers removes a container that timed out before we can read its log: keep
-        // the last lines as they come.
-        let log = Arc::new(Mutex::new(VecDeque::<String>::new()));
-        let sink = Arc::clone(&log);
-        let container_port = kind.container_port();
-        let binding = format!("{container_port}/tcp");
-        let request: ContainerRequest<I> = request
-            .into()
-            .with_name(image.name.clone())
-            .with_tag(image.tag.clone())
-            .with_mapped_port(host_port, ContainerPort::Tcp(container_port))
-            .with_host_config_modifier(move |config: &mut HostConfig| {
-                config.publish_all_ports = Some(false);
-                config.port_bindings = Some(HashMap::from([(
-                    binding.clone(),
-                    Some(vec![PortBinding {
-                        host_ip: Some("127.0.0.1".to_owned()),
-                        host_port: Some(host_port.to_string()),
-                    }]),
-                )]));
-            })
-            .with_labels(labels(attempt))
-            .with_log_consumer(move |frame: &LogFrame| {
-                let mut lines = sink.lock().unwrap_or_else(PoisonError::into_inner);
-                for line in String::from_utf8_lossy(frame.bytes()).lines() {
-                    if !line.trim().is_empty() {
-                        if lines.len() == LOG_LINES {
-                            lines.pop_front();
+        label: &'a str,
+    }
+
+    /// The server flags MariaDB and MySQL 8 share: room for the suite's connections, and
+    /// durability traded for speed.
+    const MARIADB_ARGS: [&str; 3] = [
+        "--max-connections=500",
+        "--innodb-flush-log-at-trx-commit=2",
+        "--innodb-buffer-pool-size=128M",
+    ];
+
+    impl Attempt<'_> {
+        /// Runs `request` from the image with the port published on 127.0.0.1:`host_port`, the
+        /// labels that let this module find and remove it, and the startup bound; keeps the
+        /// handle.
+        async fn run<I: Image + 'static>(
+            &self,
+            request: impl Into<ContainerRequest<I>>,
+        ) -> Result<String, String> {
+            let Attempt {
+                kind,
+                image,
+                host_port,
+                timeout,
+                label: attempt,
+            } = *self;
+            // testcontainers removes a container that timed out before we can read its log: keep
+            // the last lines as they come.
+            let log = Arc::new(Mutex::new(VecDeque::<String>::new()));
+            let sink = Arc::clone(&log);
+            let container_port = kind.container_port();
+            let binding = format!("{container_port}/tcp");
+            let request: ContainerRequest<I> = request
+                .into()
+                .with_name(image.name.clone())
+                .with_tag(image.tag.clone())
+                .with_mapped_port(host_port, ContainerPort::Tcp(container_port))
+                .with_host_config_modifier(move |config: &mut HostConfig| {
+                    config.publish_all_ports = Some(false);
+                    config.port_bindings = Some(HashMap::from([(
+                        binding.clone(),
+                        Some(vec![PortBinding {
+                            host_ip: Some("127.0.0.1".to_owned()),
+                            host_port: Some(host_port.to_string()),
+                        }]),
+                    )]));
+                })
+                .with_labels(labels(attempt))
+                .with_log_consumer(move |frame: &LogFrame| {
+                    let mut lines = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                    for line in String::from_utf8_lossy(frame.bytes()).lines() {
+                        if !line.trim().is_empty() {
+                            if lines.len() == LOG_LINES {
+                                lines.pop_front();
+                            }
+                            lines.push_back(line.to_owned());
                         }
-                        lines.push_back(line.to_owned());
                     }
+                })
+                .with_startup_timeout(timeout);
+            let container = request.start().await.map_err(|e| {
+                let e = e.to_string();
+                let reason = if e.to_ascii_lowercase().contains("timeout") {
+                    format!(
+                        "it did not log that it was ready within {} s ({}; raise \
+                         DOCKET_TC_STARTUP_TIMEOUT for a slow machine)",
+                        timeout.as_secs(),
+                        e
+                    )
+                } else {
+                    format!("starting it failed: {e}")
+                };
+                let lines = log.lock().unwrap_or_else(PoisonError::into_inner);
+                if lines.is_empty() {
+                    reason
+                } else {
+                    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+                    format!("{reason}; container log: {}", lines.join(" | "))
                 }
-            })
-            .with_startup_timeout(timeout);
-        let container = request.start().await.map_err(|e| {
-            let e = e.to_string();
-            let reason = if e.to_ascii_lowercase().contains("timeout") {
-                format!(
-                    "it did not log that it was ready within {} s ({}; raise \
-                     DOCKET_TC_STARTUP_TIMEOUT for a slow machine)",
-                    timeout.as_secs(),
-                    e
-                )
-            } else {
-                format!("starting it failed: {e}")
-            };
-            let lines = log.lock().unwrap_or_else(PoisonError::into_inner);
-            if lines.is_empty() {
-                reason
-            } else {
-                let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-                format!("{reason}; container log: {}", lines.join(" | "))
-            }
-        })?;
-        let id = container.id().to_owned();
-        arrange_removal(&id)?;
-        HELD.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Box::new(container));
-        Ok(id)
+            })?;
+            let id = container.id().to_owned();
+            arrange_removal(&id)?;
+            HELD.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Box::new(container));
+            Ok(id)
+        }
     }
 
     /// The labels of a container started by this process in this attempt.
@@ -959,13 +950,15 @@ mod tests {
             return;
         };
         let outcome = match backend.as_str() {
-            "postgres" => crate::servers::postgres::admin_url().map(|_| {
-                crate::servers::postgres::source()
+            "postgres" => crate::servers::postgres::SERVER.admin_url().map(|_| {
+                crate::servers::postgres::SERVER
+                    .source()
                     .unwrap_or_default()
                     .to_owned()
             }),
-            "mysql" => crate::servers::mysql::admin_url().map(|_| {
-                crate::servers::mysql::source()
+            "mysql" => crate::servers::mysql::SERVER.admin_url().map(|_| {
+                crate::servers::mysql::SERVER
+                    .source()
                     .unwrap_or_default()
                     .to_owned()
             }),
@@ -980,7 +973,7 @@ mod tests {
     }
 
     /// A remote backend's outcome: where its server came from, or why there is none.
-    fn remote(r: &crate::servers::remote::Remote) -> Result<String, crate::servers::NotRun> {
+    fn remote(r: &crate::servers::Server) -> Result<String, crate::servers::NotRun> {
         r.admin_url()
             .map(|_| r.source().unwrap_or_default().to_owned())
     }

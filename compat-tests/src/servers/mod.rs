@@ -10,6 +10,7 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 pub mod containers;
@@ -39,6 +40,149 @@ pub fn free_port() -> std::io::Result<u16> {
     let port = listener.local_addr()?.port();
     drop(listener);
     Ok(port)
+}
+
+/// One backend's server, resolved once per test process (its URL variable, else a throwaway
+/// server, else a container) and cached, a failure too: every test of the process sees the
+/// same server or the same [`NotRun`].
+pub struct Server {
+    env_var: &'static str,
+    backend: containers::Backend,
+    start_throwaway: Option<fn() -> Result<Resolved, String>>,
+    resolved: OnceLock<Result<Resolved, NotRun>>,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("env_var", &self.env_var)
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// The server named by `env_var`, else (see [`resolve`]) a throwaway one from
+    /// `start_throwaway` or a container for `backend`.
+    pub(crate) const fn new(
+        env_var: &'static str,
+        backend: containers::Backend,
+        start_throwaway: Option<fn() -> Result<Resolved, String>>,
+    ) -> Self {
+        Self {
+            env_var,
+            backend,
+            start_throwaway,
+            resolved: OnceLock::new(),
+        }
+    }
+
+    fn resolved(&self) -> &Result<Resolved, NotRun> {
+        self.resolved
+            .get_or_init(|| resolve(self.env_var, self.start_throwaway, self.backend))
+    }
+
+    /// Admin connection URL of a server on which the suite may create and drop its spaces:
+    /// the URL variable when set and non-empty, otherwise a throwaway server or a container.
+    /// Resolved once per process and cached, a failure too; never panics.
+    pub fn admin_url(&self) -> Result<&str, NotRun> {
+        match self.resolved() {
+            Ok(r) => Ok(r.url.as_str()),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// Where the URL came from, for the log line: the variable's name, "throwaway server at
+    /// DIR port PORT" or "testcontainers: ..."; `None` when no server could be obtained.
+    pub fn source(&self) -> Option<&str> {
+        self.resolved().as_ref().ok().map(|r| r.source.as_str())
+    }
+
+    /// Stops this process's throwaway server for `down_for`, then starts it again on the
+    /// same port (for the outage test). A server given by its URL variable is not stopped:
+    /// the result is a [`NotRun`].
+    pub fn outage(&self, down_for: Duration) -> Result<(), NotRun> {
+        match self.resolved() {
+            Ok(r) => r.outage(self.backend.name(), down_for),
+            Err(e) => Err(e.clone()),
+        }
+    }
+}
+
+/// A server the suite runs from local binaries in a temporary directory of its own.
+pub(crate) trait ThrowawayServer: Send + Sync + 'static {
+    /// The temporary directory (data, log, socket).
+    fn dir(&self) -> &Path;
+    /// Arms a detached watchdog that stops the server and removes the directory once this
+    /// process is gone, however it ended.
+    fn spawn_watchdog(&self) -> Result<(), String>;
+    /// Initializes the data directory.
+    fn prepare(&self) -> Result<(), String>;
+    /// Starts the server on `port` and waits until it accepts connections.
+    fn start_on(&self, port: u16) -> Result<(), String>;
+    /// What the suite needs loaded once the server runs (default: nothing).
+    fn after_start(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Stops the server, keeping its data.
+    fn stop(&self) -> Result<(), String>;
+    /// Where the server is, for the log line (e.g. "throwaway server at DIR port PORT").
+    fn source(&self, port: u16) -> String;
+    /// Its admin URL when it listens on `port`.
+    fn url(&self, port: u16) -> String;
+}
+
+/// Starts `server` (the `backend`'s): the watchdog first, so that the directory is cleaned up
+/// whatever happens next, then its data directory, then the server on a free port; logs where
+/// it runs. The outage of the result stops it and starts it again on the same port.
+pub(crate) fn launch(backend: &str, server: impl ThrowawayServer) -> Result<Resolved, String> {
+    let fail = |what: String| {
+        format!(
+            "the throwaway server at {} could not be started: {what}",
+            server.dir().display()
+        )
+    };
+    if let Err(e) = server.spawn_watchdog() {
+        let _ = fs::remove_dir_all(server.dir());
+        return Err(fail(e));
+    }
+    server.prepare().map_err(fail)?;
+    let port = start_on_free_port(|port| server.start_on(port)).map_err(fail)?;
+    server.after_start().map_err(fail)?;
+    let source = server.source(port);
+    eprintln!("docket compat-tests: {backend} {source}");
+    Ok(Resolved {
+        url: server.url(port),
+        source,
+        outage: Some(Box::new(move |down_for| {
+            server.stop()?;
+            std::thread::sleep(down_for);
+            server.start_on(port)
+        })),
+    })
+}
+
+/// Starts a throwaway server on a free port with `start_on`, trying another port when the
+/// chosen one was taken between [`free_port`] and the bind; returns the port.
+pub(crate) fn start_on_free_port(
+    start_on: impl Fn(u16) -> Result<(), String>,
+) -> Result<u16, String> {
+    let mut last_error = String::new();
+    for _ in 0..PORT_ATTEMPTS {
+        let port = free_port().map_err(|e| format!("finding a free port failed: {e}"))?;
+        match start_on(port) {
+            Ok(()) => return Ok(port),
+            Err(e) => {
+                // Someone else took the port between free_port() and the bind: try another.
+                let retry = e.contains("already in use");
+                last_error = e;
+                if !retry {
+                    break;
+                }
+            }
+        }
+    }
+    Err(last_error)
 }
 
 /// How many fresh ports a throwaway server tries when the chosen one was taken in the meantime.
@@ -77,7 +221,7 @@ impl Resolved {
 /// `DOCKET_TESTCONTAINERS=0` never starts one.
 pub(crate) fn resolve(
     env_var: &str,
-    start_throwaway: Option<impl FnOnce() -> Result<Resolved, String>>,
+    start_throwaway: Option<fn() -> Result<Resolved, String>>,
     backend: containers::Backend,
 ) -> Result<Resolved, NotRun> {
     if let Some(value) = std::env::var_os(env_var).filter(|v| !v.is_empty()) {

@@ -14,20 +14,20 @@
 //! 3. Otherwise, when a Docker engine is reachable, a MariaDB (or, with
 //!    `DOCKET_TC_MYSQL_FLAVOR=mysql`, MySQL 8) container through testcontainers
 //!    ([`super::containers`]; `DOCKET_TESTCONTAINERS=1` makes this step 2, `=0` skips it).
-//! 4. If none works, [`admin_url`] returns a [`NotRun`] saying what was tried and what failed.
+//! 4. If none works, [`Server::admin_url`] returns a [`NotRun`](super::NotRun) saying what was tried and what failed.
 
 use std::fs;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::containers::Backend;
 use super::{
-    free_port, keep_temp_dir, log_tail, resolve, run, running_as_root, shell_quote, spawn_watchdog,
-    NotRun, Resolved, PORT_ATTEMPTS,
+    keep_temp_dir, launch, log_tail, run, running_as_root, shell_quote, spawn_watchdog, Resolved,
+    Server, ThrowawayServer,
 };
 
 /// Environment variable naming an existing server to use instead of a throwaway one.
@@ -36,48 +36,11 @@ const ENV_VAR: &str = "DOCKET_MYSQL_URL";
 const ZONEINFO: &str = "/usr/share/zoneinfo";
 /// Upper bound on waiting for the server to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
-static RESOLVED: OnceLock<Result<Resolved, NotRun>> = OnceLock::new();
 
-fn resolved() -> &'static Result<Resolved, NotRun> {
-    RESOLVED.get_or_init(|| {
-        resolve(ENV_VAR, Some(start_throwaway), Backend::Mysql).map(|r| Resolved {
-            url: r.url.trim_end_matches('/').to_owned(),
-            ..r
-        })
-    })
-}
-
-/// Base connection URL without a database (e.g. "mysql://root@127.0.0.1:PORT") of a server on
-/// which the suite may CREATE DATABASE; append `/<database>` to use one.
-///
-/// Resolved once per process and cached, including a cached `Err`: `DOCKET_MYSQL_URL` when set
-/// and non-empty, otherwise a throwaway server started from the local MariaDB/MySQL binaries.
-/// Never panics; every failure is reported as a [`NotRun`] with its reason.
-pub fn admin_url() -> Result<&'static str, NotRun> {
-    match resolved() {
-        Ok(r) => Ok(r.url.as_str()),
-        Err(e) => Err(e.clone()),
-    }
-}
-
-/// Stops this process's throwaway server for `down_for`, then starts it again on the same
-/// port (for the outage test). A server given by `DOCKET_MYSQL_URL` is not stopped: the
-/// result is a [`NotRun`].
-pub fn outage(down_for: Duration) -> Result<(), NotRun> {
-    match resolved() {
-        Ok(r) => r.outage("mysql", down_for),
-        Err(e) => Err(e.clone()),
-    }
-}
-
-/// Where the URL came from, for the log line: "DOCKET_MYSQL_URL" or
-/// "throwaway server at DIR port PORT".
-///
-/// Resolves the server like [`admin_url`] if that has not happened yet; `None` when no server
-/// could be obtained.
-pub fn source() -> Option<&'static str> {
-    resolved().as_ref().ok().map(|r| r.source.as_str())
-}
+/// The server (a base URL without a database, e.g. `mysql://root@127.0.0.1:PORT`; append `/<database>` to use one) on
+/// which the suite may CREATE DATABASE: `DOCKET_MYSQL_URL` when set and non-empty, otherwise a throwaway
+/// server started from the local MariaDB/MySQL binaries, otherwise a container.
+pub static SERVER: Server = Server::new(ENV_VAR, Backend::Mysql, Some(start_throwaway));
 
 /// Starts a throwaway server; the error completes the sentence "DOCKET_MYSQL_URL unset and ...".
 fn start_throwaway() -> Result<Resolved, String> {
@@ -93,37 +56,7 @@ fn start_throwaway() -> Result<Resolved, String> {
         as_root: running_as_root(),
         child: Mutex::new(None),
     };
-    let fail = |what: String| {
-        format!(
-            "the throwaway server at {} could not be started: {what}",
-            server.dir.display()
-        )
-    };
-
-    // The watchdog goes first so that the directory is cleaned up whatever happens next.
-    if let Err(e) = server.spawn_watchdog() {
-        let _ = fs::remove_dir_all(&server.dir);
-        return Err(fail(e));
-    }
-    server.prepare().map_err(fail)?;
-    let port = server.start().map_err(fail)?;
-    server.load_time_zones().map_err(fail)?;
-
-    let source = format!(
-        "throwaway {} server at {} port {port}",
-        server.tools.server.display(),
-        server.dir.display()
-    );
-    eprintln!("docket compat-tests: mysql {source}");
-    Ok(Resolved {
-        url: format!("mysql://root@127.0.0.1:{port}"),
-        source,
-        outage: Some(Box::new(move |down_for| {
-            server.stop()?;
-            thread::sleep(down_for);
-            server.start_on(port)
-        })),
-    })
+    launch("mysql", server)
 }
 
 /// The local binaries a throwaway server needs.
@@ -194,7 +127,11 @@ struct Throwaway {
     child: Mutex<Option<Child>>,
 }
 
-impl Throwaway {
+impl ThrowawayServer for Throwaway {
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Stops the server (TERM, then KILL after 30 s) and removes the directory once this
     /// process is gone.
     fn spawn_watchdog(&self) -> Result<(), String> {
@@ -207,14 +144,6 @@ impl Throwaway {
             pid_file = shell_quote(&self.pid_file)?,
         );
         spawn_watchdog(&stop, &self.dir)
-    }
-
-    fn user_args(&self) -> Vec<&'static str> {
-        if self.as_root {
-            vec!["--user=root"]
-        } else {
-            Vec::new()
-        }
     }
 
     /// Creates the data directory with a passwordless `root`.
@@ -239,26 +168,6 @@ impl Throwaway {
         };
         cmd.current_dir(&self.dir).stdin(Stdio::null());
         run(cmd).map(drop)
-    }
-
-    /// Starts the server on a free port and waits until it accepts connections.
-    fn start(&self) -> Result<u16, String> {
-        let mut last_error = String::new();
-        for _ in 0..PORT_ATTEMPTS {
-            let port = free_port().map_err(|e| format!("finding a free port failed: {e}"))?;
-            match self.start_on(port) {
-                Ok(()) => return Ok(port),
-                Err(e) => {
-                    // Someone else took the port between free_port() and the bind: try another.
-                    let retry = e.contains("already in use");
-                    last_error = e;
-                    if !retry {
-                        break;
-                    }
-                }
-            }
-        }
-        Err(last_error)
     }
 
     /// Starts the server on `port` (keeping its process handle) and waits until it accepts
@@ -322,6 +231,51 @@ impl Throwaway {
             .map_err(|e| format!("waiting for the server to stop: {e}"))
     }
 
+    /// Loads the time zone tables (named session time zones need them). The converter warns
+    /// about files in the zoneinfo tree that are not zones; those warnings are ignored.
+    fn after_start(&self) -> Result<(), String> {
+        let mut client = self.client();
+        client.arg("mysql");
+        let mut tz = Command::new(&self.tools.tzinfo_to_sql);
+        tz.arg(ZONEINFO)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut producer = tz
+            .spawn()
+            .map_err(|e| format!("could not run {tz:?}: {e}"))?;
+        let sql = producer
+            .stdout
+            .take()
+            .ok_or("the time zone converter has no stdout")?;
+        client.stdin(Stdio::from(sql));
+        let loaded = run(client).map(drop);
+        let _ = producer.wait();
+        loaded.map_err(|e| format!("loading the time zone tables from {ZONEINFO} failed: {e}"))
+    }
+
+    fn source(&self, port: u16) -> String {
+        format!(
+            "throwaway {} server at {} port {port}",
+            self.tools.server.display(),
+            self.dir.display()
+        )
+    }
+
+    fn url(&self, port: u16) -> String {
+        format!("mysql://root@127.0.0.1:{port}")
+    }
+}
+
+impl Throwaway {
+    fn user_args(&self) -> Vec<&'static str> {
+        if self.as_root {
+            vec!["--user=root"]
+        } else {
+            Vec::new()
+        }
+    }
+
     /// A client command talking to the server over its socket as root.
     fn client(&self) -> Command {
         let mut cmd = Command::new(&self.tools.client);
@@ -355,29 +309,6 @@ impl Throwaway {
                 Err(_) => thread::sleep(Duration::from_millis(200)),
             }
         }
-    }
-
-    /// Loads the time zone tables (named session time zones need them). The converter warns
-    /// about files in the zoneinfo tree that are not zones; those warnings are ignored.
-    fn load_time_zones(&self) -> Result<(), String> {
-        let mut client = self.client();
-        client.arg("mysql");
-        let mut tz = Command::new(&self.tools.tzinfo_to_sql);
-        tz.arg(ZONEINFO)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        let mut producer = tz
-            .spawn()
-            .map_err(|e| format!("could not run {tz:?}: {e}"))?;
-        let sql = producer
-            .stdout
-            .take()
-            .ok_or("the time zone converter has no stdout")?;
-        client.stdin(Stdio::from(sql));
-        let loaded = run(client).map(drop);
-        let _ = producer.wait();
-        loaded.map_err(|e| format!("loading the time zone tables from {ZONEINFO} failed: {e}"))
     }
 
     fn log_since(&self, from: u64) -> String {

@@ -10,19 +10,18 @@
 //!    and removes the directory once the test process has gone, however it ended.
 //! 3. Otherwise, when a Docker engine is reachable, a container through testcontainers
 //!    ([`super::containers`]; `DOCKET_TESTCONTAINERS=1` makes this step 2, `=0` skips it).
-//! 4. If none works, [`admin_url`] returns a [`NotRun`] saying what was tried and what failed.
+//! 4. If none works, [`Server::admin_url`] returns a [`NotRun`](super::NotRun) saying what was tried and what failed.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::containers::Backend;
 use super::{
-    free_port, keep_temp_dir, log_tail, resolve, run, running_as_root, shell_quote, spawn_watchdog,
-    NotRun, Resolved, PORT_ATTEMPTS,
+    keep_temp_dir, launch, log_tail, run, running_as_root, shell_quote, spawn_watchdog, Resolved,
+    Server, ThrowawayServer,
 };
 
 /// Environment variable naming an existing server to use instead of a throwaway one.
@@ -35,43 +34,11 @@ const PG_OS_USER: &str = "postgres";
 const PG_SUPERUSER: &str = "postgres";
 /// Upper bound on waiting for the server to start or to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
-static RESOLVED: OnceLock<Result<Resolved, NotRun>> = OnceLock::new();
 
-fn resolved() -> &'static Result<Resolved, NotRun> {
-    RESOLVED.get_or_init(|| resolve(ENV_VAR, Some(start_throwaway), Backend::Postgres))
-}
-
-/// Base connection URL (e.g. "postgres://postgres@127.0.0.1:PORT/postgres") of a server on which
-/// the suite may CREATE DATABASE / CREATE SCHEMA.
-///
-/// Resolved once per process and cached, including a cached `Err`: `DOCKET_POSTGRES_URL` when set
-/// and non-empty, otherwise a throwaway server started from the local PostgreSQL installation.
-/// Never panics; every failure is reported as a [`NotRun`] with its reason.
-pub fn admin_url() -> Result<&'static str, NotRun> {
-    match resolved() {
-        Ok(r) => Ok(r.url.as_str()),
-        Err(e) => Err(e.clone()),
-    }
-}
-
-/// Stops this process's throwaway server for `down_for`, then starts it again on the same
-/// port (for the outage test). A server given by `DOCKET_POSTGRES_URL` is not stopped: the
-/// result is a [`NotRun`].
-pub fn outage(down_for: Duration) -> Result<(), NotRun> {
-    match resolved() {
-        Ok(r) => r.outage("postgres", down_for),
-        Err(e) => Err(e.clone()),
-    }
-}
-
-/// Where the URL came from, for the log line: "DOCKET_POSTGRES_URL" or
-/// "throwaway server at DIR port PORT".
-///
-/// Resolves the server like [`admin_url`] if that has not happened yet; `None` when no server
-/// could be obtained.
-pub fn source() -> Option<&'static str> {
-    resolved().as_ref().ok().map(|r| r.source.as_str())
-}
+/// The server (e.g. `postgres://postgres@127.0.0.1:PORT/postgres`) on
+/// which the suite may CREATE DATABASE / CREATE SCHEMA: `DOCKET_POSTGRES_URL` when set and non-empty, otherwise a throwaway
+/// server started from the local PostgreSQL installation, otherwise a container.
+pub static SERVER: Server = Server::new(ENV_VAR, Backend::Postgres, Some(start_throwaway));
 
 /// Starts a throwaway server; the error completes the sentence "DOCKET_POSTGRES_URL unset and ...".
 fn start_throwaway() -> Result<Resolved, String> {
@@ -86,32 +53,7 @@ fn start_throwaway() -> Result<Resolved, String> {
         bin,
         as_postgres,
     };
-    let fail = |what: String| {
-        format!(
-            "the throwaway server at {} could not be started: {what}",
-            server.dir.display()
-        )
-    };
-
-    // The watchdog goes first so that the directory is cleaned up whatever happens next.
-    if let Err(e) = server.spawn_watchdog() {
-        let _ = fs::remove_dir_all(&server.dir);
-        return Err(fail(e));
-    }
-    server.prepare().map_err(fail)?;
-    let port = server.start().map_err(fail)?;
-
-    let source = format!("throwaway server at {} port {port}", server.dir.display());
-    eprintln!("docket compat-tests: postgres {source}");
-    Ok(Resolved {
-        url: format!("postgres://{PG_SUPERUSER}@127.0.0.1:{port}/postgres"),
-        source,
-        outage: Some(Box::new(move |down_for| {
-            server.stop()?;
-            thread::sleep(down_for);
-            server.start_on(port)
-        })),
-    })
+    launch("postgres", server)
 }
 
 /// Finds a directory holding `initdb` and `pg_ctl`.
@@ -168,20 +110,9 @@ struct Throwaway {
     as_postgres: bool,
 }
 
-impl Throwaway {
-    /// A command running one of the server tools, as the `postgres` OS user when we are root.
-    fn tool(&self, name: &str) -> Command {
-        let exe = self.bin.join(name);
-        let mut cmd = if self.as_postgres {
-            let mut cmd = Command::new("runuser");
-            cmd.args(["-u", PG_OS_USER, "--"]).arg(exe);
-            cmd
-        } else {
-            Command::new(exe)
-        };
-        // The caller's working directory may not be readable by the postgres user.
-        cmd.current_dir(&self.dir).stdin(Stdio::null());
-        cmd
+impl ThrowawayServer for Throwaway {
+    fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Stops the server (immediately) and removes the directory once this process is gone.
@@ -217,26 +148,6 @@ impl Throwaway {
         run(initdb).map(drop)
     }
 
-    /// Starts the server on a free port and waits until it accepts connections.
-    fn start(&self) -> Result<u16, String> {
-        let mut last_error = String::new();
-        for _ in 0..PORT_ATTEMPTS {
-            let port = free_port().map_err(|e| format!("finding a free port failed: {e}"))?;
-            match self.start_on(port) {
-                Ok(()) => return Ok(port),
-                Err(e) => {
-                    // Someone else took the port between free_port() and the bind: try another.
-                    let retry = e.contains("already in use");
-                    last_error = e;
-                    if !retry {
-                        break;
-                    }
-                }
-            }
-        }
-        Err(last_error)
-    }
-
     /// Starts the server on `port` and waits until it accepts connections.
     fn start_on(&self, port: u16) -> Result<(), String> {
         let socket_dir = shell_quote(&self.dir)?;
@@ -267,6 +178,31 @@ impl Throwaway {
             .args(["stop", "-m", "fast", "-w", "-t", "30", "-D"])
             .arg(&self.data);
         run(pg_ctl).map(drop)
+    }
+
+    fn source(&self, port: u16) -> String {
+        format!("throwaway server at {} port {port}", self.dir.display())
+    }
+
+    fn url(&self, port: u16) -> String {
+        format!("postgres://{PG_SUPERUSER}@127.0.0.1:{port}/postgres")
+    }
+}
+
+impl Throwaway {
+    /// A command running one of the server tools, as the `postgres` OS user when we are root.
+    fn tool(&self, name: &str) -> Command {
+        let exe = self.bin.join(name);
+        let mut cmd = if self.as_postgres {
+            let mut cmd = Command::new("runuser");
+            cmd.args(["-u", PG_OS_USER, "--"]).arg(exe);
+            cmd
+        } else {
+            Command::new(exe)
+        };
+        // The caller's working directory may not be readable by the postgres user.
+        cmd.current_dir(&self.dir).stdin(Stdio::null());
+        cmd
     }
 
     /// Polls `pg_isready` until the server accepts connections, for at most [`READY_TIMEOUT`].

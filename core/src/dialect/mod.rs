@@ -220,24 +220,12 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         OrderIndexStyle::Expressions
     }
 
-    /// Writes a statement adding the generated column `column` (a validated, derived name) that
-    /// computes `expr` (rendered DDL text of docket's own expressions), holding `value`.
-    /// Default: SQL Server's computed column, `ALTER TABLE t ADD c AS (expr)`.
-    fn add_generated_column(
-        &self,
-        w: &mut SqlWriter<'_>,
-        table: &TableName,
-        column: &str,
-        _value: GeneratedValue,
-        expr: &str,
-    ) {
-        w.push("ALTER TABLE ")
-            .table(table)
-            .push(" ADD ")
-            .push(&self.quote_ident(column))
-            .push(" AS (")
-            .push(expr)
-            .push(")");
+    /// The declared type of a generated column of an order index holding `value`:
+    /// `Some(type)` adds it as `ALTER TABLE t ADD COLUMN c <type> AS (expr) VIRTUAL` (computed
+    /// when read, stored only in indexes: MySQL/MariaDB, SQLite); `None` as a computed column
+    /// without a declared type, `ALTER TABLE t ADD c AS (expr)` (SQL Server). Default `None`.
+    fn generated_column_type(&self, _value: GeneratedValue) -> Option<String> {
+        None
     }
 
     /// Writes a query returning one row (one text column named `name`) if the generated
@@ -331,5 +319,25 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// session time zone, say) is an error naming the column. Default: none.
     fn timestamp_types(&self) -> &'static [&'static str] {
         &[]
+    }
+}
+
+/// A dialect with every default, for core's own tests of rendering without a backend.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct Ansi;
+
+#[cfg(test)]
+impl Dialect for Ansi {
+    fn name(&self) -> &'static str {
+        "ansi"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            lock_and_fetch: None,
+            transactional_ddl: false,
+            work_queue: false,
+            claim_locks_examined_rows: false,
+        }
     }
 }

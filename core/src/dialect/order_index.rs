@@ -85,26 +85,34 @@ pub struct OrderIndex {
     pub exists: Rendered,
 }
 
-/// Writes `ALTER TABLE <table> ADD COLUMN <column> <sql_type> AS (<expr>) VIRTUAL`: a
-/// generated column computed when read (and stored only in indexes), as MySQL/MariaDB and
-/// SQLite spell it.
-pub fn add_virtual_column<D: Dialect + ?Sized>(
-    d: &D,
+/// Writes the statement adding generated column `column` (a validated, derived name) that
+/// computes `expr` (rendered DDL text of docket's own expressions), holding `value`, as the
+/// dialect declares it ([`Dialect::generated_column_type`]).
+fn add_generated_column(
+    d: &dyn Dialect,
     w: &mut SqlWriter<'_>,
     table: &TableName,
     column: &str,
-    sql_type: &str,
+    value: GeneratedValue,
     expr: &str,
 ) {
-    w.push("ALTER TABLE ")
-        .table(table)
-        .push(" ADD COLUMN ")
-        .push(&d.quote_ident(column))
-        .push(" ")
-        .push(sql_type)
-        .push(" AS (")
-        .push(expr)
-        .push(") VIRTUAL");
+    w.push("ALTER TABLE ").table(table);
+    match d.generated_column_type(value) {
+        Some(sql_type) => w
+            .push(" ADD COLUMN ")
+            .push(&d.quote_ident(column))
+            .push(" ")
+            .push(&sql_type)
+            .push(" AS (")
+            .push(expr)
+            .push(") VIRTUAL"),
+        None => w
+            .push(" ADD ")
+            .push(&d.quote_ident(column))
+            .push(" AS (")
+            .push(expr)
+            .push(")"),
+    };
 }
 
 /// Writes `DROP INDEX <index> ON <table>`, as MySQL/MariaDB and SQL Server spell it (index
@@ -236,7 +244,7 @@ impl Statements<'_> {
     fn generated_column(&self, name: &str, value: GeneratedValue, expr: &str) -> GeneratedColumn {
         let d = self.dialect();
         let mut add = SqlWriter::new(d);
-        d.add_generated_column(&mut add, self.table(), name, value, expr);
+        add_generated_column(d, &mut add, self.table(), name, value, expr);
         let mut drop = SqlWriter::new(d);
         d.drop_column(&mut drop, self.table(), name);
         let mut exists = SqlWriter::new(d);

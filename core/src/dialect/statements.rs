@@ -975,26 +975,8 @@ impl<'d> Statements<'d> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dialect::Capabilities;
+    use crate::dialect::Ansi;
     use std::collections::HashSet;
-
-    /// A dialect with every default, to test rendering without a backend.
-    #[derive(Debug)]
-    struct Ansi;
-
-    impl Dialect for Ansi {
-        fn name(&self) -> &'static str {
-            "ansi"
-        }
-        fn capabilities(&self) -> Capabilities {
-            Capabilities {
-                lock_and_fetch: None,
-                transactional_ddl: false,
-                work_queue: false,
-                claim_locks_examined_rows: false,
-            }
-        }
-    }
 
     #[test]
     fn catalogue_names_are_unique_and_binds_match_placeholders() {

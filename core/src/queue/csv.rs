@@ -551,6 +551,20 @@ mod tests {
             .unwrap_or_default()
     }
 
+    /// The stored custom attributes (JSON text) of each item read.
+    fn stored(items: Result<Vec<NewItem>>) -> Vec<Option<String>> {
+        items
+            .unwrap()
+            .into_iter()
+            .map(|i| i.custom_attributes)
+            .collect()
+    }
+
+    /// `Some(json)` as [`stored`] returns it.
+    fn json(text: &str) -> Option<String> {
+        Some(text.to_owned())
+    }
+
     /// The (line, column) of a CSV error, or a panic naming what came instead.
     fn csv_err(r: Result<Vec<NewItem>>) -> (u64, String, String) {
         match r {
@@ -620,19 +634,14 @@ mod tests {
 
     #[test]
     fn empty_cells_are_omitted() {
-        let items = read("a,b,c\n1,,3\n,,\n\"\",x,\n").unwrap();
-        assert_eq!(items.len(), 3);
         assert_eq!(
-            items[0].custom_attributes.as_deref(),
-            Some(r#"{"a":"1","c":"3"}"#)
+            stored(read("a,b,c\n1,,3\n,,\n\"\",x,\n")),
+            [json(r#"{"a":"1","c":"3"}"#), None, json(r#"{"b":"x"}"#)]
         );
-        assert_eq!(items[1].custom_attributes, None);
-        assert_eq!(items[2].custom_attributes.as_deref(), Some(r#"{"b":"x"}"#));
         // Values are kept verbatim: spaces included, numbers as strings (FIFO order).
-        let items = read("a,b\n 1 ,2.50\n").unwrap();
         assert_eq!(
-            items[0].custom_attributes.as_deref(),
-            Some(r#"{"a":" 1 ","b":"2.50"}"#)
+            stored(read("a,b\n 1 ,2.50\n")),
+            [json(r#"{"a":" 1 ","b":"2.50"}"#)]
         );
     }
 
@@ -729,10 +738,9 @@ mod tests {
         assert_eq!(line, 1);
         assert!(reason.contains("no header"), "{reason}");
         // A UTF-8 byte-order mark is not part of the first name.
-        let items = read("\u{feff}a,b\n1,2\n").unwrap();
         assert_eq!(
-            items[0].custom_attributes.as_deref(),
-            Some(r#"{"a":"1","b":"2"}"#)
+            stored(read("\u{feff}a,b\n1,2\n")),
+            [json(r#"{"a":"1","b":"2"}"#)]
         );
     }
 
@@ -814,14 +822,12 @@ mod tests {
             ]),
         );
         let read = |text: &str| read_batch(text.as_bytes(), "label", 1, None, started(), &config);
-        let items = read("score,due,note\n12,2020-01-01T00:00:00,x\n1.5,,\n").unwrap();
         assert_eq!(
-            items[0].custom_attributes.as_deref(),
-            Some(r#"{"due":"2020-01-01T00:00:00.000000Z","note":"x","score":12}"#)
-        );
-        assert_eq!(
-            items[1].custom_attributes.as_deref(),
-            Some(r#"{"score":1.5}"#)
+            stored(read("score,due,note\n12,2020-01-01T00:00:00,x\n1.5,,\n")),
+            [
+                json(r#"{"due":"2020-01-01T00:00:00.000000Z","note":"x","score":12}"#),
+                json(r#"{"score":1.5}"#)
+            ]
         );
         let (line, column, reason) = csv_err(read("note,score\nx,1\ny,many\n"));
         assert_eq!((line, column.as_str()), (3, "score"));

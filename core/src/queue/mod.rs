@@ -308,29 +308,35 @@ impl WorkQueue {
         task_type: &str,
         until: DateTime<Utc>,
     ) -> Result<Option<Item>> {
-        crate::task::validate_key(task_type, "0")?;
-        validate_worker(worker)?;
-        check_deadline(until)?;
-        let order = self.config.order_of(task_type);
-        let q = ForWorker {
-            worker,
-            task_type,
-            order: &order,
-            now: self.clock.now(),
-            key: None,
-        };
-        Ok(self.store.item_next_for(&q, until)?)
+        self.for_worker(worker, task_type, |store, q| {
+            check_deadline(until)?;
+            Ok(store.item_next_for(q, until)?)
+        })
     }
 
     /// The items `worker` would get from [`WorkQueue::next_for`], in order, without claiming.
     pub fn list_for(&self, worker: &str, task_type: &str, limit: i64) -> Result<Vec<Item>> {
+        self.for_worker(worker, task_type, |store, q| {
+            if limit < 0 {
+                return Err(DocketError::InvalidConfig(format!(
+                    "limit must not be negative, got {limit}"
+                )));
+            }
+            Ok(store.item_list_for(q, limit)?)
+        })
+    }
+
+    /// Validates `worker` and `task_type`, then runs `f` (which checks its own arguments first)
+    /// with what `worker` sees of the type now (its primary order, the clock's now): the query
+    /// of `next_for` and `list_for`.
+    fn for_worker<T>(
+        &self,
+        worker: &str,
+        task_type: &str,
+        f: impl FnOnce(&dyn QueueStore, &ForWorker<'_>) -> Result<T>,
+    ) -> Result<T> {
         crate::task::validate_key(task_type, "0")?;
         validate_worker(worker)?;
-        if limit < 0 {
-            return Err(DocketError::InvalidConfig(format!(
-                "limit must not be negative, got {limit}"
-            )));
-        }
         let order = self.config.order_of(task_type);
         let q = ForWorker {
             worker,
@@ -339,7 +345,7 @@ impl WorkQueue {
             now: self.clock.now(),
             key: None,
         };
-        Ok(self.store.item_list_for(&q, limit)?)
+        f(&*self.store, &q)
     }
 
     /// `worker` hands in `item`.

@@ -16,7 +16,7 @@ use crate::dialect::queue::ForWorker;
 use crate::dialect::{
     Dialect, Due, Level, LockAndFetch, OrderIndex, OrderIndexStyle, Rendered, Statements,
 };
-use crate::migrate::{TableMigration, MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
+use crate::migrate::{MigrationFile, TableMigration, MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 use crate::ordering::PriorityMode;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -72,7 +72,7 @@ pub trait SqlSession {
     fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError>;
 }
 
-/// Rewrites a migration plan before it runs (see [`SqlConnector::migrate_adapted`]).
+/// Rewrites a migration plan before it runs (see [`AdoptPlan`]).
 pub type Adapt<'a> = &'a mut dyn FnMut(Vec<TableMigration>) -> Vec<TableMigration>;
 
 /// What a SQL backend supplies: its dialect, sessions from its pool, and its migrations.
@@ -89,26 +89,19 @@ pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
         &self,
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError>;
-    /// Applies the backend's pending migrations for `table` up to `up_to` (all when `None`);
-    /// returns the versions applied now.
-    fn migrate(&self, table: &TableName, up_to: Option<&str>) -> Result<Vec<String>, StoreError>;
+    /// The migrations the backend ships, in order. [`SqlStore`] plans them for its table
+    /// ([`plan`](crate::migrate::plan), then the adaptation when adopting a table: see
+    /// [`AdoptPlan`]) and hands the steps to [`SqlConnector::apply`].
+    fn migrations(&self) -> &'static [MigrationFile];
 
-    /// [`SqlConnector::migrate`] with the planned migrations passed through `adapt` before they
-    /// run (adopting an existing table: see [`AdoptPlan`]). Each pending step is recorded as
-    /// applied whatever its SQL became; a step whose SQL became empty runs nothing. Default:
-    /// [`StoreError::Unsupported`].
-    fn migrate_adapted(
+    /// Runs the planned migration `steps` of `table` that have not run yet, each recorded as
+    /// applied whatever its SQL became (a step whose SQL became empty runs nothing); returns
+    /// the versions applied now.
+    fn apply(
         &self,
         table: &TableName,
-        up_to: Option<&str>,
-        adapt: Adapt<'_>,
-    ) -> Result<Vec<String>, StoreError> {
-        let _ = (table, up_to, adapt);
-        Err(StoreError::Unsupported {
-            backend: self.dialect().name(),
-            capability: "adopting an existing table",
-        })
-    }
+        steps: Vec<TableMigration>,
+    ) -> Result<Vec<String>, StoreError>;
 }
 
 /// The generic SQL store.
@@ -359,7 +352,7 @@ impl<C: SqlConnector> StoreInfo for SqlStore<C> {
     }
 
     fn migrate(&self, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-        let applied = self.connector.migrate(&self.config.table, up_to)?;
+        let applied = self.run_migrations(up_to, &mut |steps| steps)?;
         // A migration may add levels (or the priority column): start the level cache over.
         self.wrote(None, None);
         Ok(applied)

@@ -10,7 +10,7 @@
 
 use super::*;
 use crate::dialect::Column;
-use crate::migrate::{split_statements, TableMigration, MIGRATION_BASE, MIGRATION_PRIORITY};
+use crate::migrate::{plan, split_statements, TableMigration, MIGRATION_BASE, MIGRATION_PRIORITY};
 
 /// What a column must hold for docket to read and write it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,8 +115,8 @@ fn normalize(declared: &str) -> String {
 }
 
 /// What adopting keeps of a backend's migration plan: the migrations the table satisfies,
-/// reduced to the indexes it lacks. Pure, so every backend's connector applies it the same way
-/// (see [`SqlConnector::migrate_adapted`]).
+/// reduced to the indexes it lacks. Pure: the store rewrites every backend's plan with it the
+/// same way, before [`SqlConnector::apply`] runs the plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdoptPlan {
     /// Names of the migrations the table satisfies (`0001_base`, maybe `0002_priority`).
@@ -191,6 +191,23 @@ fn index_statement(stmt: &str) -> Option<(String, Vec<String>)> {
 }
 
 impl<C: SqlConnector> SqlStore<C> {
+    /// Plans the connector's migrations of the table up to `up_to` (all when `None`), passes
+    /// the plan through `adapt` and has the connector run it; returns the versions applied now.
+    pub(super) fn run_migrations(
+        &self,
+        up_to: Option<&str>,
+        adapt: Adapt<'_>,
+    ) -> Result<Vec<String>, StoreError> {
+        let table = &self.config.table;
+        let steps = plan(
+            self.connector.migrations(),
+            self.connector.dialect(),
+            table,
+            up_to,
+        )?;
+        self.connector.apply(table, adapt(steps))
+    }
+
     /// [`StoreInfo::adopt`] for every SQL backend.
     pub(super) fn adopt_table(&self, up_to: Option<&str>) -> Result<Adopted, StoreError> {
         let columns = decode_all(self.rows(&self.statements.table_columns())?, |r| {
@@ -199,7 +216,7 @@ impl<C: SqlConnector> SqlStore<C> {
         if columns.is_empty() {
             // Nothing to adopt: an ordinary migration creates the table.
             return Ok(Adopted {
-                applied: self.connector.migrate(&self.config.table, up_to)?,
+                applied: self.run_migrations(up_to, &mut |steps| steps)?,
                 ..Adopted::default()
             });
         }
@@ -240,11 +257,7 @@ impl<C: SqlConnector> SqlStore<C> {
             indexes: self.index_keys()?,
         };
         let mut created = Vec::new();
-        let done = self
-            .connector
-            .migrate_adapted(&self.config.table, up_to, &mut |steps| {
-                plan.apply(steps, &mut created)
-            })?;
+        let done = self.run_migrations(up_to, &mut |steps| plan.apply(steps, &mut created))?;
         let (adopted, applied): (Vec<String>, _) = done.into_iter().partition(|version| {
             let name = version.split('@').next().unwrap_or_default();
             plan.satisfied.contains(&name)
