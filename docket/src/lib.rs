@@ -19,6 +19,18 @@
 //! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! - Handlers: [`Task::typed`] gets the data decoded as the descriptor's type (data that does
+//!   not decode fails that execution only), [`Task::one_time`] the raw [`Execution`],
+//!   [`Task::recurring`] runs on a [`Schedule`]. They return [`TaskError`], a
+//!   [`std::error::Error`].
+//! - Durations are [`std::time::Duration`] everywhere in the API; times are
+//!   `chrono::DateTime<Utc>`.
+//! - [`ScheduleInTransaction`] (PostgreSQL, MySQL/MariaDB, SQLite) schedules with your own
+//!   diesel connection inside your transaction: the execution exists if and only if it
+//!   commits. Each of these backends' `from_pool` builds the store on an r2d2 pool you already
+//!   have.
+//! - Runnable examples: `docket/examples/` (`cargo run -p docket --example typed_payload`).
 
 pub use docket_core::{
     Clock, CustomKey, DeadExecutionPolicy, Direction, DocketError, Execution, ExecutionContext,
@@ -28,6 +40,14 @@ pub use docket_core::{
     StoreConfig, StoreError, StoreInfo, SystemClock, TableName, Task, TaskDescriptor, TaskError,
     TaskInstance, TaskSummary, WorkQueue,
 };
+
+pub use docket_core::task::Retry;
+
+/// Scheduling with the application's own diesel connection, inside its transaction: the
+/// execution exists if and only if that transaction commits (PostgreSQL, MySQL/MariaDB,
+/// SQLite).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use docket_diesel::ScheduleInTransaction;
 
 /// The work queue's records and intake types.
 pub mod queue {
