@@ -27,6 +27,7 @@ pub mod migrate;
 pub mod ordering;
 pub mod queue;
 pub mod records;
+pub mod runtime;
 pub mod schedule;
 pub mod scheduler;
 pub mod store;
@@ -39,6 +40,7 @@ pub use listener::{SchedulerEvent, SchedulerListener};
 pub use ordering::{CustomKey, Direction, KeyType, OrderingPolicy, PrimaryOrder};
 pub use queue::{QueueConfig, WorkQueue};
 pub use records::{Execution, ExecutionKey, ListFilter, TaskSummary};
+pub use runtime::AsyncRuntime;
 pub use schedule::Schedule;
 pub use scheduler::{
     client::{ScheduleOutcome, SchedulerClient},

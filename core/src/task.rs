@@ -453,7 +453,7 @@ pub struct Task {
 
 /// The data of `execution` decoded as `T`; a failure message that says which execution, which
 /// type and why.
-fn decode<T: DeserializeOwned>(execution: &Execution) -> Result<T, TaskError> {
+pub(crate) fn decode<T: DeserializeOwned>(execution: &Execution) -> Result<T, TaskError> {
     let expected = std::any::type_name::<T>();
     let decoded = match execution.data::<T>() {
         Ok(Some(data)) => return Ok(data),

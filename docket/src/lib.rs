@@ -23,7 +23,8 @@
 //! - Handlers: [`Task::typed`] gets the data decoded as the descriptor's type (data that does
 //!   not decode fails that execution only), [`Task::one_time`] the raw [`Execution`],
 //!   [`Task::recurring`] runs on a [`Schedule`]. They return [`TaskError`], a
-//!   [`std::error::Error`].
+//!   [`std::error::Error`]. [`Task::typed_async`] and [`Task::one_time_async`] take async
+//!   handlers, run on a tokio runtime ([`AsyncRuntime`]: docket's own or the application's).
 //! - Durations are [`std::time::Duration`] everywhere in the API; times are
 //!   `chrono::DateTime<Utc>`.
 //! - [`ScheduleInTransaction`] (PostgreSQL, MySQL/MariaDB, SQLite) schedules with your own
@@ -33,12 +34,12 @@
 //! - Runnable examples: `docket/examples/` (`cargo run -p docket --example typed_payload`).
 
 pub use docket_core::{
-    Clock, CustomKey, DeadExecutionPolicy, Direction, DocketError, Execution, ExecutionContext,
-    ExecutionKey, ExecutionStore, FailurePolicy, KeyType, ListFilter, ManualClock, OrderingPolicy,
-    PollingStrategy, PrimaryOrder, Priority, QueueConfig, QueueStore, Schedule, ScheduleOutcome,
-    Scheduler, SchedulerClient, SchedulerConfig, SchedulerEvent, SchedulerListener, Store,
-    StoreConfig, StoreError, StoreInfo, SystemClock, TableName, Task, TaskDescriptor, TaskError,
-    TaskInstance, TaskSummary, WorkQueue,
+    AsyncRuntime, Clock, CustomKey, DeadExecutionPolicy, Direction, DocketError, Execution,
+    ExecutionContext, ExecutionKey, ExecutionStore, FailurePolicy, KeyType, ListFilter,
+    ManualClock, OrderingPolicy, PollingStrategy, PrimaryOrder, Priority, QueueConfig, QueueStore,
+    Schedule, ScheduleOutcome, Scheduler, SchedulerClient, SchedulerConfig, SchedulerEvent,
+    SchedulerListener, Store, StoreConfig, StoreError, StoreInfo, SystemClock, TableName, Task,
+    TaskDescriptor, TaskError, TaskInstance, TaskSummary, WorkQueue,
 };
 
 pub use docket_core::task::Retry;
