@@ -3,14 +3,17 @@
 //! What docket's diesel backends (PostgreSQL, MySQL/MariaDB, SQLite, Oracle) share, written
 //! once: one session and pooled connector generic over a small [`Family`] ([`session`]), the
 //! adapter that runs [`docket_core::migrate`] plans through diesel_migrations' harness, and the
-//! mapping of diesel and r2d2 errors onto [`StoreError`]. Each backend keeps its dialect, its
-//! SQL, and its family: how it binds values and reads columns.
+//! mapping of diesel and r2d2 errors onto [`StoreError`], and scheduling inside the caller's
+//! own transaction ([`ScheduleInTransaction`]). Each backend keeps its dialect, its SQL, and
+//! its family: how it binds values and reads columns.
 
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod session;
+pub mod transactional;
 
 pub use session::{bind_value, bound, Cells, DieselConnector, DieselSession, Family, Query};
+pub use transactional::ScheduleInTransaction;
 
 use diesel::backend::Backend;
 use diesel::connection::BoxableConnection;

@@ -97,6 +97,52 @@ pub fn connect_with(
             })),
         ConnectionManager::<MysqlConnection>::new(url),
     )?;
+    store(connections, config)
+}
+
+/// A store on a pool the application already has (for example the one its own diesel code
+/// uses). The flavor (MySQL or MariaDB) is read from the server's `VERSION()`.
+///
+/// docket relies on strict SQL mode (an over-long value fails instead of being truncated);
+/// [`connect`] adds `STRICT_ALL_TABLES` to every session. A pool of your own must run in a
+/// strict mode too (`STRICT_TRANS_TABLES`, the servers' default, or `STRICT_ALL_TABLES`): a
+/// pool whose connection is not is refused with [`StoreError::Unsupported`].
+pub fn from_pool(
+    connections: Pool<ConnectionManager<MysqlConnection>>,
+    config: StoreConfig,
+) -> Result<MysqlStore, StoreError> {
+    let mode = {
+        let mut conn = connections.get().map_err(pool)?;
+        diesel::sql_query("SELECT @@SESSION.sql_mode AS mode")
+            .get_result::<SqlMode>(&mut *conn)
+            .map_err(db)?
+            .mode
+    };
+    if !mode
+        .split(',')
+        .any(|m| matches!(m.trim(), "STRICT_ALL_TABLES" | "STRICT_TRANS_TABLES"))
+    {
+        return Err(StoreError::Unsupported {
+            backend: "mysql",
+            capability: "sessions without strict SQL mode (add STRICT_TRANS_TABLES or \
+                         STRICT_ALL_TABLES to the pool's sql_mode)",
+        });
+    }
+    store(connections, config)
+}
+
+#[derive(QueryableByName)]
+struct SqlMode {
+    #[diesel(sql_type = Text)]
+    mode: String,
+}
+
+/// The store on `connections`, once the server's flavor and version are known to be
+/// supported.
+fn store(
+    connections: Pool<ConnectionManager<MysqlConnection>>,
+    config: StoreConfig,
+) -> Result<MysqlStore, StoreError> {
     let text = {
         let mut conn = connections.get().map_err(pool)?;
         diesel::sql_query("SELECT VERSION() AS version")

@@ -36,7 +36,7 @@ mod explain;
 mod family;
 mod migrate;
 
-pub use connect::{connect, connect_with, MysqlConnector, MysqlOptions};
+pub use connect::{connect, connect_with, from_pool, MysqlConnector, MysqlOptions};
 pub use dialect::{Flavor, MysqlDialect};
 pub use explain::explain_plan;
 pub use family::{MysqlFamily, MysqlMeta};

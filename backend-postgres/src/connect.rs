@@ -56,3 +56,22 @@ pub fn connect_with(
         config,
     ))
 }
+
+/// A store on a pool the application already has (for example the one its own diesel code
+/// uses), so docket shares its connections instead of opening a pool of its own. Fails if the
+/// pool cannot hand out a connection.
+///
+/// docket needs nothing of the pool's connections beyond what [`connect`] sets up: size the
+/// pool for the application's own use plus the scheduler's threads (its polling, completion
+/// and housekeeping threads each hold a connection only for the length of a statement or a
+/// short transaction).
+pub fn from_pool(
+    pool: Pool<ConnectionManager<PgConnection>>,
+    config: StoreConfig,
+) -> Result<PgStore, StoreError> {
+    drop(pool.get().map_err(docket_diesel::pool)?);
+    Ok(SqlStore::new(
+        PgConnector::new(pool, &PgDialect, ()),
+        config,
+    ))
+}

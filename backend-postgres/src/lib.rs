@@ -19,7 +19,7 @@ mod explain;
 mod family;
 mod migrate;
 
-pub use connect::{connect, connect_with, PgConnector, PgOptions};
+pub use connect::{connect, connect_with, from_pool, PgConnector, PgOptions};
 pub use dialect::PgDialect;
 pub use explain::explain_plan;
 pub use family::PgFamily;

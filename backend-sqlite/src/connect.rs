@@ -38,10 +38,23 @@ impl Default for SqliteOptions {
     }
 }
 
-/// Sets the per-connection pragmas when the pool opens a connection.
+/// Sets docket's per-connection pragmas (busy timeout, WAL, `synchronous = NORMAL`) when a
+/// pool opens a connection. [`connect`] installs it; add it to a pool of your own
+/// (`Pool::builder().connection_customizer(Box::new(Pragmas::new(&options)))`) before handing
+/// that pool to [`from_pool`], so that writers wait for each other instead of failing with
+/// `database is locked`.
 #[derive(Debug)]
-struct Pragmas {
+pub struct Pragmas {
     busy_timeout_ms: u128,
+}
+
+impl Pragmas {
+    /// The pragmas of `options` (its busy timeout).
+    pub fn new(options: &SqliteOptions) -> Self {
+        Self {
+            busy_timeout_ms: options.busy_timeout.as_millis(),
+        }
+    }
 }
 
 impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for Pragmas {
@@ -92,11 +105,26 @@ pub fn connect_with(
         Pool::builder()
             .max_size(options.max_connections.max(1))
             .connection_timeout(options.connection_timeout)
-            .connection_customizer(Box::new(Pragmas {
-                busy_timeout_ms: options.busy_timeout.as_millis(),
-            })),
+            .connection_customizer(Box::new(Pragmas::new(options))),
         ConnectionManager::<SqliteConnection>::new(path),
     )?;
+    Ok(SqlStore::new(
+        SqliteConnector::new(pool, &SqliteDialect, ()),
+        config,
+    ))
+}
+
+/// A store on a pool the application already has (for example the one its own diesel code
+/// uses). Fails if the pool cannot hand out a connection.
+///
+/// The pool must open a database *file* (an in-memory database is private to one
+/// connection), and its connections should wait for the write lock rather than fail: give its
+/// builder docket's [`Pragmas`] (or set `PRAGMA busy_timeout` in a customizer of your own).
+pub fn from_pool(
+    pool: Pool<ConnectionManager<SqliteConnection>>,
+    config: StoreConfig,
+) -> Result<SqliteStore, StoreError> {
+    drop(pool.get().map_err(docket_diesel::pool)?);
     Ok(SqlStore::new(
         SqliteConnector::new(pool, &SqliteDialect, ()),
         config,

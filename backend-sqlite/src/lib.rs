@@ -25,7 +25,9 @@ mod explain;
 mod family;
 mod migrate;
 
-pub use connect::{connect, connect_with, database_path, SqliteConnector, SqliteOptions};
+pub use connect::{
+    connect, connect_with, database_path, from_pool, Pragmas, SqliteConnector, SqliteOptions,
+};
 pub use dialect::SqliteDialect;
 pub use explain::explain_plan;
 pub use family::SqliteFamily;

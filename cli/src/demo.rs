@@ -24,10 +24,10 @@ const HEARTBEAT: &str = "heartbeat";
 const THREADS: usize = 3;
 /// Simulated work per execution, so that several threads are busy at once.
 const WORK: StdDuration = StdDuration::from_millis(60);
-const HEARTBEAT_EVERY_MS: i64 = 300;
+const HEARTBEAT_EVERY_MS: u64 = 300;
 const HEARTBEAT_RUNS: u32 = 3;
 const UPLOAD_FAILURES: u32 = 2;
-const BACKOFF_MS: i64 = 200;
+const BACKOFF_MS: u64 = 200;
 /// The demo gives up (and fails) if the scheduler has not done everything by then.
 const PATIENCE: StdDuration = StdDuration::from_secs(20);
 
@@ -141,10 +141,13 @@ pub fn run() -> Result<(), CliError> {
         }
         Ok(())
     })
-    .on_failure(FailurePolicy::exponential(Duration::milliseconds(BACKOFF_MS), 2.0).max_retries(5));
+    .on_failure(
+        FailurePolicy::exponential(std::time::Duration::from_millis(BACKOFF_MS), 2.0)
+            .max_retries(5),
+    );
     let heartbeat = Task::recurring(
         HEARTBEAT,
-        Schedule::fixed_delay(Duration::milliseconds(HEARTBEAT_EVERY_MS))?,
+        Schedule::fixed_delay(std::time::Duration::from_millis(HEARTBEAT_EVERY_MS))?,
         |_, _| {
             std::thread::sleep(WORK);
             Ok(())

@@ -1,8 +1,9 @@
 //! Injectable time. Every time-dependent statement takes `now` from a [`Clock`] as a bind value,
 //! so tests drive time with a [`ManualClock`] and no statement reads the server clock.
 
-use chrono::{DateTime, Duration, DurationRound, TimeDelta, Utc};
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 /// A source of the current UTC instant.
 pub trait Clock: Send + Sync + std::fmt::Debug {
@@ -39,10 +40,15 @@ impl ManualClock {
         }
     }
 
-    /// Moves the clock forward (or backward, with a negative duration).
+    /// Moves the clock forward by `by` (truncated to microseconds); it stops at the largest
+    /// time chrono can represent. To move it backward, [`set`](ManualClock::set) it.
     pub fn advance(&self, by: Duration) {
         let mut now = self.now.lock().unwrap_or_else(PoisonError::into_inner);
-        *now += by;
+        let later = TimeDelta::from_std(by)
+            .ok()
+            .and_then(|by| now.checked_add_signed(by))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        *now = to_micros(later);
     }
 
     /// Sets the clock to `at`.
@@ -69,7 +75,12 @@ mod tests {
         let clock = ManualClock::new(start);
         let other = clock.clone();
         assert_eq!(clock.now().timestamp_subsec_nanos(), 123_456_000);
-        other.advance(Duration::seconds(10));
-        assert_eq!(clock.now() - to_micros(start), Duration::seconds(10));
+        other.advance(Duration::from_secs(10));
+        assert_eq!(clock.now() - to_micros(start), TimeDelta::seconds(10));
+        other.advance(Duration::from_nanos(1500));
+        assert_eq!(
+            clock.now() - to_micros(start),
+            TimeDelta::microseconds(10_000_001)
+        );
     }
 }

@@ -252,6 +252,10 @@ pub enum DocketError {
     /// The scheduler is already running or has been shut down.
     #[error("scheduler state: {0}")]
     State(&'static str),
+    /// Scheduling inside the caller's transaction was given a connection outside any
+    /// transaction (there the insert would commit on its own); nothing was written.
+    #[error("schedule_in needs a connection inside an open transaction (begin one with diesel's Connection::transaction); nothing was scheduled")]
+    NotInTransaction,
 }
 
 /// Shorthand for results of the client API and scheduler.

@@ -27,6 +27,7 @@ pub mod migrate;
 pub mod ordering;
 pub mod queue;
 pub mod records;
+pub mod runtime;
 pub mod schedule;
 pub mod scheduler;
 pub mod store;
@@ -41,6 +42,7 @@ pub use ordering::{
 };
 pub use queue::{QueueConfig, WorkQueue};
 pub use records::{Execution, ExecutionKey, ListFilter, TaskSummary};
+pub use runtime::AsyncRuntime;
 pub use schedule::Schedule;
 pub use scheduler::{
     client::{ScheduleOutcome, SchedulerClient},

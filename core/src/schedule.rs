@@ -1,9 +1,10 @@
 //! Recurring schedules: cron (via `croner`), fixed delay, daily at fixed UTC times.
 
 use crate::error::DocketError;
-use chrono::{DateTime, Duration, NaiveTime, Utc};
+use chrono::{DateTime, NaiveTime, TimeDelta, Utc};
 use croner::Cron;
 use std::str::FromStr;
+use std::time::Duration;
 
 /// When a recurring task runs next.
 #[derive(Debug, Clone)]
@@ -27,11 +28,12 @@ impl Schedule {
             })
     }
 
-    /// A fixed delay; it must be positive.
+    /// A fixed delay; it must be positive and at most `chrono`'s range (about 292 million
+    /// years).
     pub fn fixed_delay(delay: Duration) -> Result<Self, DocketError> {
-        if delay <= Duration::zero() {
+        if delay.is_zero() || TimeDelta::from_std(delay).is_err() {
             return Err(DocketError::InvalidConfig(format!(
-                "fixed delay must be positive, got {delay}"
+                "fixed delay must be positive and in range, got {delay:?}"
             )));
         }
         Ok(Schedule::FixedDelay(delay))
@@ -53,7 +55,9 @@ impl Schedule {
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             Schedule::Cron(cron) => cron.find_next_occurrence(&after, false).ok(),
-            Schedule::FixedDelay(delay) => after.checked_add_signed(*delay),
+            Schedule::FixedDelay(delay) => TimeDelta::from_std(*delay)
+                .ok()
+                .and_then(|delay| after.checked_add_signed(delay)),
             Schedule::Daily(times) => {
                 let today = after.date_naive();
                 [today, today.succ_opt()?]
@@ -81,7 +85,7 @@ mod tests {
         assert_eq!(every_5.next_after(at(10, 5, 0)), Some(at(10, 10, 0)));
         let seconds = Schedule::cron("*/10 * * * * *").unwrap();
         assert_eq!(seconds.next_after(at(10, 0, 1)), Some(at(10, 0, 10)));
-        let delay = Schedule::fixed_delay(Duration::seconds(30)).unwrap();
+        let delay = Schedule::fixed_delay(Duration::from_secs(30)).unwrap();
         assert_eq!(delay.next_after(at(1, 0, 0)), Some(at(1, 0, 30)));
         let daily = Schedule::daily([NaiveTime::from_hms_opt(9, 0, 0).unwrap()]).unwrap();
         assert_eq!(daily.next_after(at(8, 0, 0)), Some(at(9, 0, 0)));
@@ -99,7 +103,8 @@ mod tests {
                 "{bad}"
             );
         }
-        assert!(Schedule::fixed_delay(Duration::zero()).is_err());
+        assert!(Schedule::fixed_delay(Duration::ZERO).is_err());
+        assert!(Schedule::fixed_delay(Duration::MAX).is_err());
         assert!(Schedule::daily([]).is_err());
     }
 }

@@ -1,14 +1,17 @@
 //! The task model: descriptors, instances and their builder, tasks with handlers, priorities,
 //! and the policies applied on failure and on dead executions.
 
-use crate::error::DocketError;
-use crate::records::{Execution, NewExecution};
+use crate::error::{BoxError, DocketError, StoreError};
+use crate::records::{Execution, ExecutionKey, NewExecution};
 use crate::schedule::Schedule;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Longest task name accepted (the column is `VARCHAR(100)` on every backend).
 pub const MAX_TASK_NAME_LEN: usize = 100;
@@ -45,31 +48,44 @@ impl From<i16> for Priority {
     }
 }
 
-/// A named kind of work, typed by its data. Usable in `const`/`static` items:
-/// `const SEND: TaskDescriptor<Email> = TaskDescriptor::new("send-email");`
+/// A named kind of work, typed by its data `T` (serialized as JSON by
+/// [`TaskInstance::data`], handed to a handler registered with [`Task::typed`]).
+///
+/// Usable in `const`/`static` items with a literal name:
+/// `const SEND: TaskDescriptor<Email> = TaskDescriptor::new("send-email");`, or built at run
+/// time from any string with [`TaskDescriptor::named`] (names read from configuration,
+/// one task per tenant, ...).
 pub struct TaskDescriptor<T = ()> {
-    name: &'static str,
+    name: Cow<'static, str>,
     _data: PhantomData<fn() -> T>,
 }
 
 impl<T> TaskDescriptor<T> {
-    /// A descriptor for the task called `name`.
+    /// A descriptor for the task called `name` (a literal; usable in `const` items).
     pub const fn new(name: &'static str) -> Self {
         Self {
-            name,
+            name: Cow::Borrowed(name),
+            _data: PhantomData,
+        }
+    }
+
+    /// A descriptor for a task whose name is only known at run time.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            name: Cow::Owned(name.into()),
             _data: PhantomData,
         }
     }
 
     /// The task name.
-    pub const fn name(&self) -> &'static str {
-        self.name
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Starts building the instance `id` of this task.
     pub fn instance(&self, id: impl Into<String>) -> TaskInstance<T> {
         TaskInstance {
-            task_name: self.name.to_owned(),
+            task_name: self.name.clone().into_owned(),
             id: id.into(),
             data: Ok(None),
             execution_time: None,
@@ -81,10 +97,12 @@ impl<T> TaskDescriptor<T> {
 
 impl<T> Clone for TaskDescriptor<T> {
     fn clone(&self) -> Self {
-        *self
+        Self {
+            name: self.name.clone(),
+            _data: PhantomData,
+        }
     }
 }
-impl<T> Copy for TaskDescriptor<T> {}
 impl<T> fmt::Debug for TaskDescriptor<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "TaskDescriptor({})", self.name)
@@ -192,17 +210,63 @@ pub fn validate_name(what: &'static str, value: &str, max: usize) -> Result<(), 
     })
 }
 
-/// Error returned by a task handler: the execution failed and the failure policy applies.
+/// Error returned by a task handler: the execution failed and its [`FailurePolicy`] applies.
+/// Its message is what the scheduler logs and reports
+/// ([`SchedulerEvent::ExecutionFailed`](crate::SchedulerEvent)).
+///
+/// A [`std::error::Error`]: an error it was made from is its
+/// [`source`](std::error::Error::source). `?` converts the errors handlers meet most
+/// (docket's own, I/O, JSON, number and UTF-8 parsing, boxed errors, strings); any other error
+/// converts with [`TaskError::from_error`]:
+///
+/// ```
+/// use docket_core::TaskError;
+///
+/// fn parse(text: &str) -> Result<u16, TaskError> {
+///     Ok(text.trim().parse::<u16>()?)
+/// }
+///
+/// fn other(result: Result<(), std::env::VarError>) -> Result<(), TaskError> {
+///     result.map_err(TaskError::from_error)
+/// }
+///
+/// assert_eq!(parse(" 8080 ").unwrap(), 8080);
+/// let err = parse("eighty").unwrap_err();
+/// assert_eq!(err.to_string(), "invalid digit found in string");
+/// assert!(std::error::Error::source(&err).is_some());
+/// assert!(other(Err(std::env::VarError::NotPresent)).is_err());
+/// ```
 #[derive(Debug, Clone)]
 pub struct TaskError {
     message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl TaskError {
-    /// A failure with a message.
+    /// A failure with a message and no source.
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A failure caused by `error`: its message is the error's, and the error is kept as the
+    /// source.
+    pub fn from_error(error: impl Into<BoxError>) -> Self {
+        let error: BoxError = error.into();
+        Self {
+            message: error.to_string(),
+            source: Some(Arc::from(error)),
+        }
+    }
+
+    /// A failure with a message of its own, caused by `error` (kept as the source).
+    pub fn with_source(message: impl Into<String>, error: impl Into<BoxError>) -> Self {
+        let error: BoxError = error.into();
+        Self {
+            message: message.into(),
+            source: Some(Arc::from(error)),
         }
     }
 
@@ -218,22 +282,73 @@ impl fmt::Display for TaskError {
     }
 }
 
-impl<E: std::error::Error> From<E> for TaskError {
-    fn from(e: E) -> Self {
-        TaskError::new(e.to_string())
+impl std::error::Error for TaskError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
-/// What the handler gets besides the execution.
+impl From<String> for TaskError {
+    fn from(message: String) -> Self {
+        TaskError::new(message)
+    }
+}
+
+impl From<&str> for TaskError {
+    fn from(message: &str) -> Self {
+        TaskError::new(message)
+    }
+}
+
+impl From<BoxError> for TaskError {
+    fn from(error: BoxError) -> Self {
+        TaskError::from_error(error)
+    }
+}
+
+/// `From` for the errors a handler commonly meets, so `?` works on them.
+macro_rules! task_error_from {
+    ($($error:ty),* $(,)?) => {$(
+        impl From<$error> for TaskError {
+            fn from(error: $error) -> Self {
+                TaskError::from_error(error)
+            }
+        }
+    )*};
+}
+
+task_error_from!(
+    DocketError,
+    StoreError,
+    std::io::Error,
+    serde_json::Error,
+    std::fmt::Error,
+    std::num::ParseIntError,
+    std::num::ParseFloatError,
+    std::str::ParseBoolError,
+    std::str::Utf8Error,
+    std::string::FromUtf8Error,
+    chrono::ParseError,
+);
+
+/// What the handler gets besides the execution (or, for a [typed](Task::typed) handler,
+/// besides the decoded data).
 #[derive(Debug, Clone)]
 pub struct ExecutionContext {
     /// The scheduler running it.
     pub scheduler_name: String,
     /// When it was picked, by the scheduler's clock.
     pub started_at: DateTime<Utc>,
+    /// Which execution runs: task name and instance id.
+    pub key: ExecutionKey,
+    /// How many runs of this execution failed in a row before this one (0 on a first try).
+    pub consecutive_failures: i32,
 }
 
-/// How long to wait before a retry.
+/// How long to wait before a retry. Durations are [`std::time::Duration`], as everywhere in
+/// docket's API.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Retry {
     /// A fixed delay.
@@ -263,7 +378,7 @@ impl FailurePolicy {
     /// db-scheduler's default for one-time tasks: retry in 5 minutes, forever.
     pub fn retry_later() -> Self {
         Self {
-            retry: Retry::Fixed(Duration::minutes(5)),
+            retry: Retry::Fixed(Duration::from_secs(5 * 60)),
             max_retries: None,
         }
     }
@@ -288,11 +403,15 @@ impl FailurePolicy {
             Retry::Fixed(d) => Some(*d),
             Retry::Exponential { initial, factor } => {
                 let exp = i32::try_from(failures.saturating_sub(1)).unwrap_or(i32::MAX);
-                let micros =
-                    initial.num_microseconds().unwrap_or(i64::MAX) as f64 * factor.powi(exp);
-                // Cap at ~100 years so the addition below can never overflow.
-                let capped = micros.min(3.15e15);
-                Some(Duration::microseconds(capped as i64))
+                let secs = initial.as_secs_f64() * factor.powi(exp);
+                // Cap at ~100 years so adding it to a time can never overflow (and a NaN or
+                // negative product from an odd factor is no delay).
+                let capped = if secs.is_nan() {
+                    0.0
+                } else {
+                    secs.clamp(0.0, 3.15e9)
+                };
+                Some(Duration::from_secs_f64(capped))
             }
             Retry::NextScheduled => None,
         }
@@ -314,7 +433,8 @@ pub enum DeadExecutionPolicy {
     Cancel,
 }
 
-/// The handler signature.
+/// The handler signature: the raw execution (its data still encoded) and the context. A
+/// [typed](Task::typed) handler is wrapped into one that decodes the data first.
 pub type Handler = dyn Fn(&Execution, &ExecutionContext) -> Result<(), TaskError> + Send + Sync;
 /// Called when a one-time task gives up after its last retry, before it is removed.
 pub type GiveUpHook = dyn Fn(&Execution) + Send + Sync;
@@ -331,11 +451,45 @@ pub struct Task {
     pub(crate) give_up: Option<Arc<GiveUpHook>>,
 }
 
+/// The data of `execution` decoded as `T`; a failure message that says which execution, which
+/// type and why.
+pub(crate) fn decode<T: DeserializeOwned>(execution: &Execution) -> Result<T, TaskError> {
+    let expected = std::any::type_name::<T>();
+    let decoded = match execution.data::<T>() {
+        Ok(Some(data)) => return Ok(data),
+        Ok(None) => serde_json::from_value::<T>(serde_json::Value::Null),
+        Err(e) => {
+            let reason = match &e {
+                DocketError::Data { reason, .. } => reason.clone(),
+                other => other.to_string(),
+            };
+            return Err(TaskError::with_source(
+                format!(
+                    "task data for {}/{} does not decode as {expected}: {reason}",
+                    execution.task_name, execution.task_instance
+                ),
+                e,
+            ));
+        }
+    };
+    decoded.map_err(|e| {
+        TaskError::with_source(
+            format!(
+                "task data for {}/{} is missing; the handler expects {expected}",
+                execution.task_name, execution.task_instance
+            ),
+            e,
+        )
+    })
+}
+
 /// The instance id of a recurring task's single execution.
 pub const RECURRING_INSTANCE: &str = "recurring";
 
 impl Task {
-    /// A one-time task: each instance runs once and is removed on success.
+    /// A one-time task: each instance runs once and is removed on success. The handler gets
+    /// the raw [`Execution`] (decode its data with [`Execution::data`]); [`Task::typed`] hands
+    /// it the decoded data instead.
     pub fn one_time<T>(
         descriptor: TaskDescriptor<T>,
         handler: impl Fn(&Execution, &ExecutionContext) -> Result<(), TaskError> + Send + Sync + 'static,
@@ -349,6 +503,36 @@ impl Task {
             default_priority: Priority::MEDIUM,
             give_up: None,
         }
+    }
+
+    /// A one-time task whose handler gets the instance's data decoded as the descriptor's `T`
+    /// (JSON, as [`TaskInstance::data`] wrote it):
+    ///
+    /// ```
+    /// use docket_core::{Task, TaskDescriptor};
+    /// #[derive(serde::Serialize, serde::Deserialize)]
+    /// struct Email { to: String }
+    /// const SEND: TaskDescriptor<Email> = TaskDescriptor::new("send-email");
+    ///
+    /// let task = Task::typed(SEND, |email: Email, ctx| {
+    ///     println!("{}: mail to {}", ctx.key.task_instance, email.to);
+    ///     Ok(())
+    /// });
+    /// # let _ = task;
+    /// ```
+    ///
+    /// An instance without data is decoded from JSON `null`, so `T = ()` and `T = Option<_>`
+    /// accept it. Data that does not decode as `T` (or is missing for a `T` that needs it) fails
+    /// that execution only, as an ordinary failure whose message names the task, the
+    /// instance, the expected type and serde's reason; the handler is not called and the
+    /// task's [`FailurePolicy`] applies.
+    pub fn typed<T: DeserializeOwned + 'static>(
+        descriptor: TaskDescriptor<T>,
+        handler: impl Fn(T, &ExecutionContext) -> Result<(), TaskError> + Send + Sync + 'static,
+    ) -> Self {
+        Self::one_time(descriptor, move |execution, ctx| {
+            handler(decode::<T>(execution)?, ctx)
+        })
     }
 
     /// A recurring task: one execution (instance `recurring`), created at start-up if missing and
@@ -457,13 +641,90 @@ mod tests {
 
     #[test]
     fn exponential_backoff_and_max_retries() {
-        let p = FailurePolicy::exponential(Duration::seconds(10), 2.0).max_retries(3);
-        assert_eq!(p.delay(1), Some(Duration::seconds(10)));
-        assert_eq!(p.delay(3), Some(Duration::seconds(40)));
+        let p = FailurePolicy::exponential(Duration::from_secs(10), 2.0).max_retries(3);
+        assert_eq!(p.delay(1), Some(Duration::from_secs(10)));
+        assert_eq!(p.delay(3), Some(Duration::from_secs(40)));
         assert!(!p.gives_up(3) && p.gives_up(4));
+        let huge = p.delay(10_000).expect("a delay");
         assert!(
-            p.delay(10_000).is_some(),
-            "huge exponents are capped, not overflowing"
+            huge <= Duration::from_secs(3_150_000_000),
+            "huge exponents are capped, not overflowing: {huge:?}"
         );
+        let odd = FailurePolicy::exponential(Duration::from_secs(1), f64::NAN);
+        assert_eq!(odd.delay(2), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn task_error_is_an_error_with_its_source() {
+        fn parse(text: &str) -> Result<i32, TaskError> {
+            Ok(text.parse::<i32>()?)
+        }
+        let err = parse("x").unwrap_err();
+        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(err.clone());
+        assert_eq!(boxed.to_string(), "invalid digit found in string");
+        let source = std::error::Error::source(&err).expect("the parse error is kept");
+        assert!(source.downcast_ref::<std::num::ParseIntError>().is_some());
+        let plain = TaskError::new("smtp down");
+        assert_eq!(plain.to_string(), "smtp down");
+        assert!(std::error::Error::source(&plain).is_none());
+        let wrapped = TaskError::with_source("sending failed", plain);
+        assert_eq!(wrapped.message(), "sending failed");
+        assert_eq!(
+            std::error::Error::source(&wrapped).map(ToString::to_string),
+            Some("smtp down".to_owned())
+        );
+    }
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Mail {
+        to: String,
+    }
+
+    fn execution(data: Option<&[u8]>) -> Execution {
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        Execution {
+            task_name: "mail".to_owned(),
+            task_instance: "7".to_owned(),
+            task_data: data.map(<[u8]>::to_vec),
+            execution_time: now,
+            picked: true,
+            picked_by: None,
+            last_success: None,
+            last_failure: None,
+            consecutive_failures: 0,
+            last_heartbeat: None,
+            version: 1,
+            priority: None,
+        }
+    }
+
+    #[test]
+    fn typed_data_decodes_or_fails_with_a_clear_message() {
+        let ok = decode::<Mail>(&execution(Some(br#"{"to":"a@b"}"#))).unwrap();
+        assert_eq!(ok, Mail { to: "a@b".into() });
+        let bad = decode::<Mail>(&execution(Some(br#"{"too":1}"#))).unwrap_err();
+        assert!(
+            bad.message().contains("mail/7") && bad.message().contains("Mail"),
+            "{bad}"
+        );
+        assert!(std::error::Error::source(&bad).is_some());
+        let missing = decode::<Mail>(&execution(None)).unwrap_err();
+        assert!(missing.message().contains("missing"), "{missing}");
+        decode::<()>(&execution(None)).expect("no data is unit");
+        assert_eq!(decode::<Option<Mail>>(&execution(None)).unwrap(), None);
+    }
+
+    #[test]
+    fn descriptor_names_need_not_be_static() {
+        let tenant = String::from("tenant-42");
+        let d: TaskDescriptor<Mail> = TaskDescriptor::named(format!("mail-{tenant}"));
+        drop(tenant);
+        let instance = d.instance("1");
+        assert_eq!(
+            (d.name(), instance.task_name()),
+            ("mail-tenant-42", "mail-tenant-42")
+        );
+        let task = Task::typed(d.clone(), |_, _| Ok(()));
+        assert_eq!(task.name(), "mail-tenant-42");
     }
 }

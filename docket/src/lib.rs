@@ -19,9 +19,22 @@
 //! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! - Handlers: [`Task::typed`] gets the data decoded as the descriptor's type (data that does
+//!   not decode fails that execution only), [`Task::one_time`] the raw [`Execution`],
+//!   [`Task::recurring`] runs on a [`Schedule`]. They return [`TaskError`], a
+//!   [`std::error::Error`]. [`Task::typed_async`] and [`Task::one_time_async`] take async
+//!   handlers, run on a tokio runtime ([`AsyncRuntime`]: docket's own or the application's).
+//! - Durations are [`std::time::Duration`] everywhere in the API; times are
+//!   `chrono::DateTime<Utc>`.
+//! - [`ScheduleInTransaction`] (PostgreSQL, MySQL/MariaDB, SQLite) schedules with your own
+//!   diesel connection inside your transaction: the execution exists if and only if it
+//!   commits. Each of these backends' `from_pool` builds the store on an r2d2 pool you already
+//!   have.
+//! - Runnable examples: `docket/examples/` (`cargo run -p docket --example typed_payload`).
 
 pub use docket_core::{
-    Aging, Clock, CustomKey, DeadExecutionPolicy, Direction, DocketError, Execution,
+    Aging, AsyncRuntime, Clock, CustomKey, DeadExecutionPolicy, Direction, DocketError, Execution,
     ExecutionContext, ExecutionKey, ExecutionStore, FailurePolicy, KeyType, ListFilter,
     ManualClock, OrderingPolicy, PollingStrategy, PrimaryOrder, Priority, PriorityMode,
     QueueConfig, QueueStore, Schedule, ScheduleOutcome, Scheduler, SchedulerClient,
@@ -29,6 +42,14 @@ pub use docket_core::{
     SystemClock, TableName, Task, TaskDescriptor, TaskError, TaskInstance, TaskSummary, Weights,
     WorkQueue,
 };
+
+pub use docket_core::task::Retry;
+
+/// Scheduling with the application's own diesel connection, inside its transaction: the
+/// execution exists if and only if that transaction commits (PostgreSQL, MySQL/MariaDB,
+/// SQLite).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use docket_diesel::ScheduleInTransaction;
 
 /// The work queue's records and intake types.
 pub mod queue {

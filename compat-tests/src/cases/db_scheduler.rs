@@ -364,7 +364,7 @@ pub fn poison_rows_never_block_a_poll(h: &dyn Harness, t: Toggle) {
         assert_eq!(reported().len(), 1);
 
         // After the hold-back it is read, reported and skipped again: still never claimed.
-        ctx.clock.advance(Duration::minutes(11));
+        ctx.clock.advance(std::time::Duration::from_secs(11 * 60));
         assert_eq!(scheduler.run_due().unwrap(), 0);
         assert_eq!(reported().len(), 2);
         assert!(!state().0);
@@ -539,7 +539,7 @@ fn fencing_both_ways(ctx: &Ctx, foreign: &dyn Foreign, t: Toggle) {
         .pick(&due[0], ctx.clock.now())
         .unwrap()
         .expect("picked");
-    ctx.clock.advance(Duration::minutes(7));
+    ctx.clock.advance(std::time::Duration::from_secs(7 * 60));
     assert_eq!(rescuer.detect_dead().unwrap(), 1);
     assert!(!node.heartbeat(&picked, ctx.clock.now()).unwrap(), "fenced");
     assert!(!node.complete(&picked).unwrap(), "fenced");
@@ -559,7 +559,7 @@ fn fencing_both_ways(ctx: &Ctx, foreign: &dyn Foreign, t: Toggle) {
     std::thread::scope(|s| {
         let running = s.spawn(|| owner.run_due().unwrap());
         started_rx.recv().unwrap();
-        ctx.clock.advance(Duration::minutes(7));
+        ctx.clock.advance(std::time::Duration::from_secs(7 * 60));
         let older_than = ctx.clock.now() - Duration::minutes(6);
         let dead = node.dead(older_than).unwrap();
         assert_eq!(super::ids(&dead), strings(&["d1"]));

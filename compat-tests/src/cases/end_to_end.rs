@@ -42,7 +42,7 @@ fn run_real_scheduler(ctx: &Ctx, polling: PollingStrategy) {
     let counter = Arc::clone(&beats);
     let beat = Task::recurring(
         "beat",
-        Schedule::fixed_delay(Duration::milliseconds(100)).unwrap(),
+        Schedule::fixed_delay(std::time::Duration::from_millis(100)).unwrap(),
         move |_, _| {
             let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
             beat_tx.lock().unwrap().send(n.to_string()).ok();

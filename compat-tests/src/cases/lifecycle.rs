@@ -39,7 +39,7 @@ pub fn heartbeat_and_dead_detection(h: &dyn Harness, t: Toggle) {
     let version = ctx.store.execution_get(&key).unwrap().unwrap().version;
 
     // Dead window: heartbeat 60 s x 6 missed = 6 minutes.
-    ctx.clock.advance(Duration::minutes(5));
+    ctx.clock.advance(std::time::Duration::from_secs(5 * 60));
     assert_eq!(scheduler.detect_dead().unwrap(), 0, "within the window");
     let beat_at = ctx.clock.now();
     assert!(ctx
@@ -59,13 +59,13 @@ pub fn heartbeat_and_dead_detection(h: &dyn Harness, t: Toggle) {
         "heartbeat does not bump version"
     );
 
-    ctx.clock.advance(Duration::minutes(5));
+    ctx.clock.advance(std::time::Duration::from_secs(5 * 60));
     assert_eq!(
         scheduler.detect_dead().unwrap(),
         0,
         "the heartbeat reset the window"
     );
-    ctx.clock.advance(Duration::minutes(2));
+    ctx.clock.advance(std::time::Duration::from_secs(2 * 60));
     assert_eq!(scheduler.detect_dead().unwrap(), 1);
     let now = ctx.clock.now();
     let e = ctx.store.execution_get(&key).unwrap().unwrap();
@@ -141,13 +141,13 @@ pub fn revived_execution_fences_old_owner(h: &dyn Harness, t: Toggle) {
         let running = s.spawn(|| old.run_due().unwrap());
         started_rx.recv().unwrap();
         // The old owner heart-beats while it runs...
-        ctx.clock.advance(Duration::minutes(1));
+        ctx.clock.advance(std::time::Duration::from_secs(60));
         old.heartbeat().unwrap();
         let e = ctx.store.execution_get(&key).unwrap().unwrap();
         assert_eq!(e.last_heartbeat, Some(ctx.clock.now()));
         // ...then goes silent past the dead window; another scheduler revives the execution
         // and a new owner claims it.
-        ctx.clock.advance(Duration::minutes(7));
+        ctx.clock.advance(std::time::Duration::from_secs(7 * 60));
         assert_eq!(rescuer.detect_dead().unwrap(), 1);
         let names = strings(&["work"]);
         let due = DueParams {
@@ -193,7 +193,7 @@ pub fn recurring_runs_repeatedly_and_exists_once(h: &dyn Harness, t: Toggle) {
         vec![
             Task::recurring(
                 "tick",
-                Schedule::fixed_delay(Duration::seconds(60)).unwrap(),
+                Schedule::fixed_delay(std::time::Duration::from_secs(60)).unwrap(),
                 move |_, _| {
                     runs.fetch_add(1, Ordering::SeqCst);
                     Ok(())
@@ -234,7 +234,7 @@ pub fn recurring_runs_repeatedly_and_exists_once(h: &dyn Harness, t: Toggle) {
         "recurring default HIGH"
     );
 
-    ctx.clock.advance(Duration::seconds(60));
+    ctx.clock.advance(std::time::Duration::from_secs(60));
     assert_eq!(s1.run_due().unwrap(), 1);
     let e = ctx.store.execution_get(&tick).unwrap().unwrap();
     let now = ctx.clock.now();
@@ -242,7 +242,7 @@ pub fn recurring_runs_repeatedly_and_exists_once(h: &dyn Harness, t: Toggle) {
         (e.execution_time, e.last_success, e.picked),
         (now + Duration::seconds(60), Some(now), false)
     );
-    ctx.clock.advance(Duration::seconds(60));
+    ctx.clock.advance(std::time::Duration::from_secs(60));
     assert_eq!(s2.run_due().unwrap(), 1);
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(
@@ -265,7 +265,7 @@ pub fn retry_backoff_and_max_retries(h: &dyn Harness, t: Toggle) {
         a.fetch_add(1, Ordering::SeqCst);
         Err(TaskError::new("boom"))
     })
-    .on_failure(FailurePolicy::exponential(Duration::seconds(10), 2.0).max_retries(2))
+    .on_failure(FailurePolicy::exponential(std::time::Duration::from_secs(10), 2.0).max_retries(2))
     .on_give_up(move |_| {
         g.fetch_add(1, Ordering::SeqCst);
     });
@@ -299,7 +299,7 @@ pub fn retry_backoff_and_max_retries(h: &dyn Harness, t: Toggle) {
         "not due before the backoff"
     );
 
-    ctx.clock.advance(Duration::seconds(10));
+    ctx.clock.advance(std::time::Duration::from_secs(10));
     assert_eq!(scheduler.run_due().unwrap(), 1);
     let e = ctx.store.execution_get(&key).unwrap().unwrap();
     assert_eq!(
@@ -307,7 +307,7 @@ pub fn retry_backoff_and_max_retries(h: &dyn Harness, t: Toggle) {
         (2, ctx.clock.now() + Duration::seconds(20))
     );
 
-    ctx.clock.advance(Duration::seconds(20));
+    ctx.clock.advance(std::time::Duration::from_secs(20));
     assert_eq!(scheduler.run_due().unwrap(), 1);
     assert!(
         ctx.store.execution_get(&key).unwrap().is_none(),
@@ -327,7 +327,7 @@ pub fn panicking_handler_is_a_failure(h: &dyn Harness, t: Toggle) {
     let ctx = Ctx::new(h, t);
     const PANICS: TaskDescriptor = TaskDescriptor::new("panics");
     let panics = Task::one_time(PANICS, |_, _| panic!("handler bug")).on_failure(FailurePolicy {
-        retry: Retry::Fixed(Duration::seconds(30)),
+        retry: Retry::Fixed(std::time::Duration::from_secs(30)),
         max_retries: None,
     });
     let (work, runs) = counting_task(WORK);
@@ -409,7 +409,8 @@ pub fn unknown_tasks_are_left_alone(h: &dyn Harness, t: Toggle) {
         ctx.store.execution_get(&ghost).unwrap().is_some(),
         "young rows are kept"
     );
-    ctx.clock.advance(Duration::days(15));
+    ctx.clock
+        .advance(std::time::Duration::from_secs(15 * 86_400));
     scheduler.check_unresolved().unwrap();
     assert!(
         ctx.store.execution_get(&ghost).unwrap().is_none(),

@@ -282,6 +282,8 @@ impl Engine {
         let ctx = ExecutionContext {
             scheduler_name: self.config.scheduler_name.clone(),
             started_at: self.clock.now(),
+            key: key.clone(),
+            consecutive_failures: execution.consecutive_failures,
         };
         metrics::counter!("docket_executions_started_total", "task" => task.name.clone())
             .increment(1);
@@ -478,7 +480,7 @@ impl Engine {
             (true, Some(at)) => Some(at),
             (false, _) => Some(match task.failure.delay(n) {
                 Some(delay) => now
-                    .checked_add_signed(delay)
+                    .checked_add_signed(chrono(delay))
                     .unwrap_or(DateTime::<Utc>::MAX_UTC),
                 None => on_schedule.unwrap_or(now),
             }),
