@@ -25,6 +25,7 @@ use docket_core::bench::{Call, Cost, Recorded, Recording, Scenario};
 use docket_core::dialect::Level;
 use docket_core::store::sql::{SqlConnector, SqlStore};
 use docket_core::store::DueParams;
+use docket_core::store::NewExecution;
 use docket_core::{
     ExecutionStore, PollingStrategy, Scheduler, SchedulerConfig, Store, StoreConfig, StoreError,
     TableName, Task, TaskDescriptor,
@@ -92,6 +93,24 @@ pub struct PriorityArgs {
     /// Also print each statement of the first (cold) priority-on poll with its cost.
     #[arg(long)]
     verbose: bool,
+    /// Polls of the fairness run: each first makes `threads` executions of the top level
+    /// (--levels) due, then claims a batch of `threads`.
+    #[arg(long, default_value_t = 200)]
+    fair_polls: usize,
+    /// The priority mode of the "priority on" figures.
+    #[command(flatten)]
+    mode: crate::mode::ModeArgs,
+}
+
+impl PriorityArgs {
+    /// The store configuration: the bench table, the toggle and, with priority on, the mode.
+    fn config(&self, priority: bool) -> Result<StoreConfig, CliError> {
+        let mut config = store_config(&self.table, priority);
+        if priority {
+            config.ordering.mode = self.mode.priority_mode()?;
+        }
+        Ok(config)
+    }
 }
 
 /// Runs `docket bench`.
@@ -293,15 +312,15 @@ fn due_figures<C: SqlConnector + Clone>(
         task_names: &names,
         limit: batch,
     };
-    let recording = |priority| {
-        SqlStore::new(
+    let recording = |priority| -> Result<_, CliError> {
+        Ok(SqlStore::new(
             Recording::new(plain.connector().clone()),
-            store_config(&args.table, priority),
-        )
+            args.config(priority)?,
+        ))
     };
-    let off_store = recording(false);
+    let off_store = recording(false)?;
     let off = record_poll(&off_store, &p)?;
-    let on_store = recording(true);
+    let on_store = recording(true)?;
     let cold = record_poll(&on_store, &p)?;
     // A few more polls at the same instant: what every poll sends while the cache is fresh.
     let mut warm = Vec::new();
@@ -348,7 +367,7 @@ fn throughput<C: SqlConnector>(
     let done = Arc::new(AtomicU64::new(0));
     let mut schedulers = Vec::new();
     for i in 0..args.schedulers {
-        let store = (ops.connect)(url, store_config(&args.table, priority))?;
+        let store = (ops.connect)(url, args.config(priority)?)?;
         let count = Arc::clone(&done);
         let task = Task::one_time(NOOP, move |_, _| {
             count.fetch_add(1, Ordering::Relaxed);
@@ -416,6 +435,10 @@ fn run_priority<C: SqlConnector + Clone>(
         args.schedulers
     );
     say!("cost unit: {}", ops.unit);
+    say!(
+        "priority on: {}",
+        crate::mode::describe(&args.config(true)?.ordering.mode)
+    );
     let lock_batch = PollingStrategy::lock_and_fetch().limits(args.threads).1 as i64;
     let fetch_batch = PollingStrategy::fetch().limits(args.threads).1 as i64;
     let mut headline = None;
@@ -452,6 +475,9 @@ fn run_priority<C: SqlConnector + Clone>(
             figure(&f.naive.cost, counted),
         ));
     }
+    let fair =
+        progress::while_running("fairness run".to_owned(), || fairness(&ops, url, args, &s))?;
+    say!("{}", fair.report(args));
     let mut lock_tp = (0.0, 0.0);
     for (label, polling) in [
         ("lock-and-fetch", PollingStrategy::lock_and_fetch()),
@@ -489,6 +515,7 @@ fn run_priority<C: SqlConnector + Clone>(
     }
     let (off, on, naive) = headline.unwrap_or_default();
     say!("{}", summary(name, args, (off, on, naive), lock_tp));
+    say!("{}", fair.summary(name, args));
     Ok(())
 }
 
@@ -511,4 +538,112 @@ fn summary(
         tp_on,
         ratio(tp_on, tp_off)
     )
+}
+
+/// What each level received in the fairness run, and how the lowest level fared.
+struct Fairness {
+    /// Executions handed out per level, highest first.
+    received: Vec<(i16, u64)>,
+    /// The poll that first served the lowest level.
+    first_low: Option<usize>,
+    /// Most polls between two services of the lowest level (or from the last one to the end).
+    longest_gap: usize,
+    /// Longest wait (due to handed out, by the run's clock) of a lowest-level execution
+    /// handed out (the scenario's due rows were already up to an hour old at the start).
+    longest_wait: chrono::Duration,
+    polls: usize,
+}
+
+impl Fairness {
+    fn report(&self, args: &PriorityArgs) -> String {
+        let total: u64 = self.received.iter().map(|(_, n)| n).sum();
+        let shares: Vec<String> = self
+            .received
+            .iter()
+            .map(|(l, n)| format!("{l}:{:.3}", *n as f64 / total.max(1) as f64))
+            .collect();
+        format!(
+            "fairness, {} polls of batch {} with level {} fed {} per poll (1 s per poll): \
+             shares {}; lowest level first served at poll {}, longest gap {} polls, \
+             longest wait {} s",
+            self.polls,
+            args.threads,
+            args.levels,
+            args.threads,
+            shares.join(" "),
+            self.first_low.map_or("never".to_owned(), |p| p.to_string()),
+            self.longest_gap,
+            self.longest_wait.num_seconds()
+        )
+    }
+
+    fn summary(&self, backend: &str, args: &PriorityArgs) -> String {
+        let total: u64 = self.received.iter().map(|(_, n)| n).sum();
+        let low: u64 = self.received.last().map_or(0, |(_, n)| *n);
+        format!(
+            "fairness backend={backend} mode={:?} low_share={:.3} low_first_poll={} \
+             low_longest_gap_polls={} low_longest_wait_s={}",
+            args.mode.mode,
+            low as f64 / total.max(1) as f64,
+            self.first_low.map_or(-1, |p| p as i64),
+            self.longest_gap,
+            self.longest_wait.num_seconds()
+        )
+    }
+}
+
+/// A continuous feed of the top level against the scenario's due rows: per poll (the clock
+/// one second on), `threads` fresh executions of level `--levels`, then one lock-and-fetch
+/// claim of `threads`. Claimed rows stay claimed (the throughput runs reload the due rows).
+fn fairness<C: SqlConnector>(
+    ops: &Ops<C>,
+    url: &str,
+    args: &PriorityArgs,
+    s: &Scenario,
+) -> Result<Fairness, CliError> {
+    let store = (ops.connect)(url, args.config(true)?)?;
+    let names = vec![s.task_name.clone()];
+    let lowest = 1;
+    let mut received: Vec<(i16, u64)> = (1..=args.levels).rev().map(|l| (l, 0)).collect();
+    let (mut first_low, mut last_low, mut longest_gap) = (None, 0, 0);
+    let mut longest_wait = chrono::Duration::zero();
+    let mut now = s.now;
+    for poll in 0..args.fair_polls {
+        now += chrono::Duration::seconds(1);
+        let feed: Vec<NewExecution> = (0..args.threads)
+            .map(|j| NewExecution {
+                task_name: s.task_name.clone(),
+                task_instance: format!("fair-{poll}-{j}"),
+                task_data: None,
+                execution_time: now,
+                priority: Some(args.levels),
+            })
+            .collect();
+        store.execution_insert_batch(&feed)?;
+        let p = DueParams {
+            now,
+            task_names: &names,
+            limit: args.threads as i64,
+        };
+        for e in store.execution_lock_and_fetch_due(&p, "bench-fair")? {
+            let level = e.priority.unwrap_or(0);
+            if let Some((_, n)) = received.iter_mut().find(|(l, _)| *l == level) {
+                *n += 1;
+            }
+            if level == lowest {
+                longest_gap = longest_gap.max(poll - last_low);
+                last_low = poll;
+                first_low.get_or_insert(poll);
+                longest_wait = longest_wait.max(now - e.execution_time);
+            }
+        }
+    }
+    longest_gap = longest_gap.max(args.fair_polls - last_low);
+    Ok(Fairness {
+        received,
+        first_low,
+        longest_gap,
+        longest_wait,
+        polls: args.fair_polls,
+    })
 }

@@ -6,7 +6,7 @@ use crate::{parse_table, progress, store_config};
 use chrono::{SecondsFormat, Utc};
 use docket_core::dialect::{Level, LockAndFetch, Rendered, Statements, Value};
 use docket_core::store::ListFilter;
-use docket_core::{OrderingPolicy, TableName};
+use docket_core::{OrderingPolicy, PriorityMode, TableName};
 
 /// Arguments of `docket explain`.
 #[derive(Debug, clap::Args)]
@@ -29,6 +29,33 @@ pub struct Args {
     /// The executions table, optionally schema-qualified.
     #[arg(long, value_name = "TABLE", default_value = TableName::DEFAULT, value_parser = parse_table)]
     table: TableName,
+    /// The priority mode to narrate (with --priority; the SQL is the same in every mode).
+    #[command(flatten)]
+    mode: crate::mode::ModeArgs,
+}
+
+/// How a mode uses the per-level statements, one comment line each.
+fn narrate(mode: &PriorityMode) -> Vec<String> {
+    let mut lines = vec![format!("mode: {}", crate::mode::describe(mode))];
+    lines.extend(match mode {
+        PriorityMode::Strict => vec![
+            "levels highest first, then NULL, until the batch is full; a drained level is \
+             skipped until next_at_level says it has a due row"
+                .to_owned(),
+        ],
+        PriorityMode::Weighted(_) => vec![
+            "each level with due work keeps a pass (executions received / weight); the batch \
+             goes to the lowest pass, unused room to the next lowest: usually one probe a poll"
+                .to_owned(),
+        ],
+        PriorityMode::Aging(_) => vec![
+            "the level that can reach the highest effective priority E is probed with the bound \
+             execution_time <= now - (E - level) x step (a bind value: same SQL); a short band \
+             reads the level's oldest due row and moves down"
+                .to_owned(),
+        ],
+    });
+    lines
 }
 
 /// The statements that claim due work under a backend's capabilities.
@@ -120,6 +147,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     }
     let policy = OrderingPolicy {
         priority: args.priority,
+        mode: args.mode.priority_mode()?,
         ..OrderingPolicy::default()
     };
     let statements = Statements::new(backend.dialect(), args.table.clone(), policy);
@@ -129,6 +157,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         if args.priority { "on" } else { "off" },
         args.table
     );
+    if args.priority {
+        for line in narrate(&statements.policy().mode) {
+            say!("-- {line}");
+        }
+    }
     let wanted = due_query_names(backend, args.priority);
     for (name, rendered) in statements.catalogue() {
         if args.all || wanted.contains(&name) {

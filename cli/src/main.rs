@@ -18,6 +18,7 @@ mod enqueue;
 mod error;
 mod explain;
 mod index;
+mod mode;
 mod progress;
 mod queue;
 mod web;

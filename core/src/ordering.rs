@@ -417,6 +417,47 @@ mod tests {
     }
 
     #[test]
+    fn weights_follow_the_documented_rule() {
+        let w = Weights::default();
+        assert_eq!(w.weight_of(Some(90)), 70);
+        assert_eq!(
+            w.weight_of(Some(120)),
+            70,
+            "above the highest: the highest below"
+        );
+        assert_eq!(
+            w.weight_of(Some(60)),
+            20,
+            "between: the nearest configured level below"
+        );
+        assert_eq!(w.weight_of(Some(10)), 10);
+        assert_eq!(w.weight_of(Some(-5)), 10, "below every level: the lowest");
+        assert_eq!(w.weight_of(None), 10, "NULL: the lowest");
+        assert_eq!(Weights::parse("90:70, 50:20,10:10").unwrap(), w);
+        for bad in ["", "90", "90:0", "90:1,90:2", "x:1", "90:-1", "40000:1"] {
+            assert!(Weights::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn aging_raises_by_step_up_to_the_cap() {
+        let a = Aging::new(std::time::Duration::from_secs(60), 5).unwrap();
+        let now = Utc.timestamp_opt(1_000_000, 0).unwrap();
+        let ago = |s: i64| now - chrono::Duration::seconds(s);
+        assert_eq!(a.effective(10, now, now), 10);
+        assert_eq!(a.effective(10, ago(59), now), 10);
+        assert_eq!(a.effective(10, ago(60), now), 11);
+        assert_eq!(a.effective(10, ago(3600), now), 15, "capped");
+        assert_eq!(a.effective(10, now + chrono::Duration::seconds(5), now), 10);
+        // The bound reaches exactly the executions with that effective priority or more.
+        assert_eq!(a.due_by(10, 12, now), ago(120));
+        assert_eq!(a.effective(10, a.due_by(10, 12, now), now), 12);
+        assert_eq!(a.due_by(10, 9, now), now);
+        assert!(Aging::new(std::time::Duration::ZERO, 5).is_err());
+        assert!(Aging::new(std::time::Duration::from_secs(1), 0).is_err());
+    }
+
+    #[test]
     fn custom_orders_parse_from_specs() {
         let order = PrimaryOrder::parse_custom("team, score:number:desc,at:timestamp").unwrap();
         let keys: Vec<_> = order
