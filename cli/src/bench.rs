@@ -514,8 +514,8 @@ fn run_priority<C: SqlConnector + Clone>(
         (ops.drop)(&plain)?;
     }
     let (off, on, naive) = headline.unwrap_or_default();
-    say!("{}", summary(name, args, (off, on, naive), lock_tp));
     say!("{}", fair.summary(name, args));
+    say!("{}", summary(name, args, (off, on, naive), lock_tp));
     Ok(())
 }
 

@@ -589,7 +589,17 @@ fn bench_summary(backend: &str, url: &str) {
         "1",
         "--seconds",
         "1",
+        "--mode",
+        "weighted",
+        "--fair-polls",
+        "20",
     ]));
+    let fairness = "(?m)^fairness backend=\\w+ mode=Weighted low_share=\\d\\.\\d{3} \
+                    low_first_poll=-?\\d+ low_longest_gap_polls=\\d+ low_longest_wait_s=\\d+$";
+    assert!(
+        predicate::str::is_match(fairness).unwrap().eval(&out),
+        "no fairness line:\n{out}"
+    );
     let last = out.lines().last().unwrap_or_default();
     let shape = format!(
         "^summary backend={backend} due=200 future=2000 buffers_off=\\d+ buffers_on=\\d+ \
