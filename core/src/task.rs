@@ -683,18 +683,9 @@ mod tests {
     fn execution(data: Option<&[u8]>) -> Execution {
         let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
         Execution {
-            task_name: "mail".to_owned(),
-            task_instance: "7".to_owned(),
             task_data: data.map(<[u8]>::to_vec),
-            execution_time: now,
             picked: true,
-            picked_by: None,
-            last_success: None,
-            last_failure: None,
-            consecutive_failures: 0,
-            last_heartbeat: None,
-            version: 1,
-            priority: None,
+            ..Execution::new("mail", "7", now)
         }
     }
 

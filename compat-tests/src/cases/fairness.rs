@@ -37,17 +37,13 @@ fn feed(ctx: &Ctx, mode: PriorityMode, low: usize, ticks: usize) -> Vec<(&'stati
         .expect("schema is migrated");
     let mut results = Vec::new();
     for (strategy, task) in [("fetch", BY_FETCH), ("lock-and-fetch", BY_LOCK)] {
+        let schedule = |id: String, priority: i16, at| {
+            let instance = task.instance(id).priority(priority).scheduled_to(at);
+            client.schedule(instance).expect("schedules");
+        };
         let start = Ctx::t0();
         ctx.clock.set(start);
-        for i in 0..low {
-            client
-                .schedule(
-                    task.instance(format!("low-{i}"))
-                        .priority(10)
-                        .scheduled_to(start),
-                )
-                .expect("schedules");
-        }
+        (0..low).for_each(|i| schedule(format!("low-{i}"), 10, start));
         let mut served = Served {
             first: None,
             total: 0,
@@ -55,15 +51,7 @@ fn feed(ctx: &Ctx, mode: PriorityMode, low: usize, ticks: usize) -> Vec<(&'stati
         for tick in 0..ticks {
             let now = start + Duration::seconds(tick as i64 + 1);
             ctx.clock.set(now);
-            for j in 0..BATCH {
-                client
-                    .schedule(
-                        task.instance(format!("high-{tick}-{j}"))
-                            .priority(90)
-                            .scheduled_to(now),
-                    )
-                    .expect("schedules");
-            }
+            (0..BATCH).for_each(|j| schedule(format!("high-{tick}-{j}"), 90, now));
             let handed = poll(&*store, strategy, task.name(), now);
             assert_eq!(handed.len(), BATCH, "{strategy}: a poll fills its batch");
             let lows = ids(&handed)
