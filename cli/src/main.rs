@@ -17,6 +17,7 @@ mod demo;
 mod enqueue;
 mod error;
 mod explain;
+mod fair_demo;
 mod index;
 mod mode;
 mod progress;
@@ -52,11 +53,20 @@ enum Command {
     /// Print the SQL a backend's dialect emits (and, with --database-url, the query plan).
     Explain(explain::Args),
     /// Run a real scheduler on an embedded SQLite file and narrate the order of execution.
-    Demo,
+    Demo(DemoArgs),
     /// Benchmarks (`docket bench priority`: what the priority toggle costs).
     Bench(bench::Args),
     /// Serve the operator dashboard and the worker pages (and their JSON API) over HTTP.
     Web(web::Args),
+}
+
+/// Arguments of `docket demo`.
+#[derive(Debug, clap::Args)]
+struct DemoArgs {
+    /// Instead: strict, weighted and aging priority side by side under a continuous
+    /// high-priority feed (manual clock), and when each hands out a waiting low-priority task.
+    #[arg(long)]
+    fair: bool,
 }
 
 /// Where the docket table lives; shared by the commands that open a database.
@@ -207,7 +217,8 @@ fn main() -> ExitCode {
         Command::Enqueue(args) => enqueue::run(args),
         Command::Index(args) => index::run(args),
         Command::Explain(args) => explain::run(args),
-        Command::Demo => demo::run(),
+        Command::Demo(a) if a.fair => fair_demo::run(),
+        Command::Demo(_) => demo::run(),
         Command::Bench(args) => bench::run(args),
         Command::Web(args) => web::run(args),
     };

@@ -166,6 +166,17 @@ fn demo_runs_a_scheduler_and_explains_the_order() {
         .stdout(contains("none was claimed twice"));
 }
 
+#[test]
+fn demo_fair_narrates_when_each_mode_serves_the_low_level() {
+    docket()
+        .args(["demo", "--fair"])
+        .assert()
+        .success()
+        .stdout(contains("never handed out in 100 s"))
+        .stdout(contains("handed out at 2 s: level 10 (weight 10)"))
+        .stdout(contains("handed out at 81 s: after 81 s due its effective priority was 91"));
+}
+
 fn sqlite_url(dir: &tempfile::TempDir) -> String {
     format!("sqlite://{}", dir.path().join("cli.db").display())
 }
