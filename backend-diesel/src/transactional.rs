@@ -17,7 +17,7 @@ use docket_core::{DocketError, Priority, ScheduleOutcome, StoreError, TaskInstan
 /// visible to schedulers when, and only if, the caller's transaction commits; a rollback
 /// leaves no trace of it.
 ///
-/// ```ignore
+/// ```text
 /// use docket::ScheduleInTransaction;
 ///
 /// conn.transaction(|conn| {
@@ -27,7 +27,7 @@ use docket_core::{DocketError, Priority, ScheduleOutcome, StoreError, TaskInstan
 /// })?;
 /// ```
 ///
-/// (`docket/examples/transactional.rs` runs this on SQLite.)
+/// (A sketch, not compiled here: `docket/examples/transactional.rs` runs it on SQLite in CI.)
 ///
 /// - The connection must be inside a transaction (`Connection::transaction`, or a transaction
 ///   begun by hand): outside one, the insert would commit on its own, so it is refused with
