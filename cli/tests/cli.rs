@@ -174,7 +174,9 @@ fn demo_fair_narrates_when_each_mode_serves_the_low_level() {
         .success()
         .stdout(contains("never handed out in 100 s"))
         .stdout(contains("handed out at 2 s: level 10 (weight 10)"))
-        .stdout(contains("handed out at 81 s: after 81 s due its effective priority was 91"));
+        .stdout(contains(
+            "handed out at 81 s: after 81 s due its effective priority was 91",
+        ));
 }
 
 fn sqlite_url(dir: &tempfile::TempDir) -> String {
