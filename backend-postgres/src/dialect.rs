@@ -185,13 +185,8 @@ mod tests {
             let s = Statements::new(&PgDialect, TableName::parse("app.jobs").unwrap(), policy);
             let keys = sample_custom_keys();
             let order = PrimaryOrder::Custom(keys.clone());
-            let q = ForWorker {
-                worker: "w",
-                task_type: "t",
-                order: &order,
-                now: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(),
-                key: None,
-            };
+            let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+            let q = ForWorker::new("w", "t", &order, now);
             let r = s.item_eligible(&q, Some(1), true);
             let mut sql = r.sql.clone();
             for (i, value) in r.binds.iter().enumerate().rev() {

@@ -27,8 +27,8 @@ use docket_core::store::sql::{SqlConnector, SqlStore};
 use docket_core::store::DueParams;
 use docket_core::store::NewExecution;
 use docket_core::{
-    ExecutionStore, PollingStrategy, Scheduler, SchedulerConfig, Store, StoreConfig, StoreError,
-    TableName, Task, TaskDescriptor,
+    ExecutionStore, PollingStrategy, PriorityMode, Scheduler, SchedulerConfig, Store, StoreConfig,
+    StoreError, TableName, Task, TaskDescriptor,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -546,15 +546,28 @@ struct Fairness {
     received: Vec<(i16, u64)>,
     /// The poll that first served the lowest level.
     first_low: Option<usize>,
-    /// Most polls between two services of the lowest level (or from the last one to the end).
-    longest_gap: usize,
-    /// Longest wait (due to handed out, by the run's clock) of a lowest-level execution
-    /// handed out (the scenario's due rows were already up to an hour old at the start).
+    /// Longest wait (due to handed out, by the run's clock) of a lowest-level execution, those
+    /// still waiting at the end counted with their wait so far.
     longest_wait: chrono::Duration,
+    /// The mode's bound on that wait under this feed; `None`: unbounded (strict).
+    bound: Option<chrono::Duration>,
     polls: usize,
 }
 
+/// The fed levels: the top one (`--levels`) and the lowest, 1.
+const LOWEST: i16 = 1;
+
 impl Fairness {
+    fn low_share(&self) -> f64 {
+        let total: u64 = self.received.iter().map(|(_, n)| n).sum();
+        let low: u64 = self.received.last().map_or(0, |(_, n)| *n);
+        low as f64 / total.max(1) as f64
+    }
+
+    fn within_bound(&self) -> bool {
+        self.bound.is_some_and(|b| self.longest_wait <= b)
+    }
+
     fn report(&self, args: &PriorityArgs) -> String {
         let total: u64 = self.received.iter().map(|(_, n)| n).sum();
         let shares: Vec<String> = self
@@ -563,38 +576,57 @@ impl Fairness {
             .map(|(l, n)| format!("{l}:{:.3}", *n as f64 / total.max(1) as f64))
             .collect();
         format!(
-            "fairness, {} polls of batch {} with level {} fed {} per poll (1 s per poll): \
-             shares {}; lowest level first served at poll {}, longest gap {} polls, \
-             longest wait {} s",
+            "fairness, {} polls of batch {}, fed per poll {} of level {} and 1 of level              {LOWEST} (1 s per poll): shares {}; level {LOWEST} first served at poll {},              longest wait {} s (bound {})",
             self.polls,
             args.threads,
-            args.levels,
             args.threads,
+            args.levels,
             shares.join(" "),
             self.first_low.map_or("never".to_owned(), |p| p.to_string()),
-            self.longest_gap,
-            self.longest_wait.num_seconds()
+            self.longest_wait.num_seconds(),
+            self.bound
+                .map_or("none: strict".to_owned(), |b| format!("{} s", b.num_seconds()))
         )
     }
 
     fn summary(&self, backend: &str, args: &PriorityArgs) -> String {
-        let total: u64 = self.received.iter().map(|(_, n)| n).sum();
-        let low: u64 = self.received.last().map_or(0, |(_, n)| *n);
         format!(
             "fairness backend={backend} mode={:?} low_share={:.3} low_first_poll={} \
-             low_longest_gap_polls={} low_longest_wait_s={}",
+             low_longest_wait_s={} wait_bound_s={} within_bound={}",
             args.mode.mode,
-            low as f64 / total.max(1) as f64,
+            self.low_share(),
             self.first_low.map_or(-1, |p| p as i64),
-            self.longest_gap,
-            self.longest_wait.num_seconds()
+            self.longest_wait.num_seconds(),
+            self.bound.map_or(-1, |b| b.num_seconds()),
+            self.within_bound()
         )
     }
 }
 
-/// A continuous feed of the top level against the scenario's due rows: per poll (the clock
-/// one second on), `threads` fresh executions of level `--levels`, then one lock-and-fetch
-/// claim of `threads`. Claimed rows stay claimed (the throughput runs reload the due rows).
+/// The longest a lowest-level execution may wait under the fairness feed, one poll a second:
+/// weighted, until its pass is the lowest (the two fed levels' weights over its own, in polls);
+/// aging, until its effective priority passes fresh top-level work (`top - lowest + 1` steps),
+/// plus a poll; strict: unbounded.
+fn wait_bound(mode: &PriorityMode, top: i16) -> Option<chrono::Duration> {
+    match mode {
+        PriorityMode::Strict => None,
+        PriorityMode::Weighted(w) => {
+            let low = u64::from(w.weight_of(Some(LOWEST)).max(1));
+            let both = u64::from(w.weight_of(Some(top))) + low;
+            Some(chrono::Duration::seconds(both.div_ceil(low) as i64))
+        }
+        PriorityMode::Aging(a) => {
+            let steps = u32::try_from(i32::from(top) - i32::from(LOWEST) + 1).unwrap_or(0);
+            let wait = a.step().saturating_mul(steps) + std::time::Duration::from_secs(1);
+            chrono::Duration::from_std(wait).ok()
+        }
+    }
+}
+
+/// A continuous feed of the top level, on a task of its own in the scenario's table: per poll
+/// (the clock one second on), `threads` fresh executions of level `--levels` and one of level
+/// 1, then one lock-and-fetch claim of `threads`. Claimed rows stay claimed (the throughput
+/// runs reload the due rows).
 fn fairness<C: SqlConnector>(
     ops: &Ops<C>,
     url: &str,
@@ -602,24 +634,27 @@ fn fairness<C: SqlConnector>(
     s: &Scenario,
 ) -> Result<Fairness, CliError> {
     let store = (ops.connect)(url, args.config(true)?)?;
-    let names = vec![s.task_name.clone()];
-    let lowest = 1;
-    let mut received: Vec<(i16, u64)> = (1..=args.levels).rev().map(|l| (l, 0)).collect();
-    let (mut first_low, mut last_low, mut longest_gap) = (None, 0, 0);
+    let task = format!("{}-fair", s.task_name);
+    let names = vec![task.clone()];
+    let mut received: Vec<(i16, u64)> = vec![(args.levels, 0), (LOWEST, 0)];
+    let mut first_low = None;
+    let mut waiting = std::collections::BTreeSet::new();
     let mut longest_wait = chrono::Duration::zero();
     let mut now = s.now;
     for poll in 0..args.fair_polls {
         now += chrono::Duration::seconds(1);
-        let feed: Vec<NewExecution> = (0..args.threads)
-            .map(|j| NewExecution {
-                task_name: s.task_name.clone(),
-                task_instance: format!("fair-{poll}-{j}"),
-                task_data: None,
-                execution_time: now,
-                priority: Some(args.levels),
-            })
-            .collect();
+        let fresh = |j: usize, priority: i16| NewExecution {
+            task_name: task.clone(),
+            task_instance: format!("fair-{poll}-{j}"),
+            task_data: None,
+            execution_time: now,
+            priority: Some(priority),
+        };
+        let mut feed: Vec<NewExecution> =
+            (0..args.threads).map(|j| fresh(j, args.levels)).collect();
+        feed.push(fresh(args.threads, LOWEST));
         store.execution_insert_batch(&feed)?;
+        waiting.insert(now);
         let p = DueParams {
             now,
             task_names: &names,
@@ -630,20 +665,21 @@ fn fairness<C: SqlConnector>(
             if let Some((_, n)) = received.iter_mut().find(|(l, _)| *l == level) {
                 *n += 1;
             }
-            if level == lowest {
-                longest_gap = longest_gap.max(poll - last_low);
-                last_low = poll;
+            if level == LOWEST {
                 first_low.get_or_insert(poll);
+                waiting.remove(&e.execution_time);
                 longest_wait = longest_wait.max(now - e.execution_time);
             }
         }
     }
-    longest_gap = longest_gap.max(args.fair_polls - last_low);
+    if let Some(oldest) = waiting.first() {
+        longest_wait = longest_wait.max(now - *oldest);
+    }
     Ok(Fairness {
         received,
         first_low,
-        longest_gap,
         longest_wait,
+        bound: wait_bound(&args.mode.priority_mode()?, args.levels),
         polls: args.fair_polls,
     })
 }

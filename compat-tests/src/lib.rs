@@ -49,6 +49,7 @@ macro_rules! compat_cases {
             level_cache_staleness_is_bounded,
             weighted_priority_serves_every_level,
             aging_priority_serves_old_executions,
+            queue_priority_modes_serve_every_level,
             due_excludes_future_and_picked,
             fetch_claim_is_optimistic,
             lock_and_fetch_claims_in_order,

@@ -162,6 +162,41 @@ impl std::fmt::Display for AttributeName {
     }
 }
 
+/// Which priority level a due-query (or a work-queue read) reads.
+///
+/// With priority on, stores probe levels one at a time, highest first (`Exactly`), then `Null`:
+/// each probe is one index range `priority = ? AND execution_time <= ?` in execution-time order,
+/// so its cost does not depend on how many future rows wait at that level. `Any` is the single
+/// statement ordered by the whole policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Every level, ordered by the full policy.
+    Any,
+    /// Rows with this priority.
+    Exactly(i16),
+    /// Rows without priority.
+    Null,
+}
+
+impl Level {
+    /// Whether an execution with `priority` belongs to this level.
+    pub fn holds(self, priority: Option<i16>) -> bool {
+        match self {
+            Level::Any => true,
+            Level::Exactly(p) => priority == Some(p),
+            Level::Null => priority.is_none(),
+        }
+    }
+
+    /// The priority of [`Level::Exactly`]; `None` for the others.
+    pub fn priority(self) -> Option<i16> {
+        match self {
+            Level::Exactly(p) => Some(p),
+            Level::Any | Level::Null => None,
+        }
+    }
+}
+
 /// How a poll shares its batch among priority levels (only with priority on).
 ///
 /// Every mode reads the same per-level index ranges with the same SQL; they differ only in
@@ -275,6 +310,57 @@ impl Weights {
     /// The configured `(level, weight)` pairs, ascending by level.
     pub fn levels(&self) -> &[(i16, u32)] {
         &self.by_level
+    }
+}
+
+/// The state of [`PriorityMode::Weighted`] between hand-outs (stride scheduling): per level
+/// that was busy in the last round, what it received divided by its weight (its pass).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stride {
+    passes: Vec<(Level, f64)>,
+}
+
+impl Stride {
+    /// `levels` (given in tie-break order: higher level first) lowest pass first, each with its
+    /// pass. A level that was idle in the last round starts level with the least-served busy
+    /// one: idle time banks no credit.
+    pub fn order(&self, levels: impl IntoIterator<Item = Level>) -> Vec<(Level, f64)> {
+        let floor = self
+            .passes
+            .iter()
+            .map(|(_, p)| *p)
+            .reduce(f64::min)
+            .unwrap_or(0.0);
+        let mut order: Vec<(usize, Level, f64)> = levels
+            .into_iter()
+            .enumerate()
+            .map(|(i, level)| {
+                let pass = self
+                    .passes
+                    .iter()
+                    .find(|(l, _)| *l == level)
+                    .map_or(floor, |b| b.1);
+                (i, level, pass)
+            })
+            .collect();
+        order.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)));
+        order.into_iter().map(|(_, l, p)| (l, p)).collect()
+    }
+
+    /// Ends a round: `served` holds each level of the round's [`Stride::order`] with its pass
+    /// there and what it received; they are the busy levels of the next round.
+    pub fn settle(
+        &mut self,
+        weights: &Weights,
+        served: impl IntoIterator<Item = (Level, f64, usize)>,
+    ) {
+        self.passes = served
+            .into_iter()
+            .map(|(level, pass, received)| {
+                let weight = f64::from(weights.weight_of(level.priority()).max(1));
+                (level, pass + received as f64 / weight)
+            })
+            .collect();
     }
 }
 

@@ -197,12 +197,30 @@ impl Statements<'_> {
         if lock {
             w.push(self.dialect().lock_hint());
         }
+        self.push_eligible_where(&mut w, q);
+        match index.filter(|ix| !ix.order_by.is_empty()) {
+            Some(ix) => self.push_order_by_columns(&mut w, q.level, ix),
+            None => self.push_order(&mut w, q.level, q.order),
+        }
+        if let Some(n) = limit {
+            self.dialect().limit(&mut w, n);
+        }
+        if lock {
+            w.push(self.dialect().skip_locked_clause());
+        }
+        w.finish()
+    }
+
+    /// `WHERE` of the items `q.worker` may take: arrived by `q.arrived_by`, assignable, at
+    /// `q.level`, and without an assignment of this worker that hides it.
+    fn push_eligible_where(&self, w: &mut SqlWriter<'_>, q: &ForWorker<'_>) {
         w.push(" WHERE i.task_name = ")
             .bind(q.task_type)
             .push(" AND i.assignable = ")
             .bind(true)
             .push(" AND i.execution_time <= ")
-            .bind(q.now);
+            .bind(q.arrived_by);
+        Self::push_level(w, q.level, "i.");
         if let Some(key) = q.key {
             w.push(" AND i.task_instance = ")
                 .bind(key.task_instance.as_str());
@@ -217,16 +235,25 @@ impl Statements<'_> {
             .push(" OR a.deadline > ")
             .bind(q.now)
             .push("))");
-        match index.filter(|ix| !ix.order_by.is_empty()) {
-            Some(ix) => self.push_order_by_columns(&mut w, ix),
-            None => self.push_order(&mut w, Level::Any, q.order),
-        }
-        if let Some(n) = limit {
-            self.dialect().limit(&mut w, n);
-        }
-        if lock {
-            w.push(self.dialect().skip_locked_clause());
-        }
+    }
+
+    /// The priority levels that hold items `q.worker` may take, with the arrival time of each
+    /// level's longest-waiting one (`priority`, `oldest`): what the weighted and aging modes
+    /// choose a level from. Reads every eligible item once (a level's oldest arrival is not in
+    /// the index order); strict mode never sends it.
+    pub fn item_levels(&self, q: &ForWorker<'_>) -> Rendered {
+        let mut w = SqlWriter::new(self.dialect());
+        w.push("SELECT i.priority, MIN(i.execution_time) AS oldest FROM ")
+            .table(self.table())
+            .push(" i");
+        self.push_eligible_where(
+            &mut w,
+            &ForWorker {
+                level: Level::Any,
+                ..*q
+            },
+        );
+        w.push(" GROUP BY i.priority");
         w.finish()
     }
 
@@ -242,9 +269,9 @@ impl Statements<'_> {
 
     /// `ORDER BY` over an order index's generated columns: priority first when on, then each
     /// key's missing flag and value, then record date and order (the index's own order).
-    fn push_order_by_columns(&self, w: &mut SqlWriter<'_>, index: &OrderIndex) {
+    fn push_order_by_columns(&self, w: &mut SqlWriter<'_>, level: Level, index: &OrderIndex) {
         w.push(" ORDER BY ");
-        if self.policy().priority {
+        if self.policy().priority && level == Level::Any {
             w.push(&self.dialect().desc_nulls_last("priority"))
                 .push(", ");
         }
@@ -425,18 +452,12 @@ impl Statements<'_> {
         let (now, key, item) = sample_item();
         let later = now + chrono::Duration::minutes(30);
         let custom = PrimaryOrder::Custom(sample_custom_keys());
-        let fifo = ForWorker {
-            worker: "w1",
-            task_type: "review",
-            order: &PrimaryOrder::Fifo,
-            now,
-            key: None,
-        };
+        let fifo = ForWorker::new("w1", "review", &PrimaryOrder::Fifo, now);
         let by_custom = ForWorker {
             order: &custom,
             ..fifo
         };
-        vec![
+        let mut all = vec![
             ("item_insert", self.item_insert(&item)),
             ("item_get", self.item_get(&key)),
             ("item_next_fifo", self.item_eligible(&fifo, Some(1), true)),
@@ -476,7 +497,21 @@ impl Statements<'_> {
             ),
             ("assignment_expired", self.assignment_expired(now)),
             ("assignment_list", self.assignment_list(&key)),
-        ]
+        ];
+        if self.policy().priority {
+            // The weighted and aging modes: the levels, then a claim at one level and band.
+            let aged = ForWorker {
+                level: Level::Exactly(5),
+                arrived_by: now - chrono::Duration::minutes(10),
+                ..fifo
+            };
+            all.push(("item_levels", self.item_levels(&fifo)));
+            all.push((
+                "item_next_at_level",
+                self.item_eligible(&aged, Some(1), true),
+            ));
+        }
+        all
     }
 
     /// The statements of streaming intake and of indexed custom orders, with sample arguments:
@@ -495,13 +530,7 @@ impl Statements<'_> {
             ..first.clone()
         };
         let custom = PrimaryOrder::Custom(sample_custom_keys());
-        let by_custom = ForWorker {
-            worker: "w1",
-            task_type: "review",
-            order: &custom,
-            now,
-            key: None,
-        };
+        let by_custom = ForWorker::new("w1", "review", &custom, now);
         let mut all = vec![
             ("item_insert_rows", self.item_insert_rows(&[first, second])),
             (

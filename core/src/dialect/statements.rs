@@ -5,6 +5,7 @@
 
 use super::{Dialect, LockAndFetch, Rendered, SqlWriter, Value};
 use crate::ident::TableName;
+pub use crate::ordering::Level;
 use crate::ordering::{Direction, OrderingPolicy, PrimaryOrder};
 use crate::records::{Changes, ExecutionKey, Guard, ListFilter, NewExecution, PickChange};
 use chrono::{DateTime, Utc};
@@ -58,41 +59,6 @@ impl Column {
             Column::LastHeartbeat => "last_heartbeat",
             Column::Version => "version",
             Column::Priority => "priority",
-        }
-    }
-}
-
-/// Which priority level a due-query reads.
-///
-/// With priority on, stores probe levels one at a time, highest first (`Exactly`), then `Null`:
-/// each probe is one index range `priority = ? AND execution_time <= ?` in execution-time order,
-/// so its cost does not depend on how many future rows wait at that level. `Any` is the single
-/// statement ordered by the whole policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    /// Every level, ordered by the full policy.
-    Any,
-    /// Rows with this priority.
-    Exactly(i16),
-    /// Rows without priority.
-    Null,
-}
-
-impl Level {
-    /// Whether an execution with `priority` belongs to this level.
-    pub fn holds(self, priority: Option<i16>) -> bool {
-        match self {
-            Level::Any => true,
-            Level::Exactly(p) => priority == Some(p),
-            Level::Null => priority.is_none(),
-        }
-    }
-
-    /// The priority of [`Level::Exactly`]; `None` for the others.
-    pub fn priority(self) -> Option<i16> {
-        match self {
-            Level::Exactly(p) => Some(p),
-            Level::Any | Level::Null => None,
         }
     }
 }
@@ -340,16 +306,24 @@ impl<'d> Statements<'d> {
                     .bind_list(task_names.iter().map(String::as_str));
             }
         }
+        Self::push_level(w, level, "");
+        Self::push_exclusion(w, due.exclude);
+    }
+
+    /// ` AND <alias>priority = ?` or ` AND <alias>priority IS NULL`; nothing for [`Level::Any`].
+    pub(crate) fn push_level(w: &mut SqlWriter<'_>, level: Level, alias: &str) {
         match level {
             Level::Any => {}
             Level::Exactly(p) => {
-                w.push(" AND priority = ").bind(Value::SmallInt(Some(p)));
+                w.push(" AND ")
+                    .push(alias)
+                    .push("priority = ")
+                    .bind(Value::SmallInt(Some(p)));
             }
             Level::Null => {
-                w.push(" AND priority IS NULL");
+                w.push(" AND ").push(alias).push("priority IS NULL");
             }
         }
-        Self::push_exclusion(w, due.exclude);
     }
 
     /// ` AND NOT ((task_name = ? AND task_instance = ?) OR ...)`: nothing when `exclude` is
@@ -395,15 +369,7 @@ impl<'d> Statements<'d> {
     pub fn next_at_level(&self, level: Level, now: DateTime<Utc>) -> Rendered {
         let mut w = self.select_from(Some(1));
         w.push(" WHERE execution_time > ").bind(now);
-        match level {
-            Level::Any => {}
-            Level::Exactly(p) => {
-                w.push(" AND priority = ").bind(Value::SmallInt(Some(p)));
-            }
-            Level::Null => {
-                w.push(" AND priority IS NULL");
-            }
-        }
+        Self::push_level(&mut w, level, "");
         self.push_order(&mut w, level, &PrimaryOrder::ExecutionTime);
         self.dialect.limit(&mut w, 1);
         w.finish()

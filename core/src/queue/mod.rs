@@ -7,6 +7,7 @@
 //! in one transaction; submit, skip, return and abandon release it.
 
 mod intake;
+mod levels;
 pub use intake::{default_batch_id, validate_worker, Intake, Rejection, MAX_BATCH_NAME_LEN};
 
 #[cfg(feature = "csv")]
@@ -14,12 +15,12 @@ pub mod csv;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{DocketError, Result, StoreError};
-use crate::ordering::{CustomKey, KeyType, PrimaryOrder};
+use crate::ordering::{CustomKey, KeyType, PrimaryOrder, PriorityMode, Stride};
 use crate::store::{ExecutionKey, Instrumented, QueueStore};
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use serde_json::{Map, Value as Json};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Longest worker name (`VARCHAR(128)`).
@@ -79,6 +80,10 @@ pub struct QueueConfig {
     pub hide_for: Duration,
     /// Primary order per task type; [`PrimaryOrder::Fifo`] when absent.
     pub orders: HashMap<String, PrimaryOrder>,
+    /// How `next_for` shares hand-outs among priority levels, per task type (only with the
+    /// store's priority on); the store's [`OrderingPolicy::mode`](crate::OrderingPolicy) when
+    /// absent. See [`PriorityMode`] and docs/DESIGN.md, "Priority modes".
+    pub modes: HashMap<String, PriorityMode>,
 }
 
 impl Default for QueueConfig {
@@ -87,6 +92,7 @@ impl Default for QueueConfig {
             lease: Duration::from_secs(30 * 60),
             hide_for: Duration::from_secs(30 * 60),
             orders: HashMap::new(),
+            modes: HashMap::new(),
         }
     }
 }
@@ -107,6 +113,8 @@ pub struct WorkQueue {
     store: Arc<dyn QueueStore>,
     clock: Arc<dyn Clock>,
     config: Arc<QueueConfig>,
+    /// The weighted mode's passes per task type, shared by clones.
+    strides: Arc<Mutex<HashMap<String, Stride>>>,
 }
 
 /// The latest instant docket stores: the end of year 9999 (MySQL's `DATETIME` range; the
@@ -176,6 +184,7 @@ impl WorkQueue {
             store,
             clock,
             config: Arc::new(config),
+            strides: Arc::default(),
         })
     }
 
@@ -310,11 +319,13 @@ impl WorkQueue {
     ) -> Result<Option<Item>> {
         self.for_worker(worker, task_type, |store, q| {
             check_deadline(until)?;
-            Ok(store.item_next_for(q, until)?)
+            Ok(self.claim(store, q, until)?)
         })
     }
 
     /// The items `worker` would get from [`WorkQueue::next_for`], in order, without claiming.
+    /// In the weighted and aging modes the listing keeps the strict order (higher level
+    /// first): which level `next_for` serves next depends on what was handed out before.
     pub fn list_for(&self, worker: &str, task_type: &str, limit: i64) -> Result<Vec<Item>> {
         self.for_worker(worker, task_type, |store, q| {
             if limit < 0 {
@@ -338,13 +349,7 @@ impl WorkQueue {
         crate::task::validate_key(task_type, "0")?;
         validate_worker(worker)?;
         let order = self.config.order_of(task_type);
-        let q = ForWorker {
-            worker,
-            task_type,
-            order: &order,
-            now: self.clock.now(),
-            key: None,
-        };
+        let q = ForWorker::new(worker, task_type, &order, self.clock.now());
         f(&*self.store, &q)
     }
 

@@ -2,7 +2,7 @@
 
 use super::{ExecutionKey, RecordKey};
 use crate::error::{DocketError, StoreError};
-use crate::ordering::PrimaryOrder;
+use crate::ordering::{Level, PrimaryOrder};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value as Json};
 
@@ -216,8 +216,33 @@ pub struct ForWorker<'a> {
     pub order: &'a PrimaryOrder,
     /// The clock's now.
     pub now: DateTime<Utc>,
+    /// Only items that arrived by this time: `now`, or earlier for an aging band
+    /// ([`crate::ordering::PriorityMode::Aging`]).
+    pub arrived_by: DateTime<Utc>,
+    /// Only items of this priority level ([`Level::Any`]: every level, higher first).
+    pub level: Level,
     /// Only this item (to lock one candidate by key).
     pub key: Option<&'a ExecutionKey>,
+}
+
+impl<'a> ForWorker<'a> {
+    /// What `worker` may take of `task_type` at `now`: every level, every arrived item.
+    pub fn new(
+        worker: &'a str,
+        task_type: &'a str,
+        order: &'a PrimaryOrder,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            worker,
+            task_type,
+            order,
+            now,
+            arrived_by: now,
+            level: Level::Any,
+            key: None,
+        }
+    }
 }
 
 /// How one worker's ACCEPTED assignment ends: the parameters of `assignment_finish`.

@@ -20,7 +20,7 @@ pub use row::{Cell, Row};
 use crate::dialect::Capabilities;
 use crate::error::{DocketError, StoreError};
 use crate::ident::TableName;
-use crate::ordering::{CustomKey, OrderingPolicy};
+use crate::ordering::{CustomKey, Level, OrderingPolicy};
 use crate::records::{Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, NewItem};
 use chrono::{DateTime, Utc};
 
@@ -193,6 +193,9 @@ pub trait QueueStore: StoreInfo {
     ) -> Result<Option<Item>, StoreError>;
     /// The items `q.worker` may take, in order, without claiming.
     fn item_list_for(&self, q: &ForWorker<'_>, limit: i64) -> Result<Vec<Item>, StoreError>;
+    /// The priority levels holding items `q.worker` may take (any level, whatever `q.level`),
+    /// each with the arrival time of its longest-waiting one, highest level first, then NULL.
+    fn item_levels(&self, q: &ForWorker<'_>) -> Result<Vec<(Level, DateTime<Utc>)>, StoreError>;
     /// Raises `max_assignments` by `n`; `false` when there is no such item.
     fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError>;
     /// Ends the worker's ACCEPTED assignment on the item as `f.how` says and releases the item,

@@ -667,6 +667,16 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
         })
     }
 
+    fn item_levels(&self, q: &ForWorker<'_>) -> Result<Vec<(Level, DateTime<Utc>)>, StoreError> {
+        let mut levels = decode_all(self.rows(&self.statements.item_levels(q))?, |r| {
+            let level = r.opt_i16("priority")?.map_or(Level::Null, Level::Exactly);
+            Ok((level, r.timestamp("oldest")?))
+        })?;
+        // Highest first, NULL last.
+        levels.sort_by_key(|(l, _)| std::cmp::Reverse(l.priority().map_or(i32::MIN, i32::from)));
+        Ok(levels)
+    }
+
     fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError> {
         Ok(self.execute(self.statements.item_extend(key, n))? == 1)
     }

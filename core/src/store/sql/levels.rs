@@ -9,7 +9,7 @@
 use super::{decode_all, SqlConnector, SqlStore};
 use crate::dialect::Level;
 use crate::error::StoreError;
-use crate::ordering::{Aging, PriorityMode, Weights};
+use crate::ordering::{Aging, PriorityMode, Stride, Weights};
 use crate::records::{DueParams, Execution, ExecutionKey};
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
@@ -90,8 +90,8 @@ impl LevelCache {
 pub(super) struct LevelState {
     cache: Option<LevelCache>,
     writes: u64,
-    /// Weighted mode: per level busy in the last poll, executions received divided by weight.
-    passes: Vec<(Level, f64)>,
+    /// Weighted mode: the passes of the levels busy in the last poll.
+    stride: Stride,
 }
 
 /// One poll's reads: the rows taken so far and what it learned about levels.
@@ -223,26 +223,9 @@ impl<C: SqlConnector> SqlStore<C> {
         F: FnMut(Level, i64, DateTime<Utc>) -> Result<Vec<Execution>, StoreError>,
     {
         let now = poll.p.now;
-        let order: Vec<(Level, f64)> = {
-            let mut state = self.level_state();
-            let busy = std::mem::take(&mut state.passes);
-            // A level idle in the last poll starts level with the least-served busy one: idle
-            // time banks no credit.
-            let floor = busy.iter().map(|(_, p)| *p).reduce(f64::min).unwrap_or(0.0);
-            let mut order: Vec<(usize, Level, f64)> = plan
-                .iter()
-                .enumerate()
-                .filter(|(_, (_, next))| !next.skips(now))
-                .map(|(i, (level, _))| {
-                    let pass = busy.iter().find(|(l, _)| l == level).map_or(floor, |b| b.1);
-                    (i, *level, pass)
-                })
-                .collect();
-            // Lowest pass first; on a tie, the higher level (plan order).
-            order.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)));
-            order.into_iter().map(|(_, l, p)| (l, p)).collect()
-        };
-        let mut passes = Vec::with_capacity(order.len());
+        let live = plan.iter().filter(|(_, next)| !next.skips(now));
+        let order = self.level_state().stride.order(live.map(|(l, _)| *l));
+        let mut served = Vec::with_capacity(order.len());
         for (level, pass) in order {
             let mut received = 0;
             if poll.room() > 0 {
@@ -251,10 +234,9 @@ impl<C: SqlConnector> SqlStore<C> {
                     poll.learned.push((level, self.next_at(level, poll.p)?));
                 }
             }
-            let weight = f64::from(weights.weight_of(level.priority()).max(1));
-            passes.push((level, pass + received as f64 / weight));
+            served.push((level, pass, received));
         }
-        self.level_state().passes = passes;
+        self.level_state().stride.settle(weights, served);
         Ok(())
     }
 
