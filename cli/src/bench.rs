@@ -576,7 +576,9 @@ impl Fairness {
             .map(|(l, n)| format!("{l}:{:.3}", *n as f64 / total.max(1) as f64))
             .collect();
         format!(
-            "fairness, {} polls of batch {}, fed per poll {} of level {} and 1 of level              {LOWEST} (1 s per poll): shares {}; level {LOWEST} first served at poll {},              longest wait {} s (bound {})",
+            "fairness, {} polls of batch {}, fed per poll {} of level {} and 1 of level \
+             {LOWEST} (1 s per poll): shares {}; level {LOWEST} first served at poll {}, \
+             longest wait {} s (bound {})",
             self.polls,
             args.threads,
             args.threads,
