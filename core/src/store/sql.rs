@@ -615,7 +615,7 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
             Ok(ItemCount {
                 task_type: r.text("task_name")?,
                 items: r.opt_i64("items")?.unwrap_or(0),
-                open: r.opt_i64("open")?.unwrap_or(0),
+                open: r.opt_i64("open_items")?.unwrap_or(0),
             })
         })
     }
