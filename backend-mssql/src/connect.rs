@@ -51,6 +51,22 @@ pub fn parse_url(url: &str) -> Result<Config, MssqlError> {
         .map_err(|e| MssqlError::Url(e.to_string()))
 }
 
+/// Sent on every new connection, before it is pooled.
+///
+/// - `XACT_ABORT OFF`: a failed statement ends only itself (a duplicate key in a batch
+///   insert, a row the `ISJSON` check refuses), and docket's transactions roll back
+///   explicitly on any error.
+/// - The seven options SQL Server requires, with these values, to create an index on a
+///   computed column (a custom order's index, see `MssqlDialect`), to insert, update or
+///   delete rows of a table that has one (otherwise the statement fails, error 1934), and for
+///   the optimizer to use it. tiberius logs in as an ODBC client, which gets `ANSI_NULLS`,
+///   `ANSI_PADDING`, `ANSI_WARNINGS`, `CONCAT_NULL_YIELDS_NULL` and `QUOTED_IDENTIFIER` on,
+///   but `ARITHABORT` off (implied by `ANSI_WARNINGS` only at compatibility level 90 and
+///   up): all seven are stated here rather than relied on.
+pub(crate) const SESSION_OPTIONS: &str = "SET XACT_ABORT OFF; \
+    SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, \
+    QUOTED_IDENTIFIER ON; SET NUMERIC_ROUNDABORT OFF";
+
 /// One open connection: its runtime and client.
 pub(crate) struct Conn {
     pub(crate) rt: Runtime,
@@ -68,10 +84,8 @@ impl Conn {
             let tcp = TcpStream::connect(config.get_addr()).await?;
             tcp.set_nodelay(true)?;
             let mut client = Client::connect(config.clone(), tcp.compat_write()).await?;
-            // A failed statement ends only itself (a duplicate key in a batch insert), and
-            // docket's transactions roll back explicitly on any error.
             client
-                .simple_query("SET XACT_ABORT OFF")
+                .simple_query(SESSION_OPTIONS)
                 .await?
                 .into_results()
                 .await?;
@@ -296,6 +310,36 @@ mod tests {
         for bad in ["postgres://h/db", "mssql:/h", ""] {
             assert!(matches!(parse_url(bad), Err(MssqlError::Url(_))), "{bad}");
         }
+    }
+
+    /// Every option an index on a computed column needs, with the value it needs.
+    #[test]
+    fn sessions_state_the_options_of_indexed_computed_columns() {
+        let (on, off) = SESSION_OPTIONS.split(';').map(str::trim).fold(
+            (Vec::new(), Vec::new()),
+            |(mut on, mut off), stmt| {
+                let stmt = stmt.strip_prefix("SET ").expect("a SET statement");
+                let (names, value) = stmt.rsplit_once(' ').expect("SET names value");
+                let names = names.split(',').map(|n| n.trim().to_owned());
+                match value {
+                    "ON" => on.extend(names),
+                    "OFF" => off.extend(names),
+                    other => panic!("unexpected value {other}"),
+                }
+                (on, off)
+            },
+        );
+        for needed in [
+            "ANSI_NULLS",
+            "ANSI_PADDING",
+            "ANSI_WARNINGS",
+            "ARITHABORT",
+            "CONCAT_NULL_YIELDS_NULL",
+            "QUOTED_IDENTIFIER",
+        ] {
+            assert!(on.iter().any(|n| n == needed), "{needed} ON: {on:?}");
+        }
+        assert_eq!(off, ["XACT_ABORT", "NUMERIC_ROUNDABORT"]);
     }
 
     #[test]

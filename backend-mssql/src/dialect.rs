@@ -1,8 +1,18 @@
 //! How SQL Server spells docket's statements.
 
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::dialect::order_index::drop_index_on_table;
+use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, OrderIndexStyle, SqlWriter};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
+
+/// Leading UTF-8 bytes of a text (or timestamp) custom key that SQL Server compares and
+/// indexes: five such keys, their missing flags and the index's other columns fit the
+/// 1,700-byte key of a nonclustered index.
+pub const TEXT_KEY_BYTES: usize = 256;
+
+/// The conversion of a text key to its UTF-8 bytes, up to the `JSON_VALUE` it wraps
+/// ([`TEXT_KEY_BYTES`] spelled out: the statement text must be a constant).
+const TEXT_KEY_HEAD: &str = "CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), ";
 
 /// The SQL Server (2019+) dialect.
 ///
@@ -20,8 +30,9 @@ use docket_core::TableName;
 ///   and 2601) as `StoreError::Duplicate`, and the shared store counts that as "already exists".
 /// - Work queue: the claim reads its candidates without locks, then locks one by key `WITH
 ///   (UPDLOCK, READPAST, ROWLOCK)` (two-phase: a locking read that sorts would lock every
-///   eligible row it examines). Custom keys are read with `OPENJSON` (see
-///   [`Dialect::json_attribute`] below).
+///   eligible row it examines). Custom keys are read with `JSON_VALUE` (see
+///   [`Dialect::json_attribute`] below), indexed through computed columns of the same
+///   expressions.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MssqlDialect;
 
@@ -76,43 +87,63 @@ impl Dialect for MssqlDialect {
         "SCHEMA_NAME()"
     }
 
-    /// A scalar subquery over `OPENJSON(custom_attributes)`'s default schema (one row per
-    /// member: `key`, `value` as text, `type`), matching the member by its name, bound, and
-    /// reading it only when its JSON type is the key's (1 string, 2 number): anything else is
-    /// missing, as on the other backends. `TOP (1)`: a document with a duplicated member (valid
-    /// JSON) must not fail the statement.
+    /// `JSON_VALUE(custom_attributes, '$."name"')` (the path bound; a literal in index DDL),
+    /// typed, NULL (missing) when the member is absent, JSON `null`, an object or an array.
+    /// The same expression is the computed column of a custom order's index
+    /// ([`Dialect::order_index_style`] below), so the sorted and the indexed orders agree:
+    /// SQL Server indexes a computed column only when its expression is deterministic and
+    /// precise and has no subquery, which rules out `OPENJSON` and `FLOAT`.
     ///
-    /// - Text and timestamps (UTC text, normalized at intake) as the value's UTF-8 bytes:
-    ///   NVARCHAR comparison ignores trailing spaces and `BIN2` orders UTF-16 code units, while
-    ///   UTF-8 byte order is code point order, as on PostgreSQL's `"C"` collation.
-    /// - Numbers as `DECIMAL(38, 10)`: exact for the integers and decimals JSON numbers usually
-    ///   carry (2^53 + 1 included); exponent notation goes through `FLOAT`; a value beyond
-    ///   `DECIMAL(38, 10)` (about 1e28) reads as missing rather than failing the statement.
+    /// - Text and timestamps (UTC text, normalized at intake) as the value's UTF-8 bytes, its
+    ///   first [`TEXT_KEY_BYTES`]: `NVARCHAR` comparison ignores trailing spaces and `BIN2`
+    ///   orders UTF-16 code units, while UTF-8 byte order is code point order, as on
+    ///   PostgreSQL's `"C"` collation. Bounded so that an index on five text keys stays within
+    ///   SQL Server's 1,700-byte key (a `MAX` type cannot be an index key at all).
+    /// - Numbers as `TRY_CAST(... AS DECIMAL(38, 10))`: exact for the integers and decimals JSON
+    ///   numbers usually carry (2^53 + 1 included); text that is not a plain decimal
+    ///   (exponent notation, beyond about 1e28) reads as missing rather than failing the
+    ///   statement.
     ///
-    /// Not `CROSS APPLY OPENJSON(...) WITH (...)`: its typed columns convert any scalar (a
-    /// number under a text key would read as text, a non-numeric string under a number key
-    /// fails the statement), its column paths are literals (the attribute name would be spliced
-    /// into the SQL), and the shared statement has no FROM-clause hook (docs/DESIGN.md).
+    /// Differences from the other backends (docs/DESIGN.md, "SQL Server and Oracle"):
+    /// `JSON_VALUE` does not say a member's JSON type, so a text key also reads a number or a
+    /// boolean as its text, and a number key a string holding a plain decimal as that number
+    /// (intake normalizes a custom order's keys to their type, so this concerns attributes
+    /// written otherwise); a value over 4,000 characters reads as missing (`JSON_VALUE`'s lax
+    /// mode); text compares by its first [`TEXT_KEY_BYTES`] UTF-8 bytes.
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
-        let (value, json_type) = match key.kind {
-            KeyType::Text | KeyType::Timestamp => (
-                "CONVERT(VARBINARY(MAX), CONVERT(VARCHAR(MAX), \
-                 j.[value] COLLATE Latin1_General_100_BIN2_UTF8))",
-                "1",
-            ),
-            KeyType::Number => (
-                "COALESCE(TRY_CAST(j.[value] AS DECIMAL(38, 10)), \
-                 TRY_CAST(TRY_CAST(j.[value] AS FLOAT) AS DECIMAL(38, 10)))",
-                "2",
-            ),
+        let (head, tail) = match key.kind {
+            KeyType::Text | KeyType::Timestamp => {
+                (TEXT_KEY_HEAD, " COLLATE Latin1_General_100_BIN2_UTF8))")
+            }
+            KeyType::Number => ("TRY_CAST(", " AS DECIMAL(38, 10))"),
         };
-        w.push("(SELECT TOP (1) ")
-            .push(value)
-            .push(" FROM OPENJSON(custom_attributes) j WHERE j.[key] = ")
-            .bind(key.attribute.as_str())
-            .push(" AND j.[type] = ")
-            .push(json_type)
-            .push(")");
+        w.push(head)
+            .push("JSON_VALUE(custom_attributes, ")
+            .bind(key.attribute.json_path())
+            .push(")")
+            .push(tail);
+    }
+
+    /// Computed columns (`ALTER TABLE t ADD c AS (expr)`, not persisted: the expressions are
+    /// deterministic and precise) and an index on them; the queries of an indexed key set
+    /// sort by the columns.
+    fn order_index_style(&self) -> OrderIndexStyle {
+        OrderIndexStyle::GeneratedColumns
+    }
+
+    /// `DROP INDEX i ON t`: index names are per table.
+    fn drop_index(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        drop_index_on_table(self, w, table, index);
+    }
+
+    /// `sys.indexes` of the table's object id (the bracketed name is bound).
+    fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        let mut quoted = SqlWriter::new(self);
+        quoted.table(table);
+        w.push("SELECT name AS name FROM sys.indexes WHERE object_id = OBJECT_ID(")
+            .bind(quoted.finish().sql)
+            .push(") AND name = ")
+            .bind(index);
     }
 
     // `SELECT DISTINCT` (the default) over the (priority, execution_time) index: SQL Server has
@@ -161,5 +192,57 @@ impl Dialect for MssqlDialect {
     /// `DATETIME2` values, which SQL Server converts to offset +00:00.
     fn timestamp_types(&self) -> &'static [&'static str] {
         &["datetime2", "datetimeoffset"]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docket_core::ordering::Direction;
+
+    fn render(key: &CustomKey, ddl: bool) -> String {
+        let mut w = if ddl {
+            SqlWriter::for_ddl(&MssqlDialect)
+        } else {
+            SqlWriter::new(&MssqlDialect)
+        };
+        MssqlDialect.json_attribute(&mut w, key);
+        if ddl {
+            w.finish_ddl().expect("a literal path").sql
+        } else {
+            w.finish().sql
+        }
+    }
+
+    #[test]
+    fn keys_are_json_value_bound_in_queries_and_literal_in_ddl() {
+        let team = CustomKey::new("team", KeyType::Text, Direction::Asc).unwrap();
+        assert_eq!(
+            render(&team, false),
+            "CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), JSON_VALUE(custom_attributes, @P1) \
+             COLLATE Latin1_General_100_BIN2_UTF8))"
+        );
+        let score = CustomKey::new("score", KeyType::Number, Direction::Desc).unwrap();
+        assert_eq!(
+            render(&score, true),
+            r#"TRY_CAST(JSON_VALUE(custom_attributes, '$."score"') AS DECIMAL(38, 10))"#
+        );
+        // Indexable: no subquery, no table-valued function, no FLOAT, no MAX type.
+        for sql in [render(&team, true), render(&score, true)] {
+            for banned in ["SELECT", "OPENJSON", "FLOAT", "MAX"] {
+                assert!(!sql.contains(banned), "{banned} in {sql}");
+            }
+        }
+    }
+
+    /// Five text keys (value and missing flag each) and the index's other columns fit the
+    /// 1,700-byte key of a nonclustered index: task_name NVARCHAR(100), assignable BIT,
+    /// priority SMALLINT, record_date DATETIME2(6), record_order BIGINT.
+    #[test]
+    fn text_keys_fit_the_index_key() {
+        assert!(TEXT_KEY_HEAD.contains(&format!("VARBINARY({TEXT_KEY_BYTES})")));
+        assert!(TEXT_KEY_HEAD.contains(&format!("VARCHAR({TEXT_KEY_BYTES})")));
+        let others = 200 + 1 + 2 + 8 + 8;
+        assert!(others + 5 * (TEXT_KEY_BYTES + 4) <= 1700);
     }
 }

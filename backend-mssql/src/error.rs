@@ -6,6 +6,30 @@ use thiserror::Error;
 /// SQL Server duplicate key in a unique index (2601) or constraint (2627).
 const DUPLICATE_KEY: [u32; 2] = [2601, 2627];
 
+/// SQL Server error 547: a statement conflicted with a CHECK (or FOREIGN KEY) constraint. In
+/// docket's schema only the `ISJSON` check on `custom_attributes` can raise it.
+const CONSTRAINT_CONFLICT: u32 = 547;
+
+/// What a server error's number means to the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ServerErrorKind {
+    /// [`StoreError::Duplicate`].
+    Duplicate,
+    /// [`StoreError::CheckViolation`].
+    Check,
+    /// [`StoreError::Database`].
+    Other,
+}
+
+/// The kind of the server error numbered `code`.
+fn server_error_kind(code: u32) -> ServerErrorKind {
+    match code {
+        c if DUPLICATE_KEY.contains(&c) => ServerErrorKind::Duplicate,
+        CONSTRAINT_CONFLICT => ServerErrorKind::Check,
+        _ => ServerErrorKind::Other,
+    }
+}
+
 /// What can go wrong below the store.
 #[derive(Debug, Error)]
 pub enum MssqlError {
@@ -38,33 +62,34 @@ impl MssqlError {
         matches!(self, MssqlError::Driver(tiberius::error::Error::Server(_)))
     }
 
-    /// True for a duplicate-key error (2601, 2627).
-    fn is_duplicate_key(&self) -> bool {
+    /// The kind of a server error; `None` below SQL.
+    fn server_error_kind(&self) -> Option<ServerErrorKind> {
         match self {
             MssqlError::Driver(tiberius::error::Error::Server(e)) => {
-                DUPLICATE_KEY.contains(&e.code())
+                Some(server_error_kind(e.code()))
             }
-            _ => false,
+            _ => None,
         }
     }
 }
 
-/// A duplicate key is [`StoreError::Duplicate`], another server error
-/// [`StoreError::Database`], anything below SQL (I/O, protocol, TLS, login, the pool)
-/// [`StoreError::Connection`].
+/// A duplicate key (2601, 2627) is [`StoreError::Duplicate`], a CHECK conflict (547)
+/// [`StoreError::CheckViolation`], another server error [`StoreError::Database`], anything
+/// below SQL (I/O, protocol, TLS, login, the pool) [`StoreError::Connection`].
 impl From<MssqlError> for StoreError {
     fn from(e: MssqlError) -> Self {
-        if e.is_duplicate_key() {
-            return StoreError::Duplicate {
-                source: Box::new(e),
-            };
-        }
-        match e {
-            MssqlError::Migration { .. } => StoreError::Migration {
+        match (e.server_error_kind(), &e) {
+            (Some(ServerErrorKind::Duplicate), _) => StoreError::Duplicate {
                 source: Box::new(e),
             },
-            MssqlError::Driver(tiberius::error::Error::Server(_)) => StoreError::database(e),
-            _ => StoreError::connection(e),
+            (Some(ServerErrorKind::Check), _) => StoreError::CheckViolation {
+                source: Box::new(e),
+            },
+            (Some(ServerErrorKind::Other), _) => StoreError::database(e),
+            (None, MssqlError::Migration { .. }) => StoreError::Migration {
+                source: Box::new(e),
+            },
+            (None, _) => StoreError::connection(e),
         }
     }
 }
@@ -73,8 +98,18 @@ impl From<MssqlError> for StoreError {
 mod tests {
     use super::*;
 
-    // tiberius has no public constructor for a server error, so 2627/2601 are exercised only
-    // against a server; below SQL everything is a connection error.
+    // tiberius has no public constructor for a server error: the numbers are classified
+    // here, and the wrapping of a real server error only against a server.
+    #[test]
+    fn server_error_numbers_by_kind() {
+        assert_eq!(server_error_kind(2627), ServerErrorKind::Duplicate);
+        assert_eq!(server_error_kind(2601), ServerErrorKind::Duplicate);
+        assert_eq!(server_error_kind(547), ServerErrorKind::Check);
+        for other in [208, 1934, 2628, 8152, 50000] {
+            assert_eq!(server_error_kind(other), ServerErrorKind::Other, "{other}");
+        }
+    }
+
     #[test]
     fn failures_below_sql_are_connection_errors() {
         let io = MssqlError::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));

@@ -18,8 +18,11 @@
 //! - **Keys** are `NVARCHAR` in a binary collation (`Latin1_General_100_BIN2`).
 //! - **Work queue** (migrations `0003_ordering`, `0004_work_queue`): `next_for` reads candidates
 //!   without locks, then locks one by key `WITH (UPDLOCK, READPAST, ROWLOCK)`; custom keys are
-//!   read with `OPENJSON` from an `NVARCHAR(MAX)` column checked with `ISJSON`. Golden-tested
-//!   and parsed only; not yet run against a server.
+//!   read with `JSON_VALUE` from an `NVARCHAR(MAX)` column checked with `ISJSON`, and a custom
+//!   order is indexed through computed columns of the same expressions (every connection
+//!   sets the `SET` options such an index needs). JSON the check refuses at intake is
+//!   [`StoreError::RejectedItem`](docket_core::StoreError) naming the item. Golden-tested and
+//!   parsed only; not yet run against a server.
 //!
 //! URLs: `mssql://host:port;database=app;user=sa;password=...;trustServerCertificate=true`
 //! (the JDBC connection-string syntax after the scheme; `sqlserver://` works too).
@@ -40,7 +43,7 @@ mod migrate;
 mod session;
 
 pub use connect::{connect, connect_with, parse_url, MssqlConnector, MssqlOptions};
-pub use dialect::MssqlDialect;
+pub use dialect::{MssqlDialect, TEXT_KEY_BYTES};
 pub use error::MssqlError;
 pub use explain::explain_plan;
 pub use migrate::{migrate, MIGRATIONS, VERSION_TABLE};

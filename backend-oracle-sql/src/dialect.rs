@@ -4,6 +4,15 @@ use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
+/// Bytes of a text (or timestamp) custom key that Oracle reads (`RETURNING VARCHAR2(1000)`):
+/// a custom order's index on five text keys, with their missing flags and the index's other
+/// columns, stays within the 6,398-byte index key of an 8 KB block (ORA-01450 otherwise, at
+/// `CREATE INDEX`, from the declared sizes).
+pub const TEXT_KEY_BYTES: usize = 1000;
+
+/// [`TEXT_KEY_BYTES`] as the `RETURNING` type (statement text is a constant).
+const TEXT_KEY_TYPE: &str = "VARCHAR2(1000)";
+
 /// The Oracle (19c+, 23ai) dialect.
 ///
 /// - `:1, :2, ...` placeholders, `"double-quoted"` table names. Quoted names are
@@ -61,6 +70,29 @@ impl Dialect for OracleDialect {
         format!("{column} DESC NULLS LAST")
     }
 
+    /// Plain `DESC`: Oracle's `CREATE INDEX` takes no `NULLS LAST` (ORA-00907), and a `DESC`
+    /// key keeps NULL first. With priority on, a custom order's index then narrows the read
+    /// to the type's open items, which are sorted, as with migration 0004's priority index.
+    fn index_desc_nulls_last(&self, column: &str) -> String {
+        format!("{column} DESC")
+    }
+
+    /// One row per `INSERT ... VALUES`: Oracle before 23ai has no multi-row `VALUES`
+    /// (ORA-00933), so work-queue intake inserts item by item.
+    fn max_insert_rows(&self) -> usize {
+        1
+    }
+
+    /// `ALL_INDEXES`: the index and table names as quoted (case kept).
+    fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+        w.push("SELECT index_name AS name FROM all_indexes WHERE table_owner = ")
+            .schema_of(table)
+            .push(" AND table_name = ")
+            .bind(table.table())
+            .push(" AND index_name = ")
+            .bind(index);
+    }
+
     fn row_locator(&self) -> Option<&'static str> {
         Some("ROWID")
     }
@@ -73,20 +105,26 @@ impl Dialect for OracleDialect {
         "SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')"
     }
 
-    /// `JSON_VALUE(custom_attributes, '$."name".stringOnly()' RETURNING VARCHAR2(4000))`, or
+    /// `JSON_VALUE(custom_attributes, '$."name".stringOnly()' RETURNING VARCHAR2(1000))`, or
     /// `numberOnly()` `RETURNING NUMBER`: the item method makes a value of another JSON type an
     /// error, which JSON_VALUE's default `NULL ON ERROR` turns into missing, as on the other
     /// backends. Numbers are exact to 38 digits; text (and timestamps, UTC text normalized at
     /// intake) sorts by the session's `NLS_SORT`, which every pooled connection sets to
     /// `BINARY` (UTF-8 byte order, code point order in an AL32UTF8 database). Limits: a text
-    /// value over 4,000 bytes and an empty string (NULL in Oracle) read as missing.
+    /// value over 1,000 bytes ([`TEXT_KEY_BYTES`]) and an empty string (NULL in Oracle) read
+    /// as missing.
+    ///
+    /// The same expressions are a custom order's function-based index (JSON_VALUE is a
+    /// deterministic built-in), which Oracle uses where a query's expression is the indexed
+    /// one, path and `RETURNING` type included; a B-tree index holds text in binary order, so
+    /// only a `BINARY` `NLS_SORT` (set on every connection) can take an `ORDER BY` from it.
     ///
     /// The path is a literal: Oracle's JSON_VALUE takes only a text literal as its path (no
     /// bind), the one place docket writes a caller's word into SQL. The name in it is an [`AttributeName`](docket_core::AttributeName), validated as
     /// `[A-Za-z_][A-Za-z0-9_]*`, so it cannot end the quoted step or the literal.
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
         let (method, returning) = match key.kind {
-            KeyType::Text | KeyType::Timestamp => ("stringOnly", "VARCHAR2(4000)"),
+            KeyType::Text | KeyType::Timestamp => ("stringOnly", TEXT_KEY_TYPE),
             KeyType::Number => ("numberOnly", "NUMBER"),
         };
         w.push("JSON_VALUE(custom_attributes, '")
@@ -139,5 +177,54 @@ impl Dialect for OracleDialect {
     /// ZONE` column (db-scheduler's Oracle DDL) would read in the session time zone.
     fn timestamp_types(&self) -> &'static [&'static str] {
         &["timestamp"]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docket_core::dialect::Statements;
+    use docket_core::ordering::Direction;
+    use docket_core::OrderingPolicy;
+
+    /// Five text keys (value and missing flag each, a flag is a NUMBER of up to 22 bytes) and
+    /// the index's other columns fit the 6,398-byte key of an 8 KB block: task_name
+    /// VARCHAR2(100 CHAR) (400 bytes in AL32UTF8), assignable, priority, record_order as
+    /// NUMBER, record_date TIMESTAMP(6) (11 bytes).
+    #[test]
+    fn text_keys_fit_the_index_key() {
+        assert_eq!(TEXT_KEY_TYPE, format!("VARCHAR2({TEXT_KEY_BYTES})"));
+        let others = 400 + 3 * 22 + 11;
+        assert!(others + 5 * (TEXT_KEY_BYTES + 22) <= 6398);
+    }
+
+    #[test]
+    fn intake_inserts_one_item_per_statement() {
+        let table = TableName::parse("jobs").unwrap();
+        let s = Statements::new(&OracleDialect, table, OrderingPolicy::default());
+        assert_eq!(s.item_rows_per_insert(), 1);
+    }
+
+    #[test]
+    fn the_order_index_has_no_nulls_last() {
+        let table = TableName::parse("jobs").unwrap();
+        let policy = OrderingPolicy {
+            priority: true,
+            ..OrderingPolicy::default()
+        };
+        let s = Statements::new(&OracleDialect, table, policy);
+        let key = CustomKey::new("team", KeyType::Text, Direction::Asc).unwrap();
+        let index = s.order_index(&[key]).unwrap();
+        assert!(
+            index.create.sql.contains("priority DESC,"),
+            "{}",
+            index.create.sql
+        );
+        assert!(!index.create.sql.contains("NULLS"), "{}", index.create.sql);
+        assert!(
+            index.exists.sql.contains("all_indexes"),
+            "{}",
+            index.exists.sql
+        );
     }
 }

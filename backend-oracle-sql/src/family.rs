@@ -24,6 +24,10 @@ use docket_diesel::{db, Cells, Family, Query};
 /// ORA-00001: unique constraint violated.
 const UNIQUE_VIOLATION: i32 = 1;
 
+/// ORA-02290: check constraint violated (in docket's schema, only the `IS JSON` check on
+/// `custom_attributes`).
+const CHECK_VIOLATION: i32 = 2290;
+
 /// Oracle errors that mean the session is gone: ORA-00028 (session killed), ORA-01012 (not
 /// logged on), ORA-02396 (idle time exceeded), ORA-03113 (end-of-file on communication
 /// channel), ORA-03114 (not connected), ORA-03135 (connection lost contact), ORA-12537 and
@@ -98,6 +102,9 @@ impl Family for OracleFamily {
             Some(UNIQUE_VIOLATION) => StoreError::Duplicate {
                 source: Box::new(e),
             },
+            Some(CHECK_VIOLATION) => StoreError::CheckViolation {
+                source: Box::new(e),
+            },
             Some(c) if dpi_closed || SESSION_LOST.contains(&c) => StoreError::connection(e),
             _ => db(e),
         }
@@ -132,7 +139,7 @@ mod tests {
     }
 
     #[test]
-    fn ora_00001_is_a_duplicate_and_a_lost_session_a_connection_error() {
+    fn ora_00001_is_a_duplicate_ora_02290_a_check_and_a_lost_session_a_connection_error() {
         let e = OracleFamily::error(ora(
             1,
             "ORA-00001: unique constraint (DOCKET.jobs_pk) violated",
@@ -140,6 +147,11 @@ mod tests {
         assert!(matches!(e, StoreError::Duplicate { .. }), "{e}");
         let e = OracleFamily::error(ora(3113, "ORA-03113: end-of-file on communication channel"));
         assert!(matches!(e, StoreError::Connection { .. }), "{e}");
+        let e = OracleFamily::error(ora(
+            2290,
+            "ORA-02290: check constraint (DOCKET.jobs_custom_attributes_json) violated",
+        ));
+        assert!(matches!(e, StoreError::CheckViolation { .. }), "{e}");
         let e = OracleFamily::error(ora(942, "ORA-00942: table or view does not exist"));
         assert!(matches!(e, StoreError::Database { .. }), "{e}");
     }

@@ -19,8 +19,12 @@
 //! - **Booleans** are `NUMBER(1)`; diesel-oci binds `true`/`false` as 1/0.
 //! - **Work queue** (migrations `0003_ordering`, `0004_work_queue`): `next_for` reads candidates
 //!   without locks, then locks one by key with `FOR UPDATE SKIP LOCKED`; custom keys are read
-//!   with `JSON_VALUE ... RETURNING` from a `CLOB` column checked `IS JSON`; sessions sort with
-//!   `NLS_SORT = BINARY`. Golden-tested and parsed only; not yet run against a server.
+//!   with `JSON_VALUE ... RETURNING` from a `CLOB` column checked `IS JSON` (a custom order is
+//!   indexed by a function-based index on the same expressions); sessions sort with
+//!   `NLS_SORT = BINARY`. JSON the check refuses at intake (ORA-02290) is
+//!   [`StoreError::RejectedItem`](docket_core::StoreError) naming the item. Intake inserts one
+//!   item per statement (no multi-row `VALUES` before 23ai). Golden-tested and parsed only;
+//!   not yet run against a server.
 //! - **Run time.** The `oracle` crate under diesel-oci loads the Oracle client library (OCI,
 //!   e.g. Instant Client) when the first connection opens; building needs no Oracle software.
 //!
@@ -38,7 +42,7 @@ mod family;
 mod migrate;
 
 pub use connect::{connect, connect_with, OracleConnector, OracleOptions};
-pub use dialect::OracleDialect;
+pub use dialect::{OracleDialect, TEXT_KEY_BYTES};
 pub use explain::explain_plan;
 pub use family::OracleFamily;
 pub use migrate::{migrate, MIGRATIONS};

@@ -586,8 +586,10 @@ impl Fairness {
             shares.join(" "),
             self.first_low.map_or("never".to_owned(), |p| p.to_string()),
             self.longest_wait.num_seconds(),
-            self.bound
-                .map_or("none: strict".to_owned(), |b| format!("{} s", b.num_seconds()))
+            self.bound.map_or("none: strict".to_owned(), |b| format!(
+                "{} s",
+                b.num_seconds()
+            ))
         )
     }
 

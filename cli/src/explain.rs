@@ -17,8 +17,9 @@ pub struct Args {
     /// Render with the priority toggle on.
     #[arg(long)]
     priority: bool,
-    /// Print every statement the dialect can emit, not only the due-queries (the work-queue
-    /// statements too, FIFO and a sample custom order, where the backend runs the queue).
+    /// Print every statement the dialect can emit, not only the due-queries (where the backend
+    /// runs the work queue, its statements too: FIFO and a sample custom order, intake, and
+    /// the DDL of that order's index).
     #[arg(long)]
     all: bool,
     /// Also print the database's plan for the due-queries (PostgreSQL: EXPLAIN (ANALYZE,
@@ -97,6 +98,20 @@ fn describe(name: &str) -> &'static str {
         }
         "item_list_fifo" => "work queue: list_for; also the two-step claim's unlocked candidate read",
         "item_lock_one" => "work queue, two-step claim: lock one candidate by key",
+        "item_insert_rows" => "work-queue intake: many items per statement, in chunks",
+        "item_ids_present" => "work-queue intake: which ids of a chunk the table has (names a duplicate)",
+        "item_counts" => "work queue: items and open items per task type",
+        "item_next_custom_indexed" | "item_list_custom_indexed" | "item_lock_one_indexed" => {
+            "work queue: the custom order sorted by its index's generated columns (once `docket index` made them)"
+        }
+        "create_index" => "custom-order index (`docket index`): the index",
+        "index_exists" => "custom-order index: does it exist",
+        "drop_index" => "custom-order index (`docket index --drop`): drop it",
+        _ if name.starts_with("add_column ") => {
+            "custom-order index: a generated column it holds, added first"
+        }
+        _ if name.starts_with("drop_column ") => "custom-order index: drop a generated column",
+        _ if name.starts_with("column_exists ") => "custom-order index: does a generated column exist",
         "insert_many" => "bulk enqueue: many rows per statement, in chunks",
         "delete_versions" => "batched completion: remove finished one-time executions, fenced",
         "update_versions" => "batched completion: reschedule or retry, per-row values, fenced",
@@ -131,6 +146,19 @@ fn print_statement(name: &str, r: &Rendered) -> Result<(), CliError> {
     say!("{}", r.sql);
     say!(";");
     Ok(())
+}
+
+/// The statements of streaming intake and of indexed custom orders that the backend sends:
+/// the multi-row item insert only where the dialect inserts more than one item per statement
+/// (Oracle inserts one, with `item_insert`).
+fn queue_scale_statements(
+    statements: &Statements<'_>,
+) -> Result<Vec<(&'static str, Rendered)>, CliError> {
+    let mut scale = statements.queue_scale_catalogue()?;
+    if statements.item_rows_per_insert() == 1 {
+        scale.retain(|(name, _)| *name != "item_insert_rows");
+    }
+    Ok(scale)
 }
 
 /// Runs `docket explain`.
@@ -171,6 +199,12 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     if args.all && backend.dialect().capabilities().work_queue {
         for (name, rendered) in statements.queue_catalogue() {
             print_statement(name, &rendered)?;
+        }
+        for (name, rendered) in queue_scale_statements(&statements)? {
+            print_statement(name, &rendered)?;
+        }
+        for (name, rendered) in statements.order_index_catalogue()? {
+            print_statement(&name, &rendered)?;
         }
     }
     if let Some(url) = &args.database_url {

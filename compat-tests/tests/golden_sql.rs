@@ -8,9 +8,7 @@
 //! Oracle parser reads `:1`-style binds as placeholders too; both are parsed verbatim, with no
 //! textual substitution.
 
-use docket_core::dialect::{
-    Dialect, LockAndFetch, OrderIndexStyle, Rendered, SqlWriter, Statements,
-};
+use docket_core::dialect::{Dialect, LockAndFetch, Rendered, SqlWriter, Statements};
 use docket_core::migrate::{plan, split_statements, MigrationFile};
 use docket_core::store::sql::AdoptPlan;
 use docket_core::{OrderingPolicy, TableName};
@@ -202,6 +200,100 @@ fn oracle_statements_parse_as_oracle_sql() {
     parse_catalogue(&docket_oracle::OracleDialect, &OracleDialect {});
 }
 
+/// T-SQL's reserved keywords (SQL Server refuses one as a bare identifier; sqlparser reads it).
+const TSQL_RESERVED: &str =
+    "ADD ALL ALTER AND ANY AS ASC AUTHORIZATION BACKUP BEGIN BETWEEN BREAK BROWSE BULK BY \
+    CASCADE CASE CHECK CHECKPOINT CLOSE CLUSTERED COALESCE COLLATE COLUMN COMMIT COMPUTE \
+    CONSTRAINT CONTAINS CONTAINSTABLE CONTINUE CONVERT CREATE CROSS CURRENT CURRENT_DATE \
+    CURRENT_TIME CURRENT_TIMESTAMP CURRENT_USER CURSOR DATABASE DBCC DEALLOCATE DECLARE \
+    DEFAULT DELETE DENY DESC DISK DISTINCT DISTRIBUTED DOUBLE DROP DUMP ELSE END ERRLVL ESCAPE \
+    EXCEPT EXEC EXECUTE EXISTS EXIT EXTERNAL FETCH FILE FILLFACTOR FOR FOREIGN FREETEXT \
+    FREETEXTTABLE FROM FULL FUNCTION GOTO GRANT GROUP HAVING HOLDLOCK IDENTITY IDENTITY_INSERT \
+    IDENTITYCOL IF IN INDEX INNER INSERT INTERSECT INTO IS JOIN KEY KILL LEFT LIKE LINENO LOAD \
+    MERGE NATIONAL NOCHECK NONCLUSTERED NOT NULL NULLIF OF OFF OFFSETS ON OPEN OPENDATASOURCE \
+    OPENQUERY OPENROWSET OPENXML OPTION OR ORDER OUTER OVER PERCENT PIVOT PLAN PRECISION \
+    PRIMARY PRINT PROC PROCEDURE PUBLIC RAISERROR READ READTEXT RECONFIGURE REFERENCES \
+    REPLICATION RESTORE RESTRICT RETURN REVERT REVOKE RIGHT ROLLBACK ROWCOUNT ROWGUIDCOL RULE \
+    SAVE SCHEMA SECURITYAUDIT SELECT SESSION_USER SET SETUSER SHUTDOWN SOME STATISTICS \
+    SYSTEM_USER TABLE TABLESAMPLE TEXTSIZE THEN TO TOP TRAN TRANSACTION TRIGGER TRUNCATE \
+    TRY_CONVERT TSEQUAL UNION UNIQUE UNPIVOT UPDATE UPDATETEXT USE USER VALUES VARYING VIEW \
+    WAITFOR WHEN WHERE WHILE WITH WRITETEXT";
+
+/// Oracle's reserved words (V$RESERVED_WORDS with RESERVED = 'Y').
+const ORACLE_RESERVED: &str =
+    "ACCESS ADD ALL ALTER AND ANY AS ASC AUDIT BETWEEN BY CHAR CHECK CLUSTER COLUMN COMMENT \
+    COMPRESS CONNECT CREATE CURRENT DATE DECIMAL DEFAULT DELETE DESC DISTINCT DROP ELSE \
+    EXCLUSIVE EXISTS FILE FLOAT FOR FROM GRANT GROUP HAVING IDENTIFIED IMMEDIATE IN INCREMENT \
+    INDEX INITIAL INSERT INTEGER INTERSECT INTO IS LEVEL LIKE LOCK LONG MAXEXTENTS MINUS \
+    MLSLABEL MODE MODIFY NOAUDIT NOCOMPRESS NOT NOWAIT NULL NUMBER OF OFFLINE ON ONLINE OPTION \
+    OR ORDER PCTFREE PRIOR PUBLIC RAW RENAME RESOURCE REVOKE ROW ROWID ROWNUM ROWS SELECT \
+    SESSION SET SHARE SIZE SMALLINT START SUCCESSFUL SYNONYM SYSDATE TABLE THEN TO TRIGGER UID \
+    UNION UNIQUE UPDATE USER VALIDATE VALUES VARCHAR VARCHAR2 VIEW WHENEVER WHERE WITH";
+
+/// Every statement a dialect renders (the catalogue, the work queue, streaming intake and the
+/// custom-order index), priority off and on.
+fn every_statement(dialect: &'static dyn Dialect) -> Vec<(String, Rendered)> {
+    let mut all = Vec::new();
+    for priority in [false, true] {
+        let s = Statements::new(dialect, table(), policy(priority));
+        let named = s
+            .catalogue()
+            .into_iter()
+            .chain(s.queue_catalogue())
+            .chain(s.queue_scale_catalogue().expect("renders"));
+        all.extend(named.map(|(n, r)| (n.to_owned(), r)));
+        all.extend(s.order_index_catalogue().expect("renders"));
+    }
+    all
+}
+
+/// No alias (docket writes them bare, in lower case: ` AS name`) is a reserved word of SQL
+/// Server or Oracle, which sqlparser reads but the servers refuse (`SUM(...) AS open` was one).
+#[test]
+fn mssql_and_oracle_aliases_are_not_reserved_words() {
+    for (dialect, reserved) in [
+        (
+            &docket_mssql::MssqlDialect as &'static dyn Dialect,
+            TSQL_RESERVED,
+        ),
+        (&docket_oracle::OracleDialect, ORACLE_RESERVED),
+    ] {
+        let mut aliases = 0;
+        for (name, r) in every_statement(dialect) {
+            for (_, after) in r
+                .sql
+                .match_indices(" AS ")
+                .map(|(i, _)| r.sql.split_at(i + 4))
+            {
+                let alias: String = after
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if alias.is_empty() {
+                    continue; // a cast's type, a computed column, a CTE body
+                }
+                aliases += 1;
+                assert!(
+                    !reserved
+                        .split_whitespace()
+                        .any(|w| w == alias.to_ascii_uppercase()),
+                    "{} {name}: alias {alias} is a reserved word\n{}",
+                    dialect.name(),
+                    r.sql
+                );
+            }
+        }
+        assert!(
+            aliases > 10,
+            "{}: only {aliases} aliases seen",
+            dialect.name()
+        );
+    }
+    // The check finds one.
+    assert!(TSQL_RESERVED.split_whitespace().any(|w| w == "OPEN"));
+    assert!(ORACLE_RESERVED.split_whitespace().any(|w| w == "LEVEL"));
+}
+
 fn migrations(files: &[MigrationFile], dialect: &dyn Dialect) -> String {
     let mut out = String::new();
     for m in plan(files, dialect, &table(), None).expect("plan") {
@@ -312,9 +404,9 @@ fn queue_statements() {
     }
 }
 
-/// SQL Server reads custom keys with OPENJSON, Oracle with JSON_VALUE ... RETURNING, each key
-/// by a typed read that leaves values of another JSON type missing; Oracle's keyed lock carries
-/// no row limit.
+/// SQL Server reads custom keys with JSON_VALUE (the path bound), as UTF-8 bytes or an exact
+/// DECIMAL; Oracle with JSON_VALUE ... RETURNING and an item method that leaves values of
+/// another JSON type missing; Oracle's keyed lock carries no row limit.
 #[test]
 fn queue_custom_keys_per_dialect() {
     let lock_one = |dialect: &'static dyn Dialect| {
@@ -327,7 +419,10 @@ fn queue_custom_keys_per_dialect() {
     };
     let mssql = lock_one(&docket_mssql::MssqlDialect);
     assert!(
-        mssql.contains("FROM OPENJSON(custom_attributes) j WHERE j.[key] = @P"),
+        mssql.contains("TRY_CAST(JSON_VALUE(custom_attributes, @P")
+            && mssql.contains(
+                "CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), JSON_VALUE(custom_attributes, @P"
+            ),
         "{mssql}"
     );
     assert!(
@@ -337,7 +432,7 @@ fn queue_custom_keys_per_dialect() {
     let oracle = lock_one(&docket_oracle::OracleDialect);
     assert!(
         oracle.contains(
-            r#"JSON_VALUE(custom_attributes, '$."team".stringOnly()' RETURNING VARCHAR2(4000))"#
+            r#"JSON_VALUE(custom_attributes, '$."team".stringOnly()' RETURNING VARCHAR2(1000))"#
         ),
         "{oracle}"
     );
@@ -428,7 +523,8 @@ fn render_all(statements: Vec<(impl AsRef<str>, Rendered)>) -> String {
 
 /// Streaming intake (the multi-row insert, the id check, the item counts) and the index of a
 /// two-key custom order (its DDL, and where the dialect indexes with generated columns the
-/// queries that sort by them), for the backends that run the queue, priority off and on.
+/// queries that sort by them), for the backends that run the queue here, priority off and on
+/// (SQL Server's and Oracle's: `mssql_and_oracle_scale_statements`).
 #[test]
 fn queue_scale_statements() {
     for dialect in &dialects()[..3] {
@@ -446,42 +542,28 @@ fn queue_scale_statements() {
     }
 }
 
-/// SQL Server as its dialect will state it once its work queue lands (branch `mssql-oracle`):
-/// a custom order is indexed through computed columns, and `DROP INDEX` names the table. Every
-/// other fact is `MssqlDialect`'s.
-#[derive(Debug)]
-struct MssqlComputedColumns;
-
-impl Dialect for MssqlComputedColumns {
-    fn name(&self) -> &'static str {
-        docket_mssql::MssqlDialect.name()
-    }
-    fn capabilities(&self) -> docket_core::dialect::Capabilities {
-        docket_mssql::MssqlDialect.capabilities()
-    }
-    fn placeholder(&self, n: usize) -> String {
-        docket_mssql::MssqlDialect.placeholder(n)
-    }
-    fn quote_ident(&self, ident: &str) -> String {
-        docket_mssql::MssqlDialect.quote_ident(ident)
-    }
-    fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &docket_core::CustomKey) {
-        docket_mssql::MssqlDialect.json_attribute(w, key);
-    }
-    fn order_index_style(&self) -> OrderIndexStyle {
-        OrderIndexStyle::GeneratedColumns
-    }
-    fn drop_index(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        docket_core::dialect::order_index::drop_index_on_table(self, w, table, index);
-    }
+/// `expr` of T-SQL's `ALTER TABLE t ADD [c] AS (expr)`, which sqlparser 0.64 does not read,
+/// as a select list item it does: `SELECT (expr) AS [c] FROM t`.
+fn computed_column_as_select(sql: &str) -> String {
+    let (head, expr) = sql
+        .split_once(" AS (")
+        .unwrap_or_else(|| panic!("a computed column: {sql}"));
+    let (table, column) = head
+        .strip_prefix("ALTER TABLE ")
+        .and_then(|rest| rest.split_once(" ADD "))
+        .unwrap_or_else(|| panic!("ALTER TABLE t ADD c: {sql}"));
+    let expr = expr
+        .strip_suffix(')')
+        .unwrap_or_else(|| panic!("ends the expression: {sql}"));
+    format!("SELECT ({expr}) AS {column} FROM {table}")
 }
 
 /// The index of a custom order on SQL Server (computed columns over `JSON_VALUE`, then an
 /// index on them) and Oracle (a function-based index on the `JSON_VALUE` expressions), golden
-/// and parsed; neither runs the queue on the build machines.
+/// and parsed, existence checks included; neither runs the queue on the build machines.
 #[test]
 fn order_index_mssql_and_oracle() {
-    let mssql = MssqlComputedColumns;
+    let mssql = docket_mssql::MssqlDialect;
     let oracle = docket_oracle::OracleDialect;
     for (dialect, parser, name) in [
         (
@@ -509,22 +591,167 @@ fn order_index_mssql_and_oracle() {
         );
         for (what, r) in &ddl {
             assert!(r.binds.is_empty(), "{what}: DDL takes no binds");
-            // sqlparser 0.64 reads no T-SQL computed column (`ADD c AS (expr)`): its shape is
-            // checked here, the rest is parsed. Known gap (never run on a server): SQL Server
-            // reads custom keys through an OPENJSON subquery, which a computed column may not
-            // hold, so this DDL would be refused there; see docs/DESIGN.md.
             if name == "mssql" && what.starts_with("add_column") {
+                // Indexable: deterministic and precise, no subquery (SQL Server refuses one
+                // in a computed column), no FLOAT, no MAX type as an index key.
                 assert!(
                     r.sql.starts_with("ALTER TABLE [app].[jobs] ADD [ord_")
-                        && r.sql.contains("] AS (")
-                        && r.sql.contains("OPENJSON(custom_attributes)"),
+                        && r.sql.contains("JSON_VALUE(custom_attributes, '$.\"")
+                        && !r.sql.contains("PERSISTED"),
                     "{}",
                     r.sql
+                );
+                for banned in ["SELECT", "OPENJSON", "FLOAT", "MAX)"] {
+                    assert!(!r.sql.contains(banned), "{banned}: {}", r.sql);
+                }
+                parse(
+                    parser,
+                    &format!("{name} {what}"),
+                    &computed_column_as_select(&r.sql),
                 );
                 continue;
             }
             parse(parser, &format!("{name} {what}"), &r.sql);
         }
+        assert_eq!(
+            index.columns.is_empty(),
+            name == "oracle",
+            "SQL Server indexes computed columns, Oracle the expressions"
+        );
+        let mut exists = vec![("index_exists".to_owned(), index.exists.clone())];
+        exists.extend(
+            index
+                .columns
+                .iter()
+                .map(|c| (format!("column_exists {}", c.name), c.exists.clone())),
+        );
+        for (what, r) in &exists {
+            placeholders_match(dialect, what, r);
+            parse(parser, &format!("{name} {what}"), &r.sql);
+        }
+        ddl.extend(exists);
         insta::assert_snapshot!(format!("order_index_{name}"), render_all(ddl));
     }
+}
+
+/// The custom order's `ORDER BY` of the unindexed queries is the indexed expressions: the
+/// sort and the index agree (SQL Server sorts by the computed columns once they exist, Oracle
+/// matches the function-based index by its expressions).
+#[test]
+fn mssql_and_oracle_sort_by_the_indexed_expressions() {
+    for dialect in [
+        &docket_mssql::MssqlDialect as &dyn Dialect,
+        &docket_oracle::OracleDialect,
+    ] {
+        let statements = Statements::new(dialect, table(), policy(false));
+        let index = statements
+            .order_index(&docket_core::dialect::queue::sample_custom_keys())
+            .expect("renders");
+        // The catalogue's custom-order read (`item_eligible`, as `list_for` and the two-step
+        // claim's candidate read sort).
+        let list = statements
+            .queue_catalogue()
+            .into_iter()
+            .find(|(n, _)| *n == "item_next_custom")
+            .map(|(_, r)| r)
+            .expect("item_next_custom");
+        // The query binds the path where the index DDL writes it.
+        let mut sql = list.sql.clone();
+        for (n, value) in list.binds.iter().enumerate().rev() {
+            if let docket_core::dialect::Value::Text(Some(text)) = value {
+                if text.starts_with("$.") {
+                    sql = sql.replace(&dialect.placeholder(n + 1), &format!("'{text}'"));
+                }
+            }
+        }
+        let ddl: String = index
+            .columns
+            .iter()
+            .map(|c| c.add.sql.as_str())
+            .chain([index.create.sql.as_str()])
+            .collect::<Vec<_>>()
+            .join("\n");
+        let expressions: Vec<String> = docket_core::dialect::queue::sample_custom_keys()
+            .iter()
+            .flat_map(|key| {
+                let mut w = SqlWriter::for_ddl(dialect);
+                dialect.json_attribute(&mut w, key);
+                let value = w.finish_ddl().expect("literal path").sql;
+                [
+                    format!("CASE WHEN {value} IS NULL THEN 1 ELSE 0 END"),
+                    value,
+                ]
+            })
+            .collect();
+        for expr in &expressions {
+            assert!(
+                ddl.contains(expr.as_str()),
+                "{}: the index does not hold {expr}\n{ddl}",
+                dialect.name()
+            );
+        }
+        assert_eq!(expressions.len(), 4, "{}: {expressions:?}", dialect.name());
+        let order_by = sql
+            .rsplit_once("ORDER BY ")
+            .map(|(_, order)| order)
+            .unwrap_or_else(|| panic!("{}: no ORDER BY\n{sql}", dialect.name()));
+        for expr in &expressions {
+            assert!(
+                order_by.contains(expr.as_str()),
+                "{}: the query does not sort by {expr}\n{sql}",
+                dialect.name()
+            );
+        }
+    }
+}
+
+/// Streaming intake and the indexed custom-order queries of SQL Server and Oracle, golden
+/// and parsed, priority off and on: SQL Server inserts items with one multi-row `VALUES`
+/// (at most 1,000 rows), Oracle one item per statement (no multi-row `VALUES` before 23ai);
+/// SQL Server's queries of an indexed key set sort by the computed columns. The index DDL is
+/// `order_index_mssql_and_oracle`'s.
+#[test]
+fn mssql_and_oracle_scale_statements() {
+    for (dialect, parser) in [
+        (
+            &docket_mssql::MssqlDialect as &'static dyn Dialect,
+            &MsSqlDialect {} as &dyn sqlparser::dialect::Dialect,
+        ),
+        (&docket_oracle::OracleDialect, &OracleDialect {}),
+    ] {
+        for priority in [false, true] {
+            let s = Statements::new(dialect, table(), policy(priority));
+            let mut scale = s.queue_scale_catalogue().expect("renders");
+            if s.item_rows_per_insert() == 1 {
+                // A backend that inserts one row per statement never sends the two-row one.
+                scale.retain(|(name, _)| *name != "item_insert_rows");
+            }
+            for (name, r) in &scale {
+                placeholders_match(dialect, name, r);
+                parse(parser, &format!("{} {name}", dialect.name()), &r.sql);
+            }
+            let names: Vec<&str> = scale.iter().map(|(n, _)| *n).collect();
+            let indexed = ["item_next_custom_indexed", "item_list_custom_indexed"];
+            assert_eq!(
+                indexed.iter().all(|n| names.contains(n)),
+                dialect.name() == "mssql",
+                "{}: {names:?}",
+                dialect.name()
+            );
+            let toggle = if priority {
+                "priority_on"
+            } else {
+                "priority_off"
+            };
+            insta::assert_snapshot!(
+                format!("queue_scale_{}__{toggle}", dialect.name()),
+                render_all(scale)
+            );
+        }
+    }
+    assert_eq!(
+        Statements::new(&docket_mssql::MssqlDialect, table(), policy(true)).item_rows_per_insert(),
+        142,
+        "2,000 binds / 14 columns"
+    );
 }

@@ -49,6 +49,27 @@ pub enum StoreError {
         #[source]
         source: BoxError,
     },
+    /// A CHECK constraint refused a row (normalized by the sessions that report it: SQL
+    /// Server's error 547, Oracle's ORA-02290). The work queue's intake turns it into
+    /// [`StoreError::RejectedItem`].
+    #[error("check constraint violated: {source}")]
+    CheckViolation {
+        /// The driver's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A work-queue item whose row the database refused by a CHECK constraint: the JSON check
+    /// on `custom_attributes` (SQL Server's `ISJSON`, Oracle's `IS JSON`) rejected its
+    /// attributes. Its batch was rolled back; nothing was inserted.
+    #[error("item {item} of {task}: the database refused its row ({reason}); batch rolled back")]
+    RejectedItem {
+        /// Task type.
+        task: String,
+        /// Item id.
+        item: String,
+        /// What the database said.
+        reason: String,
+    },
     /// A statement expected to return a row returned none.
     #[error("not found: {source}")]
     NotFound {

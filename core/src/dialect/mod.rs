@@ -120,6 +120,13 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         format!("{column} DESC")
     }
 
+    /// `column DESC` with NULLs last as a key of `CREATE INDEX` (a custom order's index).
+    /// Default: [`Dialect::desc_nulls_last`]. Oracle, whose `CREATE INDEX` takes no `NULLS
+    /// LAST`, writes plain `DESC` (its index then narrows the read but cannot give the order).
+    fn index_desc_nulls_last(&self, column: &str) -> String {
+        self.desc_nulls_last(column)
+    }
+
     /// The row-lock clause for claiming due rows without waiting on other claimers. A
     /// single-writer database returns `""` (its write transaction is the lock).
     fn skip_locked_clause(&self) -> &'static str {

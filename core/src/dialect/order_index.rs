@@ -176,7 +176,7 @@ impl Statements<'_> {
         let missing = |v: &str| format!("CASE WHEN {v} IS NULL THEN 1 ELSE 0 END");
         let mut head = vec!["task_name".to_owned(), "assignable".to_owned()];
         if self.policy().priority {
-            head.push(d.desc_nulls_last("priority"));
+            head.push(d.index_desc_nulls_last("priority"));
         }
         let tail = ["record_date".to_owned(), "record_order".to_owned()];
         let values = keys.iter().map(value).collect::<Result<Vec<_>, _>>()?;

@@ -152,12 +152,13 @@ impl Statements<'_> {
         w.finish()
     }
 
-    /// Work-queue items per task type: `task_name`, `items` (all) and `open` (assignable now).
+    /// Work-queue items per task type: `task_name`, `items` (all) and `open_items` (assignable
+    /// now). Not `open`: a reserved keyword in T-SQL, which SQL Server refuses as a bare alias.
     pub fn item_counts(&self) -> Rendered {
         let mut w = SqlWriter::new(self.dialect());
         w.push("SELECT task_name, COUNT(*) AS items, SUM(CASE WHEN assignable = ")
             .bind(true)
-            .push(" THEN 1 ELSE 0 END) AS open FROM ")
+            .push(" THEN 1 ELSE 0 END) AS open_items FROM ")
             .table(self.table())
             .push(" WHERE max_assignments IS NOT NULL GROUP BY task_name ORDER BY task_name");
         w.finish()

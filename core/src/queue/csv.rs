@@ -298,7 +298,8 @@ impl<R: Read> CsvItems<R> {
     /// file: an item id the database already has (from an earlier batch, or earlier in this
     /// file) is [`StoreError::DuplicateItem`] from the insert; an id that repeats one too far
     /// back for the database to name it is [`StoreError::RepeatedItem`] (a range of rows,
-    /// given as lines). Other errors are returned unchanged.
+    /// given as lines); a row the database refused by a CHECK constraint is
+    /// [`StoreError::RejectedItem`]. Other errors are returned unchanged.
     pub fn locate(&self, e: DocketError) -> DocketError {
         match e {
             DocketError::Store(StoreError::RepeatedItem { task, from, to })
@@ -330,6 +331,22 @@ impl<R: Read> CsvItems<R> {
                         ),
                     ),
                     None => DocketError::Store(StoreError::DuplicateItem { task, item }),
+                }
+            }
+            DocketError::Store(StoreError::RejectedItem { task, item, reason })
+                if task == self.intake.task_type() =>
+            {
+                match self.line_of_item(&item) {
+                    Some(line) => csv_error(
+                        line,
+                        ID_COLUMN,
+                        format!(
+                            "the database refused the row of item {} ({reason}); nothing was \
+                             inserted",
+                            shorten(&item)
+                        ),
+                    ),
+                    None => DocketError::Store(StoreError::RejectedItem { task, item, reason }),
                 }
             }
             other => other,
@@ -935,6 +952,29 @@ mod tests {
             ));
         }
         assert_eq!(items.line_of_item("r20"), Some(21));
+        // A row the database's JSON check refused: placed on its line, if recent.
+        let rejected = |item: &str| {
+            DocketError::Store(StoreError::RejectedItem {
+                task: "label".to_owned(),
+                item: item.to_owned(),
+                reason: "check constraint violated".to_owned(),
+            })
+        };
+        match items.locate(rejected(&format!("r{rows}"))) {
+            DocketError::Csv {
+                line,
+                column,
+                reason,
+            } => {
+                assert_eq!((line, column.as_str()), (rows as u64 + 1, "id"));
+                assert!(reason.contains("refused the row"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            items.locate(rejected("r1")),
+            DocketError::Store(StoreError::RejectedItem { .. })
+        ));
         // A repeat the database could not name: the range of rows, as lines.
         let repeated = DocketError::Store(StoreError::RepeatedItem {
             task: "label".to_owned(),

@@ -62,7 +62,8 @@ struct KnownIndex {
 
 /// One database session (a pooled connection, possibly inside a transaction): runs a rendered
 /// statement and returns what the database said, with errors normalized
-/// ([`StoreError::Duplicate`] for a unique-key violation, [`StoreError::Connection`] for a lost
+/// ([`StoreError::Duplicate`] for a unique-key violation, [`StoreError::CheckViolation`] for a
+/// CHECK constraint where the schema has one, [`StoreError::Connection`] for a lost
 /// connection, [`StoreError::Database`] for the rest). Rows are decoded into records once, in
 /// core ([`super::row`]).
 pub trait SqlSession {
@@ -614,7 +615,7 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
             Ok(ItemCount {
                 task_type: r.text("task_name")?,
                 items: r.opt_i64("items")?.unwrap_or(0),
-                open: r.opt_i64("open")?.unwrap_or(0),
+                open: r.opt_i64("open_items")?.unwrap_or(0),
             })
         })
     }
@@ -861,6 +862,9 @@ impl<C: SqlConnector> SqlStore<C> {
                     _ => duplicate,
                 })
             }
+            Err(check @ StoreError::CheckViolation { .. }) => {
+                return Err(rejected_item(s, &self.statements, chunk, check))
+            }
             other => other?,
         };
         if inserted != chunk.len() as u64 {
@@ -908,10 +912,169 @@ fn duplicate_item(key: &ExecutionKey) -> StoreError {
     }
 }
 
+/// The item of `chunk` whose row the database refused by a CHECK constraint (`violation`,
+/// from the chunk's insert) as [`StoreError::RejectedItem`]: the chunk's one row, or else the
+/// first row refused when the rows are inserted again one at a time in the same transaction
+/// (which the caller rolls back: nothing stays inserted). The backends whose columns carry
+/// such a check (SQL Server, Oracle) end only the failed statement, so the transaction can go
+/// on; where it cannot (another error while trying), or no single row is refused, `violation`
+/// is returned as it was.
+fn rejected_item(
+    s: &mut dyn SqlSession,
+    statements: &Statements<'_>,
+    chunk: &[NewItem],
+    violation: StoreError,
+) -> StoreError {
+    let rejected = |row: &NewItem, reason: String| StoreError::RejectedItem {
+        task: row.key.task_name.clone(),
+        item: row.key.task_instance.clone(),
+        reason,
+    };
+    let StoreError::CheckViolation { source } = &violation else {
+        return violation;
+    };
+    if let [row] = chunk {
+        return rejected(row, source.to_string());
+    }
+    for row in chunk {
+        match s.execute(&statements.item_insert(row)) {
+            Ok(_) => {}
+            Err(StoreError::CheckViolation { source }) => return rejected(row, source.to_string()),
+            Err(_) => return violation,
+        }
+    }
+    violation
+}
+
 /// A duplicate-key error as "no row inserted".
 fn absent_if_duplicate(result: Result<u64, StoreError>) -> Result<u64, StoreError> {
     match result {
         Err(StoreError::Duplicate { .. }) => Ok(0),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::{Ansi, Value};
+    use crate::records::RecordKey;
+
+    /// A session whose CHECK refuses rows with `"bad"` in their attributes, statement by
+    /// statement (the transaction goes on, as on SQL Server and Oracle); `broken` fails every
+    /// statement after the first refusal with another error instead.
+    struct Checking {
+        broken: bool,
+        refused: bool,
+        statements: Vec<usize>,
+    }
+
+    impl SqlSession for Checking {
+        fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError> {
+            if self.broken && self.refused {
+                return Err(StoreError::database("current transaction is aborted"));
+            }
+            let rows = stmt.sql.matches("), (").count() + 1;
+            self.statements.push(rows);
+            let bad = stmt
+                .binds
+                .iter()
+                .any(|v| matches!(v, Value::Text(Some(t)) if t.contains("bad")));
+            if bad {
+                self.refused = true;
+                return Err(StoreError::CheckViolation {
+                    source: "The INSERT statement conflicted with the CHECK constraint".into(),
+                });
+            }
+            Ok(rows as u64)
+        }
+
+        fn query(&mut self, _stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn item(id: &str, attributes: &str) -> NewItem {
+        let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
+        NewItem {
+            key: ExecutionKey::new("label", id),
+            data: None,
+            available_at: at,
+            record: RecordKey { order: 1, date: at },
+            custom_attributes: Some(attributes.to_owned()),
+            max_assignments: 1,
+            priority: None,
+        }
+    }
+
+    fn violation() -> StoreError {
+        StoreError::CheckViolation {
+            source: "check".into(),
+        }
+    }
+
+    #[test]
+    fn the_refused_row_of_a_chunk_is_named() {
+        let statements = Statements::new(
+            &Ansi,
+            TableName::parse("jobs").unwrap(),
+            crate::OrderingPolicy::default(),
+        );
+        let chunk = [
+            item("a", "{}"),
+            item("b", r#"{"x":"bad"}"#),
+            item("c", "{}"),
+        ];
+        let mut s = Checking {
+            broken: false,
+            refused: false,
+            statements: Vec::new(),
+        };
+        let err = rejected_item(&mut s, &statements, &chunk, violation());
+        assert!(
+            matches!(&err, StoreError::RejectedItem { task, item, reason }
+                if task == "label" && item == "b" && reason.contains("CHECK constraint")),
+            "{err:?}"
+        );
+        assert_eq!(
+            s.statements,
+            vec![1, 1],
+            "row by row, up to the refused one"
+        );
+        let one = rejected_item(&mut s, &statements, &chunk[2..], violation());
+        assert!(
+            matches!(&one, StoreError::RejectedItem { item, .. } if item == "c"),
+            "a chunk of one row is that row: {one:?}"
+        );
+    }
+
+    #[test]
+    fn a_transaction_that_cannot_go_on_keeps_the_violation() {
+        let statements = Statements::new(
+            &Ansi,
+            TableName::parse("jobs").unwrap(),
+            crate::OrderingPolicy::default(),
+        );
+        let chunk = [item("a", r#"{"x":"bad"}"#), item("b", "{}")];
+        let mut s = Checking {
+            broken: true,
+            refused: true,
+            statements: Vec::new(),
+        };
+        let err = rejected_item(&mut s, &statements, &chunk, violation());
+        assert!(matches!(err, StoreError::CheckViolation { .. }), "{err:?}");
+        let other = rejected_item(&mut s, &statements, &chunk, StoreError::conflict("x"));
+        assert!(matches!(other, StoreError::Conflict { .. }), "{other:?}");
+        let mut fine = Checking {
+            broken: false,
+            refused: false,
+            statements: Vec::new(),
+        };
+        let good = [item("a", "{}"), item("b", "{}")];
+        let err = rejected_item(&mut fine, &statements, &good, violation());
+        assert!(
+            matches!(err, StoreError::CheckViolation { .. }),
+            "no row refused alone: {err:?}"
+        );
     }
 }
