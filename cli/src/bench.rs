@@ -540,16 +540,16 @@ fn summary(
     )
 }
 
-/// What each level received in the fairness run, and how the lowest level fared.
+/// What each fed level received in the fairness run, and how long its executions waited.
 struct Fairness {
-    /// Executions handed out per level, highest first.
-    received: Vec<(i16, u64)>,
+    /// Per fed level, highest first: executions handed out, and the longest wait (due to
+    /// handed out, by the run's clock) of one of its executions, those still waiting at the
+    /// end counted with their wait so far.
+    levels: Vec<(i16, u64, chrono::Duration)>,
     /// The poll that first served the lowest level.
     first_low: Option<usize>,
-    /// Longest wait (due to handed out, by the run's clock) of a lowest-level execution, those
-    /// still waiting at the end counted with their wait so far.
-    longest_wait: chrono::Duration,
-    /// The mode's bound on that wait under this feed; `None`: unbounded (strict).
+    /// The mode's bound on the lowest level's longest wait under this feed; `None`: unbounded
+    /// (strict).
     bound: Option<chrono::Duration>,
     polls: usize,
 }
@@ -558,34 +558,47 @@ struct Fairness {
 const LOWEST: i16 = 1;
 
 impl Fairness {
+    fn total(&self) -> u64 {
+        self.levels.iter().map(|(_, n, _)| n).sum()
+    }
+
+    fn low(&self) -> (u64, chrono::Duration) {
+        self.levels
+            .last()
+            .map_or((0, chrono::Duration::zero()), |(_, n, w)| (*n, *w))
+    }
+
     fn low_share(&self) -> f64 {
-        let total: u64 = self.received.iter().map(|(_, n)| n).sum();
-        let low: u64 = self.received.last().map_or(0, |(_, n)| *n);
-        low as f64 / total.max(1) as f64
+        self.low().0 as f64 / self.total().max(1) as f64
     }
 
     fn within_bound(&self) -> bool {
-        self.bound.is_some_and(|b| self.longest_wait <= b)
+        self.bound.is_some_and(|b| self.low().1 <= b)
     }
 
     fn report(&self, args: &PriorityArgs) -> String {
-        let total: u64 = self.received.iter().map(|(_, n)| n).sum();
-        let shares: Vec<String> = self
-            .received
+        let total = self.total().max(1) as f64;
+        let levels: Vec<String> = self
+            .levels
             .iter()
-            .map(|(l, n)| format!("{l}:{:.3}", *n as f64 / total.max(1) as f64))
+            .map(|(l, n, w)| {
+                format!(
+                    "{l}: share {:.3}, longest wait {} s",
+                    *n as f64 / total,
+                    w.num_seconds()
+                )
+            })
             .collect();
         format!(
             "fairness, {} polls of batch {}, fed per poll {} of level {} and 1 of level \
-             {LOWEST} (1 s per poll): shares {}; level {LOWEST} first served at poll {}, \
-             longest wait {} s (bound {})",
+             {LOWEST} (1 s per poll): {}; level {LOWEST} first served at poll {} \
+             (its wait's bound {})",
             self.polls,
             args.threads,
             args.threads,
             args.levels,
-            shares.join(" "),
+            levels.join("; "),
             self.first_low.map_or("never".to_owned(), |p| p.to_string()),
-            self.longest_wait.num_seconds(),
             self.bound.map_or("none: strict".to_owned(), |b| format!(
                 "{} s",
                 b.num_seconds()
@@ -600,18 +613,27 @@ impl Fairness {
             args.mode.mode,
             self.low_share(),
             self.first_low.map_or(-1, |p| p as i64),
-            self.longest_wait.num_seconds(),
+            self.low().1.num_seconds(),
             self.bound.map_or(-1, |b| b.num_seconds()),
             self.within_bound()
         )
     }
 }
 
-/// The longest a lowest-level execution may wait under the fairness feed, one poll a second:
-/// weighted, until its pass is the lowest (the two fed levels' weights over its own, in polls);
-/// aging, until its effective priority passes fresh top-level work (`top - lowest + 1` steps),
-/// plus a poll; strict: unbounded.
-fn wait_bound(mode: &PriorityMode, top: i16) -> Option<chrono::Duration> {
+/// The longest a lowest-level execution may wait under the fairness feed (one poll a second,
+/// the top level fed at the batch's size, so the queue is over capacity by the lowest
+/// level's feed), given the longest wait of the top level's executions (`top_wait`):
+/// - weighted: until its pass is the lowest (the two fed levels' weights over its own, in
+///   polls), whatever the backlog;
+/// - aging: until its effective priority passes that of the top level's waiting work, which
+///   ages too: `top - lowest + 1` steps beyond the top level's own wait, plus a poll. Over
+///   capacity, aging shares the growing wait between the levels; it bounds the difference;
+/// - strict: unbounded.
+fn wait_bound(
+    mode: &PriorityMode,
+    top: i16,
+    top_wait: chrono::Duration,
+) -> Option<chrono::Duration> {
     match mode {
         PriorityMode::Strict => None,
         PriorityMode::Weighted(w) => {
@@ -622,7 +644,7 @@ fn wait_bound(mode: &PriorityMode, top: i16) -> Option<chrono::Duration> {
         PriorityMode::Aging(a) => {
             let steps = u32::try_from(i32::from(top) - i32::from(LOWEST) + 1).unwrap_or(0);
             let wait = a.step().saturating_mul(steps) + std::time::Duration::from_secs(1);
-            chrono::Duration::from_std(wait).ok()
+            chrono::Duration::from_std(wait).ok().map(|w| w + top_wait)
         }
     }
 }
@@ -640,10 +662,13 @@ fn fairness<C: SqlConnector>(
     let store = (ops.connect)(url, args.config(true)?)?;
     let task = format!("{}-fair", s.task_name);
     let names = vec![task.clone()];
-    let mut received: Vec<(i16, u64)> = vec![(args.levels, 0), (LOWEST, 0)];
+    // Per fed level: handed out, longest wait, and the due times still waiting (with counts).
+    type Waiting = std::collections::BTreeMap<chrono::DateTime<chrono::Utc>, usize>;
+    let mut fed: Vec<(i16, u64, chrono::Duration, Waiting)> = [args.levels, LOWEST]
+        .into_iter()
+        .map(|l| (l, 0, chrono::Duration::zero(), Waiting::new()))
+        .collect();
     let mut first_low = None;
-    let mut waiting = std::collections::BTreeSet::new();
-    let mut longest_wait = chrono::Duration::zero();
     let mut now = s.now;
     for poll in 0..args.fair_polls {
         now += chrono::Duration::seconds(1);
@@ -658,32 +683,73 @@ fn fairness<C: SqlConnector>(
             (0..args.threads).map(|j| fresh(j, args.levels)).collect();
         feed.push(fresh(args.threads, LOWEST));
         store.execution_insert_batch(&feed)?;
-        waiting.insert(now);
+        for e in &feed {
+            if let Some(level) = fed.iter_mut().find(|f| Some(f.0) == e.priority) {
+                *level.3.entry(now).or_default() += 1;
+            }
+        }
         let p = DueParams {
             now,
             task_names: &names,
             limit: args.threads as i64,
         };
         for e in store.execution_lock_and_fetch_due(&p, "bench-fair")? {
-            let level = e.priority.unwrap_or(0);
-            if let Some((_, n)) = received.iter_mut().find(|(l, _)| *l == level) {
-                *n += 1;
+            let Some(level) = fed.iter_mut().find(|f| Some(f.0) == e.priority) else {
+                continue;
+            };
+            level.1 += 1;
+            level.2 = level.2.max(now - e.execution_time);
+            if let Some(n) = level.3.get_mut(&e.execution_time) {
+                *n -= 1;
+                if *n == 0 {
+                    level.3.remove(&e.execution_time);
+                }
             }
-            if level == LOWEST {
+            if level.0 == LOWEST {
                 first_low.get_or_insert(poll);
-                waiting.remove(&e.execution_time);
-                longest_wait = longest_wait.max(now - e.execution_time);
             }
         }
     }
-    if let Some(oldest) = waiting.first() {
-        longest_wait = longest_wait.max(now - *oldest);
-    }
+    let levels: Vec<(i16, u64, chrono::Duration)> = fed
+        .into_iter()
+        .map(|(l, n, longest, waiting)| {
+            let still = waiting
+                .keys()
+                .next()
+                .map_or(longest, |oldest| now - *oldest);
+            (l, n, longest.max(still))
+        })
+        .collect();
+    let top_wait = levels.first().map_or(chrono::Duration::zero(), |l| l.2);
     Ok(Fairness {
-        received,
+        levels,
         first_low,
-        longest_wait,
-        bound: wait_bound(&args.mode.priority_mode()?, args.levels),
+        bound: wait_bound(&args.mode.priority_mode()?, args.levels, top_wait),
         polls: args.fair_polls,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docket_core::ordering::{Aging, Weights};
+    use std::time::Duration;
+
+    #[test]
+    fn wait_bounds_follow_the_mode() {
+        let secs = chrono::Duration::seconds;
+        assert_eq!(wait_bound(&PriorityMode::Strict, 10, secs(5)), None);
+        // Weights 9 : 1: the lowest level's pass is the lowest every 10 polls at most.
+        let weighted = Weights::new(&[(10, 9), (1, 1)]).expect("weights");
+        assert_eq!(
+            wait_bound(&PriorityMode::Weighted(weighted), 10, secs(500)),
+            Some(secs(10))
+        );
+        // Aging 5 s a level: 10 steps past the top level's own wait, and a poll.
+        let aging = Aging::new(Duration::from_secs(5), 100).expect("aging");
+        assert_eq!(
+            wait_bound(&PriorityMode::Aging(aging), 10, secs(7)),
+            Some(secs(7 + 50 + 1))
+        );
+    }
 }
