@@ -196,6 +196,11 @@ fn report_of(
 
 /// 4 processes x 10 threads run 50k executions (half with priority, half NULL): every one
 /// completes and none is run twice.
+///
+/// Heartbeats every 15 s (dead after 60 s): no process dies here, and a shorter window let
+/// dead detection revive live executions when the test binary's parallel clusters drove the
+/// 2-core machine to a load of 60 (MariaDB, lock-and-fetch: five executions run twice, once),
+/// which is at-least-once working as designed, not the double claim this test looks for.
 pub fn cluster(h: &dyn Harness, exe: &str, polling: &str) {
     const N: usize = 50_000;
     let space = h.space();
@@ -203,7 +208,7 @@ pub fn cluster(h: &dyn Harness, exe: &str, polling: &str) {
     schedule(&*space, N);
     let store = space.store(StoreConfig::with_priority(true), None);
     let started = Instant::now();
-    let mut cluster = Cluster::start(h.name(), &*space, exe, &[polling], 5_000, 0);
+    let mut cluster = Cluster::start(h.name(), &*space, exe, &[polling], 15_000, 0);
     cluster.wait("all executions to complete", || remaining(&*store) == 0);
     let elapsed = started.elapsed();
     let runs = cluster.finish();
