@@ -927,23 +927,28 @@ mod tests {
         assert_eq!(reports.len(), rows / 5000 + 1, "{reports:?}");
         assert_eq!(reports[0].0, 5000);
         assert_eq!(reports.last(), Some(&(rows as u64, text.len() as u64)));
-        let duplicate = |item: &str, task: &str| {
-            DocketError::Store(StoreError::DuplicateItem {
-                task: task.to_owned(),
-                item: item.to_owned(),
-            })
-        };
-        match items.locate(duplicate(&format!("r{rows}"), "label")) {
+        // An error placed on the file's last line, in the id column, saying `needle`.
+        let on_last_line = |e: DocketError, needle: &str| match e {
             DocketError::Csv {
                 line,
                 column,
                 reason,
             } => {
                 assert_eq!((line, column.as_str()), (rows as u64 + 1, "id"));
-                assert!(reason.contains("already exists"), "{reason}");
+                assert!(reason.contains(needle), "{reason}");
             }
             other => panic!("{other:?}"),
-        }
+        };
+        let duplicate = |item: &str, task: &str| {
+            DocketError::Store(StoreError::DuplicateItem {
+                task: task.to_owned(),
+                item: item.to_owned(),
+            })
+        };
+        on_last_line(
+            items.locate(duplicate(&format!("r{rows}"), "label")),
+            "already exists",
+        );
         // Forgotten, or of another task type: unchanged.
         for (item, task) in [("r1", "label"), ("r20", "other")] {
             assert!(matches!(
@@ -960,17 +965,10 @@ mod tests {
                 reason: "check constraint violated".to_owned(),
             })
         };
-        match items.locate(rejected(&format!("r{rows}"))) {
-            DocketError::Csv {
-                line,
-                column,
-                reason,
-            } => {
-                assert_eq!((line, column.as_str()), (rows as u64 + 1, "id"));
-                assert!(reason.contains("refused the row"), "{reason}");
-            }
-            other => panic!("{other:?}"),
-        }
+        on_last_line(
+            items.locate(rejected(&format!("r{rows}"))),
+            "refused the row",
+        );
         assert!(matches!(
             items.locate(rejected("r1")),
             DocketError::Store(StoreError::RejectedItem { .. })

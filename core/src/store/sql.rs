@@ -1007,6 +1007,22 @@ mod tests {
         }
     }
 
+    fn statements() -> Statements<'static> {
+        Statements::new(
+            &Ansi,
+            TableName::parse("jobs").unwrap(),
+            crate::OrderingPolicy::default(),
+        )
+    }
+
+    fn session(broken: bool, refused: bool) -> Checking {
+        Checking {
+            broken,
+            refused,
+            statements: Vec::new(),
+        }
+    }
+
     fn violation() -> StoreError {
         StoreError::CheckViolation {
             source: "check".into(),
@@ -1015,21 +1031,13 @@ mod tests {
 
     #[test]
     fn the_refused_row_of_a_chunk_is_named() {
-        let statements = Statements::new(
-            &Ansi,
-            TableName::parse("jobs").unwrap(),
-            crate::OrderingPolicy::default(),
-        );
+        let statements = statements();
         let chunk = [
             item("a", "{}"),
             item("b", r#"{"x":"bad"}"#),
             item("c", "{}"),
         ];
-        let mut s = Checking {
-            broken: false,
-            refused: false,
-            statements: Vec::new(),
-        };
+        let mut s = session(false, false);
         let err = rejected_item(&mut s, &statements, &chunk, violation());
         assert!(
             matches!(&err, StoreError::RejectedItem { task, item, reason }
@@ -1050,26 +1058,14 @@ mod tests {
 
     #[test]
     fn a_transaction_that_cannot_go_on_keeps_the_violation() {
-        let statements = Statements::new(
-            &Ansi,
-            TableName::parse("jobs").unwrap(),
-            crate::OrderingPolicy::default(),
-        );
+        let statements = statements();
         let chunk = [item("a", r#"{"x":"bad"}"#), item("b", "{}")];
-        let mut s = Checking {
-            broken: true,
-            refused: true,
-            statements: Vec::new(),
-        };
+        let mut s = session(true, true);
         let err = rejected_item(&mut s, &statements, &chunk, violation());
         assert!(matches!(err, StoreError::CheckViolation { .. }), "{err:?}");
         let other = rejected_item(&mut s, &statements, &chunk, StoreError::conflict("x"));
         assert!(matches!(other, StoreError::Conflict { .. }), "{other:?}");
-        let mut fine = Checking {
-            broken: false,
-            refused: false,
-            statements: Vec::new(),
-        };
+        let mut fine = session(false, false);
         let good = [item("a", "{}"), item("b", "{}")];
         let err = rejected_item(&mut fine, &statements, &good, violation());
         assert!(
