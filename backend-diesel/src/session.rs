@@ -129,6 +129,9 @@ where
         Value::Int(v) => q.bind::<Integer, _>(*v),
         Value::BigInt(v) => q.bind::<BigInt, _>(*v),
         Value::Bool(v) => q.bind::<Bool, _>(*v),
+        // Only a dialect that binds arrays writes them (PostgreSQL, whose family binds them
+        // itself); anywhere else the database refuses the statement for this NULL.
+        Value::Array(_) => q.bind::<Nullable<Text>, _>(None::<&str>),
     }
 }
 

@@ -30,6 +30,8 @@ fn params(stmt: &Rendered) -> Vec<Box<dyn ToSql>> {
                 Value::Int(v) => Box::new(*v),
                 Value::BigInt(v) => Box::new(*v),
                 Value::Bool(v) => Box::new(*v),
+                // The SQL Server dialect binds no arrays: the server refuses a statement with one.
+                Value::Array(_) => Box::new(None::<String>),
             }
         })
         .collect()

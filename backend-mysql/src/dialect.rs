@@ -122,10 +122,6 @@ impl Dialect for MysqlDialect {
         20
     }
 
-    fn multi_row_insert(&self) -> bool {
-        true
-    }
-
     fn max_binds(&self) -> usize {
         65_535
     }

@@ -62,6 +62,8 @@ impl Family for OracleFamily {
             Value::Int(v) => q.bind::<Integer, _>(*v),
             Value::BigInt(v) => q.bind::<BigInt, _>(*v),
             Value::Bool(v) => q.bind::<Bool, _>(*v),
+            // The Oracle dialect binds no arrays: the database refuses a statement with one.
+            Value::Array(_) => q.bind::<Nullable<Text>, _>(None::<&str>),
         }
     }
 

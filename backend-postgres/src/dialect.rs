@@ -24,12 +24,14 @@ impl Dialect for PgDialect {
     }
 
     // The wire protocol counts parameters in 16 bits.
-    fn multi_row_insert(&self) -> bool {
-        true
-    }
-
     fn max_binds(&self) -> usize {
         65_535
+    }
+
+    // `UNNEST($1, $2, ...)` with one typed array per column: a chunk of rows is one short
+    // statement, parsed and planned once, whatever its length.
+    fn binds_arrays(&self) -> bool {
+        true
     }
 
     fn placeholder(&self, n: usize) -> String {

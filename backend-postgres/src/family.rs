@@ -6,13 +6,28 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::deserialize::{self, FromSql};
 use diesel::pg::{Pg, PgConnection, PgValue};
 use diesel::sql_types::{
-    BigInt, Binary, Bool, Double, Float, Integer, Nullable, SmallInt, Text, Timestamp, Timestamptz,
+    Array as PgArray, BigInt, Binary, Bool, Double, Float, Integer, Nullable, SmallInt, Text,
+    Timestamp, Timestamptz,
 };
 use diesel::{Connection, QueryResult, RunQueryDsl};
-use docket_core::dialect::Value;
+use docket_core::dialect::{Array, Value};
 use docket_core::migrate::MigrationFile;
 use docket_core::store::Cell;
 use docket_diesel::{bind_value, Cells, Family, Query, TxError};
+
+/// One typed array parameter (`text[]`, `bytea[]`, `timestamptz[]`, ...): the columns of the
+/// dialect's multi-row inserts (`Dialect::binds_arrays`).
+fn bind_array<'a>(q: Query<'a, PgFamily>, array: &'a Array) -> Query<'a, PgFamily> {
+    match array {
+        Array::Text(v) => q.bind::<PgArray<Nullable<Text>>, _>(v),
+        Array::Bytes(v) => q.bind::<PgArray<Nullable<Binary>>, _>(v),
+        Array::Timestamp(v) => q.bind::<PgArray<Nullable<Timestamptz>>, _>(v),
+        Array::SmallInt(v) => q.bind::<PgArray<Nullable<SmallInt>>, _>(v),
+        Array::Int(v) => q.bind::<PgArray<Integer>, _>(v),
+        Array::BigInt(v) => q.bind::<PgArray<BigInt>, _>(v),
+        Array::Bool(v) => q.bind::<PgArray<Bool>, _>(v),
+    }
+}
 
 /// PostgreSQL over diesel's `PgConnection`.
 #[derive(Debug, Clone, Copy)]
@@ -25,7 +40,10 @@ impl Family for PgFamily {
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
 
     fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self> {
-        bind_value(q, value, |q, t| q.bind::<Nullable<Timestamptz>, _>(t))
+        match value {
+            Value::Array(a) => bind_array(q, a),
+            _ => bind_value(q, value, |q, t| q.bind::<Nullable<Timestamptz>, _>(t)),
+        }
     }
 
     fn cell(raw: PgValue<'_>) -> deserialize::Result<Cell> {

@@ -33,10 +33,6 @@ impl Dialect for SqliteDialect {
     }
 
     // SQLITE_MAX_VARIABLE_NUMBER of the bundled build.
-    fn multi_row_insert(&self) -> bool {
-        true
-    }
-
     fn max_binds(&self) -> usize {
         32_766
     }

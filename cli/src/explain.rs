@@ -131,6 +131,7 @@ fn literal(v: &Value) -> String {
         Value::Int(n) => n.to_string(),
         Value::BigInt(n) => n.to_string(),
         Value::Bool(b) => b.to_string(),
+        Value::Array(a) => format!("<array of {} values>", a.len()),
     }
 }
 

@@ -1073,15 +1073,15 @@ fn postgres_enqueue_streams_a_large_file_all_or_nothing() {
             "CSV line {last_line}, column \"score\": not a number"
         )));
     // PostgreSQL ends the transaction at the duplicate key, before the row can be named: the
-    // error names the lines of the chunk (rows 16385..20001 of 4096-row inserts).
-    let repeated = csv_file(&dir, "repeated.csv", &format!("{text}r2,t1,1\n"));
-    enqueue(&repeated)
-        .assert()
-        .failure()
-        .stderr(contains(format!(
-            "CSV line 16386, column \"id\": an item id on lines 16386 to {last_line} repeats \
-             one given more than 16384 rows earlier in this file; nothing was inserted"
-        )));
+    // error names the lines of the chunk (10,000-row inserts: rows 10001..20000 are one
+    // chunk, so a repeat on the line before the last names lines 10002 to 20001).
+    let mut repeated_text = text.clone();
+    repeated_text.insert_str(text.rfind("r20000,").unwrap(), "r2,t1,1\n");
+    let repeated = csv_file(&dir, "repeated.csv", &repeated_text);
+    enqueue(&repeated).assert().failure().stderr(contains(
+        "CSV line 10002, column \"id\": an item id on lines 10002 to 20001 repeats one \
+             given more than 16384 rows earlier in this file; nothing was inserted",
+    ));
     // Within the reader's window the error names both lines.
     let near = csv_file(&dir, "near.csv", &format!("{text}r{rows},t1,1\n"));
     enqueue(&near).assert().failure().stderr(contains(format!(

@@ -67,7 +67,7 @@ fn side_by_side(name: &str, priority: bool) -> Option<String> {
 fn unsent(dialect: &dyn Dialect, name: &str) -> bool {
     let lock_and_fetch = name.starts_with("lock_and_fetch");
     let select_then_update = name.starts_with("due_for_update") || name == "claim_keys";
-    if name == "insert_many" && !dialect.multi_row_insert() {
+    if name == "insert_many" && dialect.max_insert_rows() < 2 {
         return true;
     }
     let one_step_claim = name.starts_with("item_next_");

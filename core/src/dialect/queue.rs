@@ -88,17 +88,6 @@ impl Statements<'_> {
         cols
     }
 
-    /// `INSERT INTO <table> (<item columns>) VALUES `.
-    fn item_insert_head(&self, names: &[&str]) -> SqlWriter<'_> {
-        let mut w = SqlWriter::new(self.dialect());
-        w.push("INSERT INTO ")
-            .table(self.table())
-            .push(" (")
-            .push(&names.join(", "))
-            .push(") VALUES ");
-        w
-    }
-
     /// Inserts one item (a plain insert: an existing id fails the batch).
     pub fn item_insert(&self, item: &NewItem) -> Rendered {
         self.item_insert_rows(std::slice::from_ref(item))
@@ -107,37 +96,25 @@ impl Statements<'_> {
     /// Inserts `items` with one multi-row `INSERT ... VALUES (...), (...)` (plain: an existing
     /// id fails it). At most [`Statements::item_rows_per_insert`] items fit one statement.
     pub fn item_insert_rows(&self, items: &[NewItem]) -> Rendered {
-        let mut rows = items.iter().map(|item| self.item_values(item));
-        let Some(first) = rows.next() else {
+        let mut w = SqlWriter::new(self.dialect());
+        if items.is_empty() {
             // Nothing to insert: a statement that inserts nothing.
-            let mut w = SqlWriter::new(self.dialect());
             w.push("SELECT 1 FROM ")
                 .table(self.table())
                 .push(" WHERE 1 = 0");
-            return w.finish();
-        };
-        let names: Vec<_> = first.iter().map(|(c, _)| *c).collect();
-        let mut w = self.item_insert_head(&names);
-        for (i, row) in std::iter::once(first).chain(rows).enumerate() {
-            if i > 0 {
-                w.push(", ");
-            }
-            w.bind_list(row.into_iter().map(|(_, v)| v));
+        } else {
+            w.push("INSERT INTO ")
+                .table(self.table())
+                .insert_rows(items.iter().map(|item| self.item_values(item)).collect());
         }
         w.finish()
     }
 
-    /// How many items one [`Statements::item_insert_rows`] may carry: as many as the dialect's
-    /// bind limit allows at one bind per column ([`Dialect::max_binds`]), at most
-    /// [`Dialect::max_insert_rows`] and [`MAX_ROWS_PER_INSERT`].
-    ///
-    /// [`Dialect::max_binds`]: super::Dialect::max_binds
-    /// [`Dialect::max_insert_rows`]: super::Dialect::max_insert_rows
+    /// How many items one [`Statements::item_insert_rows`] may carry
+    /// ([`Statements::rows_per_insert`], at most [`MAX_ROWS_PER_INSERT`]).
     pub fn item_rows_per_insert(&self) -> usize {
         let columns = ITEM_INSERT_COLUMNS + usize::from(self.policy().priority);
-        (self.dialect().max_binds() / columns)
-            .min(self.dialect().max_insert_rows())
-            .clamp(1, MAX_ROWS_PER_INSERT)
+        self.rows_per_insert(columns, MAX_ROWS_PER_INSERT)
     }
 
     /// The ids among `ids` that items of `task_type` already have, as column `name`.

@@ -23,6 +23,95 @@ pub enum Value {
     BigInt(i64),
     /// Boolean.
     Bool(bool),
+    /// One column of many rows, bound as one array parameter (multi-row inserts of a dialect
+    /// that binds arrays: [`Dialect::binds_arrays`]).
+    Array(Array),
+}
+
+/// The values of one column over many rows, typed as the scalar [`Value`] they come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Array {
+    /// Text.
+    Text(Vec<Option<String>>),
+    /// Bytes.
+    Bytes(Vec<Option<Vec<u8>>>),
+    /// UTC instants.
+    Timestamp(Vec<Option<DateTime<Utc>>>),
+    /// 16-bit integers.
+    SmallInt(Vec<Option<i16>>),
+    /// 32-bit integers.
+    Int(Vec<i32>),
+    /// 64-bit integers.
+    BigInt(Vec<i64>),
+    /// Booleans.
+    Bool(Vec<bool>),
+}
+
+impl Array {
+    /// How many rows the array holds.
+    pub fn len(&self) -> usize {
+        match self {
+            Array::Text(v) => v.len(),
+            Array::Bytes(v) => v.len(),
+            Array::Timestamp(v) => v.len(),
+            Array::SmallInt(v) => v.len(),
+            Array::Int(v) => v.len(),
+            Array::BigInt(v) => v.len(),
+            Array::Bool(v) => v.len(),
+        }
+    }
+
+    /// Whether the array holds no row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// An empty array of `value`'s type; `None` for an array.
+    fn like(value: &Value) -> Option<Array> {
+        Some(match value {
+            Value::Text(_) => Array::Text(Vec::new()),
+            Value::Bytes(_) => Array::Bytes(Vec::new()),
+            Value::Timestamp(_) => Array::Timestamp(Vec::new()),
+            Value::SmallInt(_) => Array::SmallInt(Vec::new()),
+            Value::Int(_) => Array::Int(Vec::new()),
+            Value::BigInt(_) => Array::BigInt(Vec::new()),
+            Value::Bool(_) => Array::Bool(Vec::new()),
+            Value::Array(_) => return None,
+        })
+    }
+
+    /// Appends `value`, or gives it back when its type is not the array's.
+    fn push(&mut self, value: Value) -> Result<(), Value> {
+        match (self, value) {
+            (Array::Text(a), Value::Text(v)) => a.push(v),
+            (Array::Bytes(a), Value::Bytes(v)) => a.push(v),
+            (Array::Timestamp(a), Value::Timestamp(v)) => a.push(v),
+            (Array::SmallInt(a), Value::SmallInt(v)) => a.push(v),
+            (Array::Int(a), Value::Int(v)) => a.push(v),
+            (Array::BigInt(a), Value::BigInt(v)) => a.push(v),
+            (Array::Bool(a), Value::Bool(v)) => a.push(v),
+            (_, other) => return Err(other),
+        }
+        Ok(())
+    }
+
+    /// `rows` as one array per column; `None` when a column mixes types or holds arrays.
+    fn columns(rows: &[Vec<Value>]) -> Option<Vec<Array>> {
+        let mut columns: Vec<Array> = rows
+            .first()?
+            .iter()
+            .map(Array::like)
+            .collect::<Option<_>>()?;
+        for row in rows {
+            if row.len() != columns.len() {
+                return None;
+            }
+            for (column, value) in columns.iter_mut().zip(row) {
+                column.push(value.clone()).ok()?;
+            }
+        }
+        Some(columns)
+    }
 }
 
 impl From<&str> for Value {
@@ -154,6 +243,40 @@ impl<'d> SqlWriter<'d> {
         self.push(")")
     }
 
+    /// Appends ` (<columns>) VALUES (?, ...), (?, ...)`: one entry of `rows` per row, each
+    /// naming its columns, in the same order in every row (the first row's names are written).
+    /// Several rows, where the dialect binds arrays ([`Dialect::binds_arrays`]), are appended as
+    /// ` (<columns>) SELECT * FROM UNNEST(?, ...)`, one array per column, instead: the text and the bind
+    /// count of the statement stay the same however many rows it carries.
+    pub fn insert_rows(&mut self, rows: Vec<Vec<(&'static str, Value)>>) -> &mut Self {
+        let names: Vec<_> = rows
+            .first()
+            .map(|row| row.iter().map(|(name, _)| *name).collect())
+            .unwrap_or_default();
+        self.push(" (").push(&names.join(", ")).push(")");
+        let rows: Vec<Vec<Value>> = rows
+            .into_iter()
+            .map(|row| row.into_iter().map(|(_, v)| v).collect())
+            .collect();
+        let arrays = self.dialect.binds_arrays() && rows.len() > 1;
+        match Array::columns(&rows).filter(|_| arrays) {
+            Some(columns) => {
+                self.push(" SELECT * FROM UNNEST")
+                    .bind_list(columns.into_iter().map(Value::Array));
+            }
+            None => {
+                self.push(" VALUES ");
+                for (i, row) in rows.into_iter().enumerate() {
+                    if i > 0 {
+                        self.push(", ");
+                    }
+                    self.bind_list(row);
+                }
+            }
+        }
+        self
+    }
+
     /// Appends a validated table name, quoted by the dialect.
     pub fn table(&mut self, table: &TableName) -> &mut Self {
         if let Some(schema) = table.schema() {
@@ -219,6 +342,69 @@ mod tests {
         }
         fn placeholder(&self, n: usize) -> String {
             format!("${n}")
+        }
+    }
+
+    #[derive(Debug)]
+    struct Arrays;
+
+    impl Dialect for Arrays {
+        fn name(&self) -> &'static str {
+            "arrays"
+        }
+        fn capabilities(&self) -> super::super::Capabilities {
+            Numbered.capabilities()
+        }
+        fn placeholder(&self, n: usize) -> String {
+            format!("${n}")
+        }
+        fn binds_arrays(&self) -> bool {
+            true
+        }
+    }
+
+    fn row(id: &str, priority: Option<i16>) -> Vec<(&'static str, Value)> {
+        vec![
+            ("id", Value::from(id)),
+            ("priority", Value::SmallInt(priority)),
+        ]
+    }
+
+    #[test]
+    fn several_rows_bind_one_array_per_column_where_the_dialect_can() {
+        let mut w = SqlWriter::new(&Arrays);
+        w.insert_rows(vec![row("a", Some(1)), row("b", None)]);
+        let r = w.finish();
+        assert_eq!(r.sql, " (id, priority) SELECT * FROM UNNEST($1, $2)");
+        assert_eq!(
+            r.binds,
+            [
+                Value::Array(Array::Text(vec![Some("a".into()), Some("b".into())])),
+                Value::Array(Array::SmallInt(vec![Some(1), None])),
+            ]
+        );
+        // One row, a dialect without arrays, or a column of mixed types: a VALUES list.
+        let one = vec![row("a", Some(1))];
+        let mut mixed = vec![row("a", Some(1)), row("b", None)];
+        mixed[1][1].1 = Value::Int(2);
+        for (dialect, rows, sql) in [
+            (
+                &Arrays as &dyn Dialect,
+                one,
+                " (id, priority) VALUES ($1, $2)",
+            ),
+            (
+                &Numbered,
+                vec![row("a", Some(1)), row("b", None)],
+                " (id, priority) VALUES ($1, $2), ($3, $4)",
+            ),
+            (&Arrays, mixed, " (id, priority) VALUES ($1, $2), ($3, $4)"),
+        ] {
+            let mut w = SqlWriter::new(dialect);
+            w.insert_rows(rows);
+            let r = w.finish();
+            assert_eq!(r.sql, sql);
+            assert!(r.binds.iter().all(|b| !matches!(b, Value::Array(_))));
         }
     }
 

@@ -51,8 +51,13 @@ pub const ID_COLUMN: &str = "id";
 /// How many recent rows' item ids (and lines) [`CsvItems`] keeps: duplicates within this
 /// window are reported with both lines, and a duplicate the database finds later is reported
 /// with its line. At least as many as one multi-row insert carries
-/// ([`MAX_ROWS_PER_INSERT`](crate::dialect::queue::MAX_ROWS_PER_INSERT)).
+/// ([`MAX_ROWS_PER_INSERT`](crate::dialect::queue::MAX_ROWS_PER_INSERT),
+/// [`ARRAY_ROWS_PER_INSERT`](crate::dialect::statements::ARRAY_ROWS_PER_INSERT)).
 pub const RECENT_IDS: usize = 16_384;
+const _: () = assert!(
+    RECENT_IDS >= crate::dialect::queue::MAX_ROWS_PER_INSERT
+        && RECENT_IDS >= crate::dialect::statements::ARRAY_ROWS_PER_INSERT
+);
 
 /// Reads a whole CSV file into resolved items of one batch (see the [module docs](self)), or
 /// the first error; nothing is returned for a file with any bad row.
@@ -306,14 +311,20 @@ impl<R: Read> CsvItems<R> {
                 if task == self.intake.task_type() =>
             {
                 match (self.recent.line_of_row(from), self.recent.line_of_row(to)) {
-                    (Some(first), Some(last)) => csv_error(
-                        first,
-                        ID_COLUMN,
-                        format!(
-                            "an item id on lines {first} to {last} repeats one given more than \
-                             {RECENT_IDS} rows earlier in this file; nothing was inserted"
-                        ),
-                    ),
+                    (Some(first), Some(last)) => {
+                        let lines = match first == last {
+                            true => format!("the item id on line {first}"),
+                            false => format!("an item id on lines {first} to {last}"),
+                        };
+                        csv_error(
+                            first,
+                            ID_COLUMN,
+                            format!(
+                                "{lines} repeats one given more than {RECENT_IDS} rows earlier \
+                                 in this file; nothing was inserted"
+                            ),
+                        )
+                    }
                     _ => DocketError::Store(StoreError::RepeatedItem { task, from, to }),
                 }
             }

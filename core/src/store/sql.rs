@@ -204,16 +204,13 @@ impl<C: SqlConnector> SqlStore<C> {
         }
     }
 
-    /// `rows` in chunks for multi-row inserts: within the dialect's bind limit,
-    /// [`INSERT_CHUNK_ROWS`] and [`INSERT_CHUNK_BYTES`] of task data; one row each where the
-    /// dialect has no multi-row insert.
+    /// `rows` in chunks for multi-row inserts: as many rows as one statement may carry
+    /// ([`Statements::rows_per_insert`], at most [`INSERT_CHUNK_ROWS`]) and at most
+    /// [`INSERT_CHUNK_BYTES`] of task data.
     fn insert_chunks<'r>(&self, rows: &'r [NewExecution]) -> Vec<&'r [NewExecution]> {
-        let dialect = self.connector.dialect();
-        let per_row = self.statements.insert_binds_per_row();
-        let most = match dialect.multi_row_insert() {
-            true => (dialect.max_binds() / per_row).clamp(1, INSERT_CHUNK_ROWS),
-            false => 1,
-        };
+        let most = self
+            .statements
+            .rows_per_insert(self.statements.insert_binds_per_row(), INSERT_CHUNK_ROWS);
         let mut chunks = Vec::new();
         let (mut start, mut bytes) = (0, 0);
         for (i, row) in rows.iter().enumerate() {
