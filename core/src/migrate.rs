@@ -34,14 +34,15 @@ pub struct MigrationFile {
 ///
 /// Docket's own sequence is named here once: `migration_files!(through work_queue)` is
 /// `0001_base` to `0004_work_queue`, `migration_files!(through due_index)` adds
-/// `0005_due_index` (the backends whose due queries use that index).
+/// `0005_due_index` (the backends whose due queries use that index); a backend's own later
+/// migrations follow, e.g. `migration_files!(through due_index, "0006_due_priority_index")`.
 #[macro_export]
 macro_rules! migration_files {
     (through work_queue $(, $more:literal)*) => {
         $crate::migration_files!("0001_base", "0002_priority", "0003_ordering", "0004_work_queue" $(, $more)*)
     };
-    (through due_index) => {
-        $crate::migration_files!(through work_queue, "0005_due_index")
+    (through due_index $(, $more:literal)*) => {
+        $crate::migration_files!(through work_queue, "0005_due_index" $(, $more)*)
     };
     ($($name:literal),+ $(,)?) => {
         &[$($crate::migrate::MigrationFile {

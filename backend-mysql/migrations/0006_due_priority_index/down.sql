@@ -1,0 +1,1 @@
+DROP INDEX due_priority_idx ON {table};
