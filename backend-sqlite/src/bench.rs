@@ -10,7 +10,7 @@ use docket_core::dialect::{SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;
 use docket_core::StoreError;
-use docket_diesel::bench::{Rows, ScenarioSql};
+use docket_diesel::bench::{rolled_back, Rows, ScenarioSql};
 use docket_diesel::DieselSession;
 use std::time::Instant;
 
@@ -53,14 +53,16 @@ pub fn measure(store: &SqliteStore, stmts: &[Recorded]) -> Result<Cost, StoreErr
     let mut conn = store.connector().connection()?;
     let mut total = Cost::default();
     for r in stmts {
-        let started = Instant::now();
-        r.replay(&mut DieselSession::<SqliteFamily>(&mut conn))?;
         total = total
-            + Cost {
-                reads: 0,
-                micros: started.elapsed().as_micros() as u64,
-                statements: 1,
-            };
+            + rolled_back::<SqliteFamily, _>(&mut conn, |conn| {
+                let started = Instant::now();
+                r.replay(&mut DieselSession::<SqliteFamily>(conn))?;
+                Ok(Cost {
+                    reads: 0,
+                    micros: started.elapsed().as_micros() as u64,
+                    statements: 1,
+                })
+            })?;
     }
     Ok(total)
 }

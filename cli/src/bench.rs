@@ -27,8 +27,8 @@ use docket_core::store::sql::{SqlConnector, SqlStore};
 use docket_core::store::DueParams;
 use docket_core::store::NewExecution;
 use docket_core::{
-    ExecutionStore, PollingStrategy, PriorityMode, Scheduler, SchedulerConfig, Store, StoreConfig,
-    StoreError, TableName, Task, TaskDescriptor,
+    ExecutionStore, PollingStrategy, PriorityMode, Scheduler, SchedulerConfig, SchedulerEvent,
+    Store, StoreConfig, StoreError, TableName, Task, TaskDescriptor,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -66,7 +66,7 @@ pub struct PriorityArgs {
     /// Due rows generated (spread over the last hour), before draining.
     #[arg(long, default_value_t = 100_000)]
     due: u64,
-    /// Future rows (spread over the next day).
+    /// Future rows (spread over the day after the next: none falls due during a run).
     #[arg(long, default_value_t = 1_000_000)]
     future: u64,
     /// Priorities 1..=levels, uniformly.
@@ -75,7 +75,7 @@ pub struct PriorityArgs {
     /// The due rows of the top `drain` levels are removed.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(i16).range(0..))]
     drain: i16,
-    /// Worker threads per scheduler (batch sizes follow: threads x 1.0 and x 3.0).
+    /// Worker threads per scheduler (batch sizes follow: threads x 4.0 and x 3.0).
     #[arg(long, default_value_t = 10)]
     threads: usize,
     /// Schedulers in the throughput runs (each with its own pool, like separate processes).
@@ -90,6 +90,11 @@ pub struct PriorityArgs {
     /// Keep the table at the end.
     #[arg(long)]
     keep: bool,
+    /// Reuse the future rows of a table kept by an earlier run (--keep) when they are what this
+    /// run would load (same --future and --levels, loaded less than a day ago); only the due
+    /// rows are loaded afresh. Otherwise the table is loaded in full.
+    #[arg(long)]
+    reuse: bool,
     /// Also print each statement of the first (cold) priority-on poll with its cost.
     #[arg(long)]
     verbose: bool,
@@ -125,10 +130,15 @@ pub fn run(args: &Args) -> Result<(), CliError> {
 /// Loads (or reloads the due rows of) a scenario, reporting rows written.
 type LoadFn<C> = fn(&SqlStore<C>, &Scenario, &mut dyn FnMut(u64)) -> Result<(), StoreError>;
 
+/// Loads a scenario, or with `reuse` keeps the future rows a kept table already holds; returns
+/// whether it did.
+type ScenarioFn<C> =
+    fn(&SqlStore<C>, &Scenario, bool, &mut dyn FnMut(u64)) -> Result<bool, StoreError>;
+
 /// What the benchmark needs from one backend crate.
 struct Ops<C: SqlConnector> {
     connect: fn(&str, StoreConfig) -> Result<SqlStore<C>, StoreError>,
-    load: LoadFn<C>,
+    load: ScenarioFn<C>,
     reload: LoadFn<C>,
     drop: fn(&SqlStore<C>) -> Result<(), StoreError>,
     measure: fn(&SqlStore<C>, &[Recorded]) -> Result<Cost, StoreError>,
@@ -142,7 +152,7 @@ macro_rules! ops {
     ($krate:ident, $scenario:expr, $unit:literal) => {
         Ops {
             connect: $krate::connect,
-            load: |st, s, p| docket_diesel::bench::load_scenario(st, &$scenario(st), s, p),
+            load: |st, s, r, p| docket_diesel::bench::load_scenario(st, &$scenario(st), s, r, p),
             reload: |st, s, p| docket_diesel::bench::reload_due(st, &$scenario(st), s, p),
             drop: docket_diesel::bench::drop_scenario,
             measure: $krate::bench::measure,
@@ -281,13 +291,19 @@ fn measure_best<C: SqlConnector>(
     })
 }
 
-/// One poll through a recording store; the statements it sent.
+/// One poll through a recording store; the statements it sent. With `claims`, the poll of
+/// lock-and-fetch (locking reads and the claiming updates; the store's connector rolls every
+/// transaction back, so nothing stays claimed), else the due-query of fetch.
 fn record_poll<C: SqlConnector>(
     store: &SqlStore<Recording<C>>,
     p: &DueParams<'_>,
+    claims: bool,
 ) -> Result<Vec<Recorded>, CliError> {
     store.connector().take();
-    store.execution_fetch_due(p)?;
+    match claims {
+        true => store.execution_lock_and_fetch_due(p, "bench-measure")?,
+        false => store.execution_fetch_due(p)?,
+    };
     Ok(store.connector().take())
 }
 
@@ -305,6 +321,7 @@ fn due_figures<C: SqlConnector + Clone>(
     args: &PriorityArgs,
     s: &Scenario,
     batch: i64,
+    claims: bool,
 ) -> Result<DueFigures, CliError> {
     let names = vec![s.task_name.clone()];
     let p = DueParams {
@@ -314,18 +331,18 @@ fn due_figures<C: SqlConnector + Clone>(
     };
     let recording = |priority| -> Result<_, CliError> {
         Ok(SqlStore::new(
-            Recording::new(plain.connector().clone()),
+            Recording::rolling_back(plain.connector().clone()),
             args.config(priority)?,
         ))
     };
     let off_store = recording(false)?;
-    let off = record_poll(&off_store, &p)?;
+    let off = record_poll(&off_store, &p, claims)?;
     let on_store = recording(true)?;
-    let cold = record_poll(&on_store, &p)?;
+    let cold = record_poll(&on_store, &p, claims)?;
     // A few more polls at the same instant: what every poll sends while the cache is fresh.
     let mut warm = Vec::new();
     for _ in 0..3 {
-        warm = record_poll(&on_store, &p)?;
+        warm = record_poll(&on_store, &p, claims)?;
     }
     let naive = vec![Recorded {
         call: Call::Query,
@@ -356,15 +373,69 @@ fn due_figures<C: SqlConnector + Clone>(
     })
 }
 
-/// Executions per second of no-op tasks: `schedulers` x `threads`, for `seconds`.
+/// What the schedulers of one throughput run did, from their events.
+#[derive(Debug, Default)]
+struct Polls {
+    polls: AtomicU64,
+    found: AtomicU64,
+    micros: AtomicU64,
+    failed: AtomicU64,
+    first_failure: std::sync::Mutex<Option<String>>,
+}
+
+impl Polls {
+    fn on_event(&self, event: &SchedulerEvent) {
+        match event {
+            SchedulerEvent::PollCompleted { found, duration } => {
+                self.polls.fetch_add(1, Ordering::Relaxed);
+                self.found.fetch_add(*found as u64, Ordering::Relaxed);
+                let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+                self.micros.fetch_add(micros, Ordering::Relaxed);
+            }
+            SchedulerEvent::PollFailed { error } => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                let mut first = self
+                    .first_failure
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                first.get_or_insert_with(|| error.clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// `N polls (M executions, T ms each), F failed (first: ...)`.
+    fn report(&self) -> String {
+        let polls = self.polls.load(Ordering::Relaxed);
+        let each = |total: u64| total as f64 / polls.max(1) as f64;
+        let failed = self.failed.load(Ordering::Relaxed);
+        let mut line = format!(
+            "{polls} polls ({:.1} executions, {:.1} ms each), {failed} failed",
+            each(self.found.load(Ordering::Relaxed)),
+            each(self.micros.load(Ordering::Relaxed)) / 1000.0
+        );
+        let first = self
+            .first_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(error) = first.as_ref() {
+            line.push_str(&format!(" (first: {error})"));
+        }
+        line
+    }
+}
+
+/// Executions per second of no-op tasks: `schedulers` x `threads`, for `seconds`; and what
+/// the polls did.
 fn throughput<C: SqlConnector>(
     ops: &Ops<C>,
     url: &str,
     args: &PriorityArgs,
     priority: bool,
     polling: PollingStrategy,
-) -> Result<f64, CliError> {
+) -> Result<(f64, Arc<Polls>), CliError> {
     let done = Arc::new(AtomicU64::new(0));
+    let polls = Arc::new(Polls::default());
     let mut schedulers = Vec::new();
     for i in 0..args.schedulers {
         let store = (ops.connect)(url, args.config(priority)?)?;
@@ -375,6 +446,10 @@ fn throughput<C: SqlConnector>(
         });
         let scheduler = Scheduler::builder(Arc::new(store) as Arc<dyn Store>)
             .task(task)
+            .listener({
+                let polls = Arc::clone(&polls);
+                Arc::new(move |e: &SchedulerEvent| polls.on_event(e))
+            })
             .config(SchedulerConfig {
                 threads: args.threads,
                 polling,
@@ -396,7 +471,7 @@ fn throughput<C: SqlConnector>(
     for s in &schedulers {
         s.stop();
     }
-    Ok(n as f64 / elapsed)
+    Ok((n as f64 / elapsed, polls))
 }
 
 fn run_priority<C: SqlConnector + Clone>(
@@ -418,8 +493,18 @@ fn run_priority<C: SqlConnector + Clone>(
         args.due + args.future,
         format!("loading {} on {name}", args.table),
     );
-    (ops.load)(&plain, &s, &mut |n| bar.inc(n))?;
+    let started = Instant::now();
+    let reused = (ops.load)(&plain, &s, args.reuse, &mut |n| bar.inc(n))?;
     bar.finish_and_clear();
+    say!(
+        "load: {:.0} s ({})",
+        started.elapsed().as_secs_f64(),
+        match (reused, args.reuse) {
+            (true, _) => "future rows of the kept table reused, due rows loaded afresh",
+            (false, true) => "no kept table fit --reuse: loaded in full",
+            (false, false) => "loaded in full",
+        }
+    );
     let counted = name != "sqlite";
     say!(
         "docket bench priority: backend={name} table={} due={} future={} levels={} drain={} \
@@ -442,14 +527,18 @@ fn run_priority<C: SqlConnector + Clone>(
     let lock_batch = PollingStrategy::lock_and_fetch().limits(args.threads).1 as i64;
     let fetch_batch = PollingStrategy::fetch().limits(args.threads).1 as i64;
     let mut headline = None;
-    for (label, batch) in [
-        ("threads x 1.0 (lock-and-fetch)", lock_batch),
-        ("threads x 3.0 (fetch)", fetch_batch),
+    for (label, batch, claims) in [
+        (
+            "lock-and-fetch's claim: locking reads and claiming updates, rolled back",
+            lock_batch,
+            true,
+        ),
+        ("fetch's due-query", fetch_batch, false),
     ] {
         let f = progress::while_running(format!("measuring batch {batch}"), || {
-            due_figures(&ops, &plain, args, &s, batch)
+            due_figures(&ops, &plain, args, &s, batch, claims)
         })?;
-        say!("due-query, one poll, batch {batch} = {label}:");
+        say!("one poll, batch {batch} = {label}:");
         for (what, c) in [
             ("priority off", &f.off),
             (
@@ -484,12 +573,13 @@ fn run_priority<C: SqlConnector + Clone>(
         ("fetch", PollingStrategy::fetch()),
     ] {
         let mut pair = [0.0; 2];
+        let mut polled = Vec::new();
         for (i, on) in [false, true].into_iter().enumerate() {
             s.now = Utc::now().trunc_subsecs(6);
             let bar = progress::bar(s.due, format!("reloading due rows on {name}"));
             (ops.reload)(&plain, &s, &mut |n| bar.inc(n))?;
             bar.finish_and_clear();
-            pair[i] = progress::while_running(
+            let (per_s, polls) = progress::while_running(
                 format!(
                     "{label}, priority {}: {} s",
                     if on { "on" } else { "off" },
@@ -497,6 +587,8 @@ fn run_priority<C: SqlConnector + Clone>(
                 ),
                 || throughput(&ops, url, args, on, polling),
             )?;
+            pair[i] = per_s;
+            polled.push(polls.report());
         }
         say!(
             "throughput {label:<15} {}x{} threads: priority off {:.0}/s, on {:.0}/s, ratio {:.2}",
@@ -506,6 +598,7 @@ fn run_priority<C: SqlConnector + Clone>(
             pair[1],
             ratio(pair[1], pair[0])
         );
+        say!("  polls: priority off {}", polled.join("; on "));
         if label == "lock-and-fetch" {
             lock_tp = (pair[0], pair[1]);
         }
@@ -519,7 +612,7 @@ fn run_priority<C: SqlConnector + Clone>(
     Ok(())
 }
 
-/// The last line: buffers at batch `threads x 1.0` (a fresh-cache poll for `on`), throughput of
+/// The last line: buffers of lock-and-fetch's claim (a fresh-cache poll for `on`), throughput of
 /// lock-and-fetch.
 fn summary(
     backend: &str,

@@ -615,30 +615,49 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
 }
 
 /// `docket bench priority` at a tiny scale: its code paths run and its last line keeps the
-/// summary's shape (figures are for benchmarks, never asserted here).
+/// summary's shape (figures are for benchmarks, never asserted here). A second run with
+/// `--reuse` keeps the future rows the first run (`--keep`) left.
 fn bench_summary(backend: &str, url: &str) {
-    let out = stdout_of(docket().args([
-        "bench",
-        "priority",
-        "--backend",
-        backend,
-        "--database-url",
-        url,
-        "--due",
-        "200",
-        "--future",
-        "2000",
-        "--threads",
-        "2",
-        "--schedulers",
-        "1",
-        "--seconds",
-        "1",
-        "--mode",
-        "weighted",
-        "--fair-polls",
-        "20",
-    ]));
+    let first = bench_run(backend, url, &["--keep"]);
+    assert!(first.contains("(loaded in full)"), "{first}");
+    assert!(
+        first.contains("one poll, batch 8 = lock-and-fetch's claim"),
+        "{first}"
+    );
+    let second = bench_run(backend, url, &["--reuse"]);
+    assert!(
+        second.contains("(future rows of the kept table reused, due rows loaded afresh)"),
+        "{second}"
+    );
+}
+
+fn bench_run(backend: &str, url: &str, more: &[&str]) -> String {
+    let out = stdout_of(
+        docket()
+            .args([
+                "bench",
+                "priority",
+                "--backend",
+                backend,
+                "--database-url",
+                url,
+                "--due",
+                "200",
+                "--future",
+                "2000",
+                "--threads",
+                "2",
+                "--schedulers",
+                "1",
+                "--seconds",
+                "1",
+                "--mode",
+                "weighted",
+                "--fair-polls",
+                "20",
+            ])
+            .args(more),
+    );
     // The fairness run drives the clock by hand: the weighted bound holds exactly.
     let fairness = "(?m)^fairness backend=\\w+ mode=Weighted low_share=\\d\\.\\d{3} \
                     low_first_poll=\\d+ low_longest_wait_s=\\d+ wait_bound_s=2 within_bound=true$";
@@ -657,6 +676,7 @@ fn bench_summary(backend: &str, url: &str) {
         "last line: {last}\n{out}"
     );
     assert!(out.contains("priority on (cache fresh"), "{out}");
+    out
 }
 
 #[test]

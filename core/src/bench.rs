@@ -169,6 +169,8 @@ impl Recorded {
 pub struct Recording<C> {
     inner: C,
     log: Arc<Mutex<Vec<Recorded>>>,
+    /// Every transaction is rolled back once its work is done ([`Recording::rolling_back`]).
+    roll_back: bool,
 }
 
 impl<C: SqlConnector> Recording<C> {
@@ -177,6 +179,17 @@ impl<C: SqlConnector> Recording<C> {
         Self {
             inner,
             log: Arc::default(),
+            roll_back: false,
+        }
+    }
+
+    /// Records what goes through `inner` and rolls every transaction back when its work is
+    /// done, handing its result on as if it had committed: a claim can be recorded as a store
+    /// really sends it, locks and all, without claiming anything.
+    pub fn rolling_back(inner: C) -> Self {
+        Self {
+            roll_back: true,
+            ..Self::new(inner)
         }
     }
 
@@ -240,12 +253,26 @@ impl<C: SqlConnector> SqlConnector for Recording<C> {
         &self,
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.inner.in_transaction(&mut |s| {
+        let mut session = |s: &mut dyn SqlSession| {
             f(&mut RecordingSession {
                 inner: s,
                 log: &self.log,
             })
-        })
+        };
+        if !self.roll_back {
+            return self.inner.in_transaction(&mut session);
+        }
+        let mut done = None;
+        let rolled_back = self.inner.in_transaction(&mut |s| {
+            done = Some(session(s)?);
+            Err(StoreError::conflict(
+                "rolled back by the recording connector",
+            ))
+        });
+        match done {
+            Some(value) => Ok(value),
+            None => rolled_back,
+        }
     }
 
     fn migrations(&self) -> &'static [MigrationFile] {
