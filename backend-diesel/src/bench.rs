@@ -83,6 +83,26 @@ fn table_stmt<F: Family>(store: &Store<F>, head: &str, tail: &str) -> Rendered {
     w.finish()
 }
 
+/// `<head><table> WHERE task_name = ? AND task_instance LIKE '<prefix>%'`: the scenario's
+/// rows of one kind (`d` due, `f` future) by primary-key prefix, not by a scan (which on
+/// InnoDB would also lock every row of the table).
+fn scenario_rows<F: Family>(
+    store: &Store<F>,
+    head: &str,
+    s: &Scenario,
+    prefix: &'static str,
+) -> SqlWriter<'static> {
+    let mut w = writer(store);
+    w.push(head)
+        .table(&store.config().table)
+        .push(" WHERE task_name = ")
+        .bind(s.task_name.as_str())
+        .push(" AND task_instance LIKE '")
+        .push(prefix)
+        .push("%'");
+    w
+}
+
 /// Inserts the due rows, removes those of the drained levels, then refreshes statistics.
 fn load_due<F: Family>(
     store: &Store<F>,
@@ -102,12 +122,8 @@ fn load_due<F: Family>(
             insert_rows(store, sql, session, &rows)?;
             progress(range.1 - range.0);
         }
-        let mut w = writer(store);
-        w.push("DELETE FROM ")
-            .table(table)
-            .push(" WHERE task_name = ")
-            .bind(s.task_name.as_str())
-            .push(" AND task_instance LIKE 'd%' AND priority > ")
+        let mut w = scenario_rows(store, "DELETE FROM ", s, "d");
+        w.push(" AND priority > ")
             .bind(Value::SmallInt(Some(s.top_kept_level())));
         session.execute(&w.finish())?;
         sql.analyze(session, table)
@@ -167,13 +183,8 @@ pub fn load_scenario<F: Family>(
 
 /// Whether the table's future rows are those `s` would load, none due within the next hour.
 fn future_rows_fit<F: Family>(store: &Store<F>, s: &Scenario) -> Result<bool, StoreError> {
-    let mut w = writer(store);
-    w.push("SELECT COUNT(*) AS n, MIN(execution_time) AS first, MAX(priority) AS top FROM ")
-        .table(&store.config().table)
-        .push(" WHERE task_name = ")
-        .bind(s.task_name.as_str())
-        .push(" AND task_instance LIKE 'f%'");
-    let stmt = w.finish();
+    let head = "SELECT COUNT(*) AS n, MIN(execution_time) AS first, MAX(priority) AS top FROM ";
+    let stmt = scenario_rows(store, head, s, "f").finish();
     let mut rows = store
         .connector()
         .with_session(&mut |session| session.query(&stmt))?;
@@ -195,14 +206,7 @@ pub fn reload_due<F: Family>(
     s: &Scenario,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), StoreError> {
-    // By key prefix: a primary-key range, not a scan (and on InnoDB a lock) of every row.
-    let mut w = writer(store);
-    w.push("DELETE FROM ")
-        .table(&store.config().table)
-        .push(" WHERE task_name = ")
-        .bind(s.task_name.as_str())
-        .push(" AND task_instance LIKE 'd%'");
-    let delete = w.finish();
+    let delete = scenario_rows(store, "DELETE FROM ", s, "d").finish();
     store
         .connector()
         .with_session(&mut |session| session.execute(&delete))?;

@@ -325,8 +325,9 @@ impl<'d> SqlWriter<'d> {
 mod tests {
     use super::*;
 
+    /// `$n` placeholders; binds arrays when `.0` says so.
     #[derive(Debug)]
-    struct Numbered;
+    struct Numbered(bool);
 
     impl Dialect for Numbered {
         fn name(&self) -> &'static str {
@@ -343,23 +344,8 @@ mod tests {
         fn placeholder(&self, n: usize) -> String {
             format!("${n}")
         }
-    }
-
-    #[derive(Debug)]
-    struct Arrays;
-
-    impl Dialect for Arrays {
-        fn name(&self) -> &'static str {
-            "arrays"
-        }
-        fn capabilities(&self) -> super::super::Capabilities {
-            Numbered.capabilities()
-        }
-        fn placeholder(&self, n: usize) -> String {
-            format!("${n}")
-        }
         fn binds_arrays(&self) -> bool {
-            true
+            self.0
         }
     }
 
@@ -372,7 +358,7 @@ mod tests {
 
     #[test]
     fn several_rows_bind_one_array_per_column_where_the_dialect_can() {
-        let mut w = SqlWriter::new(&Arrays);
+        let mut w = SqlWriter::new(&Numbered(true));
         w.insert_rows(vec![row("a", Some(1)), row("b", None)]);
         let r = w.finish();
         assert_eq!(r.sql, " (id, priority) SELECT * FROM UNNEST($1, $2)");
@@ -389,16 +375,20 @@ mod tests {
         mixed[1][1].1 = Value::Int(2);
         for (dialect, rows, sql) in [
             (
-                &Arrays as &dyn Dialect,
+                &Numbered(true) as &dyn Dialect,
                 one,
                 " (id, priority) VALUES ($1, $2)",
             ),
             (
-                &Numbered,
+                &Numbered(false),
                 vec![row("a", Some(1)), row("b", None)],
                 " (id, priority) VALUES ($1, $2), ($3, $4)",
             ),
-            (&Arrays, mixed, " (id, priority) VALUES ($1, $2), ($3, $4)"),
+            (
+                &Numbered(true),
+                mixed,
+                " (id, priority) VALUES ($1, $2), ($3, $4)",
+            ),
         ] {
             let mut w = SqlWriter::new(dialect);
             w.insert_rows(rows);
@@ -410,7 +400,7 @@ mod tests {
 
     #[test]
     fn ddl_writes_plain_text_as_literals_and_refuses_the_rest() {
-        let mut w = SqlWriter::for_ddl(&Numbered);
+        let mut w = SqlWriter::for_ddl(&Numbered(false));
         w.push("x -> ")
             .bind("$.\"team_1\"")
             .push(", ")
@@ -425,14 +415,14 @@ mod tests {
             Value::Int(1),
             Value::Text(None),
         ] {
-            let mut w = SqlWriter::for_ddl(&Numbered);
+            let mut w = SqlWriter::for_ddl(&Numbered(false));
             w.push("x = ").bind(bad.clone());
             assert!(
                 matches!(w.finish_ddl(), Err(StoreError::Unsupported { .. })),
                 "{bad:?}"
             );
         }
-        let mut w = SqlWriter::new(&Numbered);
+        let mut w = SqlWriter::new(&Numbered(false));
         w.bind("a").bind("b");
         assert_eq!(w.finish().sql, "$1$2");
     }
