@@ -75,7 +75,7 @@ impl ScenarioSql for MysqlScenario {
     /// them, the index entries of deleted rows stay in place, delete-marked, and every read of
     /// their range walks them: right after the drain deleted 500k due rows at full scale, a
     /// claim took 0.1 s instead of 1 ms and the runs measured the purge backlog, not the
-    /// steady state. Gives up waiting after [`PURGE_WAIT`].
+    /// steady state. Gives up waiting after `PURGE_WAIT` (ten minutes).
     fn analyze(&self, session: &mut dyn SqlSession, table: &TableName) -> Result<(), StoreError> {
         let mut w = SqlWriter::new(self.0.dialect());
         w.push("ANALYZE TABLE ").table(table);
