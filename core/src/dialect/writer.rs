@@ -245,9 +245,9 @@ impl<'d> SqlWriter<'d> {
 
     /// Appends ` (<columns>) VALUES (?, ...), (?, ...)`: one entry of `rows` per row, each
     /// naming its columns, in the same order in every row (the first row's names are written).
-    /// Several rows, where the dialect binds arrays ([`Dialect::binds_arrays`]), are appended as
-    /// ` (<columns>) SELECT * FROM UNNEST(?, ...)`, one array per column, instead: the text and the bind
-    /// count of the statement stay the same however many rows it carries.
+    /// Several rows, where the dialect binds arrays ([`Dialect::binds_arrays`]), are appended
+    /// as ` (<columns>) SELECT * FROM UNNEST(?, ...)`, one array per column, instead: the text
+    /// and the bind count of the statement stay the same however many rows it carries.
     pub fn insert_rows(&mut self, rows: Vec<Vec<(&'static str, Value)>>) -> &mut Self {
         let names: Vec<_> = rows
             .first()
@@ -259,7 +259,7 @@ impl<'d> SqlWriter<'d> {
             .map(|row| row.into_iter().map(|(_, v)| v).collect())
             .collect();
         let arrays = self.dialect.binds_arrays() && rows.len() > 1;
-        match Array::columns(&rows).filter(|_| arrays) {
+        match arrays.then(|| Array::columns(&rows)).flatten() {
             Some(columns) => {
                 self.push(" SELECT * FROM UNNEST")
                     .bind_list(columns.into_iter().map(Value::Array));
