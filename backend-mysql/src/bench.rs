@@ -120,8 +120,9 @@ fn handler_reads(conn: &mut MysqlConnection) -> Result<u64, StoreError> {
         .sum())
 }
 
-/// Replays each statement on one connection, each in a rolled-back transaction, and sums the session's `Handler_read_*` deltas
-/// (less what reading the counters itself adds) and wall time.
+/// Replays each statement on one connection, each in a rolled-back transaction, and sums the
+/// session's `Handler_read_*` deltas (less what reading the counters itself adds) and wall
+/// time.
 pub fn measure(store: &MysqlStore, stmts: &[Recorded]) -> Result<Cost, StoreError> {
     let mut conn = store.connector().connection()?;
     let a = handler_reads(&mut conn)?;
