@@ -153,6 +153,10 @@ impl<F: Family> SqlSession for DieselSession<'_, F> {
         let rows = F::load(self.0, bound::<F>(stmt)).map_err(F::error)?;
         Ok(rows.into_iter().map(|c| c.0).collect())
     }
+
+    fn execute_unprepared(&mut self, sql: &str) -> Result<(), StoreError> {
+        diesel::connection::SimpleConnection::batch_execute(self.0, sql).map_err(F::error)
+    }
 }
 
 /// A pool of one family's connections, as a [`SqlConnector`].

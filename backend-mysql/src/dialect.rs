@@ -3,7 +3,7 @@
 
 use docket_core::dialect::order_index::drop_index_on_table;
 use docket_core::dialect::{
-    Capabilities, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle, SqlWriter,
+    Capabilities, Dialect, FileLoad, GeneratedValue, LockAndFetch, OrderIndexStyle, SqlWriter,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -154,6 +154,11 @@ impl Dialect for MysqlDialect {
 
     fn max_insert_rows(&self) -> usize {
         usize::MAX
+    }
+
+    /// `LOAD DATA LOCAL INFILE` into a staging table (see `file_load.rs`).
+    fn file_load(&self) -> Option<&dyn FileLoad> {
+        Some(self)
     }
 
     /// Neither server matches an `ORDER BY` expression to an index (MySQL substitutes

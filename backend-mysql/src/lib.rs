@@ -34,6 +34,7 @@ mod connect;
 mod dialect;
 mod explain;
 mod family;
+mod file_load;
 mod migrate;
 
 pub use connect::{connect, connect_with, from_pool, MysqlConnector, MysqlOptions};

@@ -91,6 +91,7 @@ macro_rules! compat_cases {
             poll_failures_are_listener_events,
             mixed_fleet_with_db_scheduler_nodes,
             queue_intake_streams_all_or_nothing,
+            queue_large_batches_keep_every_byte,
             queue_order_index_serves_the_same_order,
         );
     };

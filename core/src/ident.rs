@@ -77,6 +77,15 @@ impl TableName {
             table: format!("{}{ASSIGNMENTS_SUFFIX}", self.table),
         }
     }
+
+    /// The session-private staging table of a bulk intake into this table:
+    /// `<table>_intake`, same schema ([`crate::dialect::file_load`]).
+    pub fn intake(&self) -> TableName {
+        Self {
+            schema: self.schema.clone(),
+            table: format!("{}_intake", self.table),
+        }
+    }
 }
 
 impl Default for TableName {

@@ -125,6 +125,50 @@ pub fn queue_intake_streams_all_or_nothing(h: &dyn Harness, t: Toggle) {
     assert_eq!(count(&ctx), 2 * MANY as i64);
 }
 
+/// A large batch (MySQL/MariaDB load it through a file, docs/DESIGN.md "Bulk intake") stores
+/// every value as a one-record batch (a plain insert) does: payload bytes that separate,
+/// escape or end lines and fields, text that spells NULL, attributes with control characters,
+/// record dates with microseconds, priorities, and no payload at all.
+pub fn queue_large_batches_keep_every_byte(h: &dyn Harness, t: Toggle) {
+    let ctx = ctx(h, t);
+    let q = queue(&ctx, None);
+    let special = |i: usize, prefix: &str| {
+        let mut r = record(
+            format!("{prefix}{i}\\N"),
+            json!({"note": format!("tab\there\nnewline \\N back\\slash {i}"), "n": i}),
+        );
+        r.data = match i % 3 {
+            0 => None,
+            1 => Some(vec![
+                b'\\', b'N', 0, b'\t', b'\n', b'\r', 0xff, b'\\', i as u8,
+            ]),
+            _ => Some(b"\\N".to_vec()),
+        };
+        r.record_date = Some(Ctx::t0() + chrono::Duration::microseconds(i as i64 * 7));
+        r.priority = Some((i % 5) as i16 - 2);
+        r
+    };
+    let large: Vec<Record> = (1..=MANY).map(|i| special(i, "big")).collect();
+    assert_eq!(q.enqueue(&batch(large)).unwrap(), MANY as u64);
+    for i in [1, 2, 3, 4097, MANY] {
+        q.enqueue(&batch(vec![special(i, "one")])).unwrap();
+        let big = q.item(&ExecutionKey::new(TASK, format!("big{i}\\N")));
+        let one = q.item(&ExecutionKey::new(TASK, format!("one{i}\\N")));
+        let (big, one) = (big.unwrap().expect("stored"), one.unwrap().expect("stored"));
+        assert_eq!(big.data, one.data, "payload of record {i}");
+        assert_eq!(big.custom_attributes, one.custom_attributes, "record {i}");
+        assert_eq!(big.record.date, one.record.date, "record {i}");
+        assert_eq!(big.available_at, one.available_at, "record {i}");
+        assert_eq!(big.max_assignments, one.max_assignments, "record {i}");
+        assert_eq!(
+            big.data.as_deref(),
+            special(i, "big").data.as_deref(),
+            "payload of record {i} as given"
+        );
+    }
+    assert_eq!(count(&ctx), MANY as i64 + 5);
+}
+
 fn created(change: &IndexChange, changed: bool) {
     assert_eq!(change.changed, changed, "{change:?}");
     assert_eq!(change.statements.is_empty(), !changed, "{change:?}");

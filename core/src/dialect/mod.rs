@@ -2,11 +2,13 @@
 //! quoting, limits, NULL ordering, the skip-locked idiom, insert-if-absent); the statements
 //! themselves are rendered once, in [`statements`], from those facts.
 
+pub mod file_load;
 pub mod order_index;
 pub mod queue;
 pub mod statements;
 pub mod writer;
 
+pub use file_load::FileLoad;
 pub use order_index::{GeneratedValue, OrderIndex, OrderIndexStyle};
 pub use statements::{Column, Due, Level, Statements};
 pub use writer::{Array, Rendered, SqlWriter, Value};
@@ -222,6 +224,12 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// (Oracle before 23ai has no multi-row `VALUES`).
     fn max_insert_rows(&self) -> usize {
         1000
+    }
+
+    /// The dialect's bulk-load path for large work-queue intakes ([`file_load`]), or `None`
+    /// (default): intakes are multi-row inserts only.
+    fn file_load(&self) -> Option<&dyn FileLoad> {
+        None
     }
 
     /// How a custom order is indexed (see [`order_index`]). Default

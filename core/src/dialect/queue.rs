@@ -5,6 +5,7 @@ use super::statements::{Level, Statements};
 use super::OrderIndex;
 use super::{Rendered, SqlWriter, Value};
 use crate::error::StoreError;
+use crate::ident::TableName;
 use crate::ordering::{CustomKey, Direction, KeyType, PrimaryOrder};
 pub use crate::records::ForWorker;
 use crate::records::{AssignmentStatus, ExecutionKey, Finish, Finishing, NewItem, RecordKey};
@@ -115,6 +116,67 @@ impl Statements<'_> {
     pub fn item_rows_per_insert(&self) -> usize {
         let columns = ITEM_INSERT_COLUMNS + usize::from(self.policy().priority);
         self.rows_per_insert(columns, MAX_ROWS_PER_INSERT)
+    }
+
+    /// The item columns an insert writes, in insert order (the names of
+    /// [`Statements::item_insert_rows`]' values).
+    pub fn item_insert_columns(&self, item: &NewItem) -> Vec<&'static str> {
+        self.item_values(item).into_iter().map(|(c, _)| c).collect()
+    }
+
+    /// One row of a bulk intake file: the batch position `seq` (1-based), then `item`'s
+    /// insert values ([`crate::dialect::file_load`]).
+    pub fn item_file_values(&self, seq: i64, item: &NewItem) -> Vec<Value> {
+        let values = self.item_values(item).into_iter().map(|(_, v)| v);
+        std::iter::once(Value::BigInt(seq)).chain(values).collect()
+    }
+
+    /// Publishes a bulk intake: inserts every row of `staging` into the table, in one
+    /// statement (all or nothing).
+    pub fn item_publish(&self, staging: &TableName, columns: &[&str]) -> Rendered {
+        let list = columns.join(", ");
+        let mut w = SqlWriter::new(self.dialect());
+        w.push("INSERT INTO ")
+            .table(self.table())
+            .push(&format!(" ({list}) SELECT {list} FROM "))
+            .table(staging);
+        w.finish()
+    }
+
+    /// How many rows `staging` holds, as column `n`.
+    pub fn item_staged_count(&self, staging: &TableName) -> Rendered {
+        let mut w = SqlWriter::new(self.dialect());
+        w.push("SELECT COUNT(*) AS n FROM ").table(staging);
+        w.finish()
+    }
+
+    /// The first batch position missing from `staging` (a line the load skipped, its id
+    /// repeating an earlier line's), as column `seq`: NULL when the missing ones come after
+    /// every staged row.
+    pub fn item_staged_first_skipped(&self, staging: &TableName) -> Rendered {
+        let mut w = SqlWriter::new(self.dialect());
+        w.push(
+            "SELECT MIN(rn) AS seq FROM (SELECT seq, ROW_NUMBER() OVER (ORDER BY seq) AS rn FROM ",
+        )
+        .table(staging)
+        .push(") numbered WHERE seq <> rn");
+        w.finish()
+    }
+
+    /// The first staged item (in batch order) whose id the table already has, as columns
+    /// `task` and `name`.
+    pub fn item_staged_existing(&self, staging: &TableName) -> Rendered {
+        let mut w = SqlWriter::new(self.dialect());
+        w.push("SELECT ");
+        self.dialect().top(&mut w, 1);
+        w.push("s.task_name AS task, s.task_instance AS name FROM ")
+            .table(staging)
+            .push(" s JOIN ")
+            .table(self.table())
+            .push(" i ON i.task_name = s.task_name AND i.task_instance = s.task_instance")
+            .push(" ORDER BY s.seq");
+        self.dialect().limit(&mut w, 1);
+        w.finish()
     }
 
     /// The ids among `ids` that items of `task_type` already have, as column `name`.

@@ -2,10 +2,12 @@
 //! [`Statements`], run through the backend's [`SqlConnector`].
 
 mod adopt;
+mod intake;
 mod levels;
 mod poison;
 
 pub use adopt::AdoptPlan;
+use intake::Staged;
 use levels::LevelState;
 pub use levels::{LEVEL_CACHE_TTL_MS, MAX_PROBED_LEVELS};
 pub use poison::{MAX_HELD_BACK, POISON_HOLD_BACK_MS};
@@ -71,6 +73,15 @@ pub trait SqlSession {
     fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError>;
     /// Runs a query; returns its rows, each column named as the statement names it.
     fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError>;
+    /// Runs a statement that takes no binds and cannot be prepared (MySQL's `LOAD DATA`), as
+    /// plain text. Default: [`SqlSession::execute`] with no binds.
+    fn execute_unprepared(&mut self, sql: &str) -> Result<(), StoreError> {
+        let stmt = Rendered {
+            sql: sql.to_owned(),
+            binds: Vec::new(),
+        };
+        self.execute(&stmt).map(drop)
+    }
 }
 
 /// Rewrites a migration plan before it runs (see [`AdoptPlan`]).
@@ -567,41 +578,22 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
         rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,
     ) -> Result<u64, StoreError> {
         let per = self.statements.item_rows_per_insert();
-        let mut chunk = Vec::with_capacity(per);
-        let mut read = 0u64;
-        let result = self.connector.in_transaction(&mut |s| {
-            let mut inserted = 0;
-            loop {
-                chunk.clear();
-                for row in (&mut *rows).take(per) {
-                    chunk.push(row.map_err(|e| StoreError::Input(Box::new(e)))?);
-                    read += 1;
-                }
-                if chunk.is_empty() {
-                    return Ok(inserted);
-                }
-                inserted += self.insert_item_chunk(s, &chunk)?;
+        let Some(load) = self.connector.dialect().file_load() else {
+            return self.insert_in_chunks(rows, per);
+        };
+        // A batch that fits one multi-row insert gains nothing from a file.
+        let head: Vec<_> = (&mut *rows).take(per + 1).collect();
+        let columns = match head.first() {
+            Some(Ok(item)) if head.len() > per => Some(self.statements.item_insert_columns(item)),
+            _ => None,
+        };
+        let mut rows = head.into_iter().chain(rows);
+        if let Some(columns) = columns {
+            if let Staged::Inserted(n) = self.item_insert_staged(load, &columns, &mut rows, per)? {
+                return Ok(n);
             }
-        });
-        match result {
-            // The database rejected a duplicate and ended the transaction (PostgreSQL), so
-            // the id could not be asked there: ask now, rolled back, whether one of the
-            // chunk's ids came from an earlier batch; if none did, it repeats an earlier chunk.
-            Err(StoreError::Duplicate { .. }) if !chunk.is_empty() => {
-                let existing = self
-                    .connector
-                    .with_session(&mut |s| self.existing_id(s, &chunk))?;
-                Err(match existing {
-                    Some(key) => duplicate_item(&key),
-                    None => StoreError::RepeatedItem {
-                        task: chunk[0].key.task_name.clone(),
-                        from: read + 1 - chunk.len() as u64,
-                        to: read,
-                    },
-                })
-            }
-            other => other,
         }
+        self.insert_in_chunks(&mut rows, per)
     }
 
     fn item_counts(&self) -> Result<Vec<ItemCount>, StoreError> {
@@ -835,6 +827,50 @@ impl<C: SqlConnector> SqlStore<C> {
         self.order_indexes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Inserts the items of `rows` in one transaction, `per` at a time, each chunk one
+    /// multi-row insert ([`QueueStore::item_insert_stream`]).
+    fn insert_in_chunks(
+        &self,
+        rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,
+        per: usize,
+    ) -> Result<u64, StoreError> {
+        let mut chunk = Vec::with_capacity(per);
+        let mut read = 0u64;
+        let result = self.connector.in_transaction(&mut |s| {
+            let mut inserted = 0;
+            loop {
+                chunk.clear();
+                for row in (&mut *rows).take(per) {
+                    chunk.push(row.map_err(|e| StoreError::Input(Box::new(e)))?);
+                    read += 1;
+                }
+                if chunk.is_empty() {
+                    return Ok(inserted);
+                }
+                inserted += self.insert_item_chunk(s, &chunk)?;
+            }
+        });
+        match result {
+            // The database rejected a duplicate and ended the transaction (PostgreSQL), so
+            // the id could not be asked there: ask now, rolled back, whether one of the
+            // chunk's ids came from an earlier batch; if none did, it repeats an earlier chunk.
+            Err(StoreError::Duplicate { .. }) if !chunk.is_empty() => {
+                let existing = self
+                    .connector
+                    .with_session(&mut |s| self.existing_id(s, &chunk))?;
+                Err(match existing {
+                    Some(key) => duplicate_item(&key),
+                    None => StoreError::RepeatedItem {
+                        task: chunk[0].key.task_name.clone(),
+                        from: read + 1 - chunk.len() as u64,
+                        to: read,
+                    },
+                })
+            }
+            other => other,
+        }
     }
 
     /// Inserts one chunk of a stream in the caller's transaction with one multi-row insert.
