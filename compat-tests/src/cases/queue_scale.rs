@@ -12,6 +12,9 @@ const TASK: &str = "intake";
 /// More records than two multi-row inserts carry on every backend (at most 4096 rows each).
 const MANY: usize = 10_000;
 
+/// More records than three of MySQL's bulk intake files carry (16,384 rows each).
+const LARGE: usize = 50_000;
+
 fn ctx(h: &dyn Harness, t: Toggle) -> Ctx {
     let ctx = Ctx::new(h, t);
     ctx.require(Need::WorkQueue);
@@ -148,9 +151,18 @@ pub fn queue_large_batches_keep_every_byte(h: &dyn Harness, t: Toggle) {
         r.priority = Some((i % 5) as i16 - 2);
         r
     };
-    let large: Vec<Record> = (1..=MANY).map(|i| special(i, "big")).collect();
-    assert_eq!(q.enqueue(&batch(large)).unwrap(), MANY as u64);
-    for i in [1, 2, 3, 4097, MANY] {
+    // Several of the bulk intake's files (16,384 rows each).
+    let large = |prefix: &str| (1..=LARGE).map(|i| special(i, prefix)).collect::<Vec<_>>();
+    let mut repeated = large("rep");
+    repeated[LARGE - 1].id = repeated[0].id.clone();
+    let err = q.enqueue(&batch(repeated)).unwrap_err();
+    assert!(
+        matches!(&err, DocketError::Store(StoreError::DuplicateItem { item, .. }) if item == "rep1\\N"),
+        "{err}"
+    );
+    assert_eq!(count(&ctx), 0, "nothing of the batch");
+    assert_eq!(q.enqueue(&batch(large("big"))).unwrap(), LARGE as u64);
+    for i in [1, 2, 3, 4097, 16_385, LARGE] {
         q.enqueue(&batch(vec![special(i, "one")])).unwrap();
         let big = q.item(&ExecutionKey::new(TASK, format!("big{i}\\N")));
         let one = q.item(&ExecutionKey::new(TASK, format!("one{i}\\N")));
@@ -166,7 +178,7 @@ pub fn queue_large_batches_keep_every_byte(h: &dyn Harness, t: Toggle) {
             "payload of record {i} as given"
         );
     }
-    assert_eq!(count(&ctx), MANY as i64 + 5);
+    assert_eq!(count(&ctx), LARGE as i64 + 6);
 }
 
 fn created(change: &IndexChange, changed: bool) {

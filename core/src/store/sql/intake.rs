@@ -1,8 +1,9 @@
-//! Bulk intake through a loaded file ([`crate::dialect::file_load`]): a large stream of items is
-//! written to a private temporary file, loaded by the server into a session-private staging
-//! table, and published into the docket table by one `INSERT ... SELECT`, so the batch appears
-//! all together or not at all. Everything before the publishing statement touches only the
-//! staging table, which the session drops at the end (and the server with the session).
+//! Bulk intake through loaded files ([`crate::dialect::file_load`]): a large stream of items is
+//! written to private temporary files of [`ROWS_PER_FILE`] rows, each loaded by the server into
+//! a session-private staging table while the next is written, and published into the docket
+//! table by one `INSERT ... SELECT`, so the batch appears all together or not at all.
+//! Everything before the publishing statement touches only the staging table, which the
+//! session drops at the end (and the server with the session).
 
 use super::{duplicate_item, SqlConnector, SqlSession, SqlStore};
 use crate::dialect::{FileLoad, Rendered, SqlWriter};
@@ -15,6 +16,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 
 /// What a staged intake did.
 pub(super) enum Staged {
@@ -26,10 +28,32 @@ pub(super) enum Staged {
     Refused,
 }
 
+/// Items per file: while the server loads one file, the intake writes the next.
+const ROWS_PER_FILE: u64 = 16_384;
+
+/// What the writer (the caller's thread) hands the loader (a thread holding the session).
+enum ToLoader {
+    /// Load this file into the staging table (then remove it).
+    Load(IntakeFile),
+    /// Every row is written: publish.
+    Publish(Written),
+}
+
+/// The statements of one staged intake.
+struct Plan<'a> {
+    load: &'a dyn FileLoad,
+    staging: TableName,
+    columns: &'a [&'static str],
+    create: Rendered,
+    drop: Rendered,
+}
+
 impl<C: SqlConnector> SqlStore<C> {
     /// Inserts the items of `rows` through `load`: see the module documentation. `columns`
     /// are the item insert columns ([`crate::dialect::Statements::item_insert_columns`]);
-    /// `per` items are checked for repeated ids at a time, as a multi-row insert would.
+    /// `per` items are checked for repeated ids at a time, as a multi-row insert would. The
+    /// caller's thread reads the stream and writes files; a scoped thread holds one session
+    /// and loads them as they come, so reading and loading overlap.
     pub(super) fn item_insert_staged(
         &self,
         load: &dyn FileLoad,
@@ -37,60 +61,128 @@ impl<C: SqlConnector> SqlStore<C> {
         rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,
         per: usize,
     ) -> Result<Staged, StoreError> {
-        let Ok(file) = IntakeFile::create() else {
-            return Ok(Staged::Refused);
-        };
-        let staging = self.statements.table().intake();
         let dialect = self.connector.dialect();
-        let drop_staging = render(dialect, |w| load.drop_staging(w, &staging));
-        let create = render(dialect, |w| {
-            load.create_staging(w, &staging, self.statements.table(), columns)
-        });
-        let file_columns: Vec<&str> = std::iter::once("seq")
-            .chain(columns.iter().copied())
-            .collect();
-        let mut w = SqlWriter::new(dialect);
-        if !load.load(&mut w, &staging, &file_columns, &file.path_text()) {
-            return Ok(Staged::Refused);
-        }
-        let load_file = w.finish().sql;
-        self.connector.with_session(&mut |s| {
-            // A staging table left on this pooled connection by an intake that failed.
-            s.execute(&drop_staging)?;
-            // Loading the still empty file asks the server and the client library whether
-            // local files may be loaded at all, before anything is read from the stream.
-            if let Err(e) = s
-                .execute(&create)
-                .and_then(|_| s.execute_unprepared(&load_file))
-            {
-                tracing::debug!(error = %e, "bulk intake through a file refused; inserting rows");
-                s.execute(&drop_staging)?;
-                return Ok(Staged::Refused);
+        let staging = self.statements.table().intake();
+        let plan = Plan {
+            load,
+            create: render(dialect, |w| {
+                load.create_staging(w, &staging, self.statements.table(), columns)
+            }),
+            drop: render(dialect, |w| load.drop_staging(w, &staging)),
+            staging,
+            columns,
+        };
+        let (to_loader, inbox) = mpsc::sync_channel(1);
+        let (answer, ready) = mpsc::sync_channel(1);
+        std::thread::scope(|scope| {
+            let plan = &plan;
+            let loader = scope.spawn(move || {
+                self.connector
+                    .with_session(&mut |s| self.run_loader(s, plan, &inbox, &answer))
+            });
+            let joined = || {
+                loader.join().unwrap_or_else(|_| {
+                    Err(StoreError::conflict("the intake's loading thread panicked"))
+                })
+            };
+            // The loader says whether a file can be loaded at all before a row is read.
+            if ready.recv() != Ok(true) {
+                drop(to_loader);
+                return joined();
             }
-            let staged =
-                self.stage_and_publish(s, load, &file, &load_file, &staging, columns, rows, per);
-            let dropped = s.execute(&drop_staging);
-            let inserted = staged?;
-            dropped?;
-            Ok(Staged::Inserted(inserted))
+            match self.write_files(plan, rows, per, &to_loader) {
+                Ok(written) => {
+                    // A loader that stopped has its own error to give.
+                    let _ = to_loader.send(ToLoader::Publish(written));
+                    drop(to_loader);
+                    joined()
+                }
+                Err(None) => {
+                    drop(to_loader);
+                    joined()
+                }
+                Err(Some(e)) => {
+                    drop(to_loader);
+                    let _ = joined();
+                    Err(e)
+                }
+            }
         })
     }
 
-    /// Writes `rows` to `file`, loads it into `staging`, and publishes it.
-    #[allow(clippy::too_many_arguments)]
-    fn stage_and_publish(
+    /// The loading side, on one session: creates the staging table, tries an empty file,
+    /// loads the files it is sent, publishes, and drops the staging table whatever happened.
+    fn run_loader(
         &self,
         s: &mut dyn SqlSession,
-        load: &dyn FileLoad,
-        file: &IntakeFile,
-        load_file: &str,
-        staging: &TableName,
-        columns: &[&str],
-        rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,
-        per: usize,
+        plan: &Plan<'_>,
+        inbox: &Receiver<ToLoader>,
+        ready: &SyncSender<bool>,
+    ) -> Result<Staged, StoreError> {
+        // A staging table left on this pooled connection by an intake that failed.
+        s.execute(&plan.drop)?;
+        let probe = IntakeFile::create().map_err(StoreError::database);
+        let allowed = probe.and_then(|file| {
+            s.execute(&plan.create)?;
+            s.execute_unprepared(&self.load_statement(plan, &file)?)
+        });
+        if let Err(e) = allowed {
+            tracing::debug!(error = %e, "bulk intake through a file refused; inserting rows");
+            s.execute(&plan.drop)?;
+            let _ = ready.send(false);
+            return Ok(Staged::Refused);
+        }
+        let _ = ready.send(true);
+        let published = self.load_files(s, plan, inbox);
+        let dropped = s.execute(&plan.drop);
+        let inserted = published?;
+        dropped?;
+        Ok(Staged::Inserted(inserted))
+    }
+
+    fn load_statement(&self, plan: &Plan<'_>, file: &IntakeFile) -> Result<String, StoreError> {
+        let columns: Vec<&str> = std::iter::once("seq")
+            .chain(plan.columns.iter().copied())
+            .collect();
+        let mut w = SqlWriter::new(self.connector.dialect());
+        match plan
+            .load
+            .load(&mut w, &plan.staging, &columns, &file.path_text())
+        {
+            true => Ok(w.finish().sql),
+            false => Err(StoreError::conflict(format!(
+                "the intake file {} has no plain path",
+                file.path.display()
+            ))),
+        }
+    }
+
+    /// Loads each file sent until the writer says publish (or stops: its error is returned).
+    fn load_files(
+        &self,
+        s: &mut dyn SqlSession,
+        plan: &Plan<'_>,
+        inbox: &Receiver<ToLoader>,
     ) -> Result<u64, StoreError> {
-        let written = self.write_file(load, file, rows, per)?;
-        s.execute_unprepared(load_file)?;
+        loop {
+            match inbox.recv() {
+                Ok(ToLoader::Load(file)) => {
+                    s.execute_unprepared(&self.load_statement(plan, &file)?)?
+                }
+                Ok(ToLoader::Publish(written)) => return self.publish(s, plan, written),
+                Err(_) => return Err(StoreError::conflict("the intake stopped before its end")),
+            }
+        }
+    }
+
+    /// Checks that every written row was staged, and publishes them in one statement.
+    fn publish(
+        &self,
+        s: &mut dyn SqlSession,
+        plan: &Plan<'_>,
+        written: Written,
+    ) -> Result<u64, StoreError> {
+        let staging = &plan.staging;
         let count = self.statements.item_staged_count(staging);
         let loaded = decode_all(s.query(&count)?, |r| r.i64("n"))?;
         let loaded = loaded.first().copied().unwrap_or(0);
@@ -105,8 +197,8 @@ impl<C: SqlConnector> SqlStore<C> {
                 to: seq,
             });
         }
-        let publish = self.statements.item_publish(staging, columns);
-        let settings = load.publish_settings();
+        let publish = self.statements.item_publish(staging, plan.columns);
+        let settings = plan.load.publish_settings();
         if let Some((set, _)) = settings {
             s.execute_unprepared(set)?;
         }
@@ -124,29 +216,35 @@ impl<C: SqlConnector> SqlStore<C> {
         }
     }
 
-    /// Writes the items of `rows` to `file`, `seq` numbered from 1. An id repeated within
-    /// `per` consecutive items is refused here, as a multi-row insert does.
-    fn write_file(
+    /// Writes the items of `rows` to files of [`ROWS_PER_FILE`] rows, `seq` numbered from 1,
+    /// each sent to the loader when full. An id repeated within `per` consecutive items is
+    /// refused here, as a multi-row insert does. `Err(None)`: the loader stopped (it has the
+    /// error).
+    fn write_files(
         &self,
-        load: &dyn FileLoad,
-        file: &IntakeFile,
+        plan: &Plan<'_>,
         rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,
         per: usize,
-    ) -> Result<Written, StoreError> {
-        let mut out = BufWriter::with_capacity(1 << 20, &file.file);
+        to_loader: &SyncSender<ToLoader>,
+    ) -> Result<Written, Option<StoreError>> {
         let mut line = Vec::with_capacity(1024);
         let mut written = Written {
             task: String::new(),
             count: 0,
         };
         let mut seen: HashSet<ExecutionKey> = HashSet::with_capacity(per);
+        let mut file: Option<IntakeFile> = None;
+        let send = |file: IntakeFile| {
+            let file = file.flushed().map_err(|e| Some(StoreError::database(e)))?;
+            to_loader.send(ToLoader::Load(file)).map_err(|_| None)
+        };
         for row in rows {
             let item = row.map_err(|e| StoreError::Input(Box::new(e)))?;
             if written.count % per as u64 == 0 {
                 seen.clear();
             }
             if !seen.insert(item.key.clone()) {
-                return Err(duplicate_item(&item.key));
+                return Err(Some(duplicate_item(&item.key)));
             }
             if written.count == 0 {
                 written.task.clone_from(&item.key.task_name);
@@ -154,10 +252,18 @@ impl<C: SqlConnector> SqlStore<C> {
             written.count += 1;
             line.clear();
             let seq = i64::try_from(written.count).unwrap_or(i64::MAX);
-            load.write_row(&mut line, &self.statements.item_file_values(seq, &item));
-            out.write_all(&line).map_err(StoreError::database)?;
+            plan.load
+                .write_row(&mut line, &self.statements.item_file_values(seq, &item));
+            let out = match &mut file {
+                Some(out) => out,
+                None => file.insert(IntakeFile::create().map_err(StoreError::database)?),
+            };
+            out.write(&line).map_err(StoreError::database)?;
+            if written.count % ROWS_PER_FILE == 0 {
+                file.take().map(send).transpose()?;
+            }
         }
-        out.flush().map_err(StoreError::database)?;
+        file.take().map(send).transpose()?;
         Ok(written)
     }
 
@@ -179,7 +285,7 @@ impl<C: SqlConnector> SqlStore<C> {
     }
 }
 
-/// What [`SqlStore::write_file`] wrote: the first item's task type and how many items.
+/// What [`SqlStore::write_files`] wrote: the first item's task type and how many items.
 struct Written {
     task: String,
     count: u64,
@@ -194,10 +300,11 @@ fn render(
     w.finish()
 }
 
-/// A new file in the temporary directory, readable only by this user, removed when dropped.
+/// A new file in the temporary directory, readable only by this user, written through a
+/// buffer, removed when dropped.
 struct IntakeFile {
     path: PathBuf,
-    file: File,
+    out: BufWriter<File>,
 }
 
 impl IntakeFile {
@@ -217,7 +324,20 @@ impl IntakeFile {
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let file = options.open(&path)?;
-        Ok(Self { path, file })
+        Ok(Self {
+            path,
+            out: BufWriter::with_capacity(1 << 20, file),
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.out.write_all(bytes)
+    }
+
+    /// The file with everything written on disk, ready to be loaded.
+    fn flushed(mut self) -> std::io::Result<Self> {
+        self.out.flush()?;
+        Ok(self)
     }
 
     /// The path as text (lossy: a path that is not UTF-8 is refused by [`FileLoad::load`]'s
