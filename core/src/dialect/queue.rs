@@ -62,23 +62,26 @@ impl Statements<'_> {
 
     /// The columns an item insert writes, with `item`'s values, in insert order.
     fn item_values(&self, item: &NewItem) -> Vec<(&'static str, Value)> {
+        self.owned_item_values(item.clone())
+    }
+
+    /// [`Statements::item_values`] of an item the caller gives up (no copy of its texts).
+    fn owned_item_values(&self, item: NewItem) -> Vec<(&'static str, Value)> {
+        let ExecutionKey {
+            task_name,
+            task_instance,
+        } = item.key;
         let mut cols = vec![
-            ("task_name", Value::from(item.key.task_name.as_str())),
-            (
-                "task_instance",
-                Value::from(item.key.task_instance.as_str()),
-            ),
-            ("task_data", Value::Bytes(item.data.clone())),
+            ("task_name", Value::Text(Some(task_name))),
+            ("task_instance", Value::Text(Some(task_instance))),
+            ("task_data", Value::Bytes(item.data)),
             ("execution_time", Value::from(item.available_at)),
             ("picked", Value::Bool(false)),
             ("consecutive_failures", Value::Int(0)),
             ("version", Value::BigInt(1)),
             ("record_date", Value::from(item.record.date)),
             ("record_order", Value::BigInt(item.record.order)),
-            (
-                "custom_attributes",
-                Value::Text(item.custom_attributes.clone()),
-            ),
+            ("custom_attributes", Value::Text(item.custom_attributes)),
             ("max_assignments", Value::Int(item.max_assignments)),
             ("assignments", Value::Int(0)),
             ("assignable", Value::Bool(true)),
@@ -126,8 +129,8 @@ impl Statements<'_> {
 
     /// One row of a bulk intake file: the batch position `seq` (1-based), then `item`'s
     /// insert values ([`crate::dialect::file_load`]).
-    pub fn item_file_values(&self, seq: i64, item: &NewItem) -> Vec<Value> {
-        let values = self.item_values(item).into_iter().map(|(_, v)| v);
+    pub fn item_file_values(&self, seq: i64, item: NewItem) -> Vec<Value> {
+        let values = self.owned_item_values(item).into_iter().map(|(_, v)| v);
         std::iter::once(Value::BigInt(seq)).chain(values).collect()
     }
 

@@ -589,7 +589,7 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
         };
         let mut rows = head.into_iter().chain(rows);
         if let Some(columns) = columns {
-            if let Staged::Inserted(n) = self.item_insert_staged(load, &columns, &mut rows, per)? {
+            if let Staged::Inserted(n) = self.item_insert_staged(load, &columns, &mut rows)? {
                 return Ok(n);
             }
         }

@@ -11,7 +11,6 @@ use crate::error::{DocketError, StoreError};
 use crate::ident::TableName;
 use crate::records::{ExecutionKey, NewItem};
 use crate::store::row::decode_all;
-use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -50,8 +49,7 @@ struct Plan<'a> {
 
 impl<C: SqlConnector> SqlStore<C> {
     /// Inserts the items of `rows` through `load`: see the module documentation. `columns`
-    /// are the item insert columns ([`crate::dialect::Statements::item_insert_columns`]);
-    /// `per` items are checked for repeated ids at a time, as a multi-row insert would. The
+    /// are the item insert columns ([`crate::dialect::Statements::item_insert_columns`]). The
     /// caller's thread reads the stream and writes files; a scoped thread holds one session
     /// and loads them as they come, so reading and loading overlap.
     pub(super) fn item_insert_staged(
@@ -59,7 +57,6 @@ impl<C: SqlConnector> SqlStore<C> {
         load: &dyn FileLoad,
         columns: &[&'static str],
         rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,
-        per: usize,
     ) -> Result<Staged, StoreError> {
         let dialect = self.connector.dialect();
         let staging = self.statements.table().intake();
@@ -90,7 +87,7 @@ impl<C: SqlConnector> SqlStore<C> {
                 drop(to_loader);
                 return joined();
             }
-            match self.write_files(plan, rows, per, &to_loader) {
+            match self.write_files(plan, rows, &to_loader) {
                 Ok(written) => {
                     // A loader that stopped has its own error to give.
                     let _ = to_loader.send(ToLoader::Publish(written));
@@ -217,14 +214,12 @@ impl<C: SqlConnector> SqlStore<C> {
     }
 
     /// Writes the items of `rows` to files of [`ROWS_PER_FILE`] rows, `seq` numbered from 1,
-    /// each sent to the loader when full. An id repeated within `per` consecutive items is
-    /// refused here, as a multi-row insert does. `Err(None)`: the loader stopped (it has the
-    /// error).
+    /// each sent to the loader when full. A repeated id is left to the staging table's key.
+    /// `Err(None)`: the loader stopped (it has the error).
     fn write_files(
         &self,
         plan: &Plan<'_>,
         rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,
-        per: usize,
         to_loader: &SyncSender<ToLoader>,
     ) -> Result<Written, Option<StoreError>> {
         let mut line = Vec::with_capacity(1024);
@@ -232,7 +227,6 @@ impl<C: SqlConnector> SqlStore<C> {
             task: String::new(),
             count: 0,
         };
-        let mut seen: HashSet<ExecutionKey> = HashSet::with_capacity(per);
         let mut file: Option<IntakeFile> = None;
         let send = |file: IntakeFile| {
             let file = file.flushed().map_err(|e| Some(StoreError::database(e)))?;
@@ -240,12 +234,6 @@ impl<C: SqlConnector> SqlStore<C> {
         };
         for row in rows {
             let item = row.map_err(|e| StoreError::Input(Box::new(e)))?;
-            if written.count % per as u64 == 0 {
-                seen.clear();
-            }
-            if !seen.insert(item.key.clone()) {
-                return Err(Some(duplicate_item(&item.key)));
-            }
             if written.count == 0 {
                 written.task.clone_from(&item.key.task_name);
             }
@@ -253,7 +241,7 @@ impl<C: SqlConnector> SqlStore<C> {
             line.clear();
             let seq = i64::try_from(written.count).unwrap_or(i64::MAX);
             plan.load
-                .write_row(&mut line, &self.statements.item_file_values(seq, &item));
+                .write_row(&mut line, &self.statements.item_file_values(seq, item));
             let out = match &mut file {
                 Some(out) => out,
                 None => file.insert(IntakeFile::create().map_err(StoreError::database)?),
