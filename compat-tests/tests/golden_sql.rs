@@ -12,7 +12,7 @@ use docket_core::dialect::{Dialect, LockAndFetch, Rendered, SqlWriter, Statement
 use docket_core::migrate::{plan, split_statements, MigrationFile};
 use docket_core::store::sql::AdoptPlan;
 use docket_core::{OrderingPolicy, TableName};
-use sqlparser::dialect::{MsSqlDialect, OracleDialect};
+use sqlparser::dialect::{MsSqlDialect, MySqlDialect, OracleDialect};
 use sqlparser::parser::Parser;
 
 /// The five dialects, in the order the snapshots show them.
@@ -538,6 +538,39 @@ fn queue_scale_statements() {
                 "priority_off"
             };
             insta::assert_snapshot!(format!("queue_scale_{}__{toggle}", dialect.name()), text);
+        }
+    }
+}
+
+/// The bulk intake of the dialects that load files (MySQL/MariaDB), priority off and on:
+/// every statement but the `LOAD DATA` itself (which sqlparser does not read) parses.
+#[test]
+fn bulk_intake_statements() {
+    for dialect in dialects() {
+        let Some(load) = dialect.file_load() else {
+            continue;
+        };
+        for priority in [false, true] {
+            let s = Statements::new(dialect, table(), policy(priority));
+            let all = s.bulk_intake_catalogue(load);
+            for (name, r) in &all {
+                if *name != "staging_load" {
+                    parse(
+                        &MySqlDialect {},
+                        &format!("{} {name}", dialect.name()),
+                        &r.sql,
+                    );
+                }
+            }
+            let toggle = if priority {
+                "priority_on"
+            } else {
+                "priority_off"
+            };
+            insta::assert_snapshot!(
+                format!("bulk_intake_{}__{toggle}", dialect.name()),
+                render_all(all)
+            );
         }
     }
 }

@@ -557,6 +557,45 @@ impl Statements<'_> {
         all
     }
 
+    /// The statements of a bulk intake through `load` ([`super::file_load`]), in the order
+    /// they are sent, with sample arguments (the file `/tmp/docket-intake-1-0-0.tsv`).
+    pub fn bulk_intake_catalogue(
+        &self,
+        load: &dyn super::FileLoad,
+    ) -> Vec<(&'static str, Rendered)> {
+        let (_, _, item) = sample_item();
+        let columns = self.item_insert_columns(&item);
+        let staging = self.table().intake();
+        let with = |write: &dyn Fn(&mut SqlWriter<'_>)| {
+            let mut w = SqlWriter::new(self.dialect());
+            write(&mut w);
+            w.finish()
+        };
+        let file_columns: Vec<&str> = std::iter::once("seq")
+            .chain(columns.iter().copied())
+            .collect();
+        vec![
+            ("staging_drop", with(&|w| load.drop_staging(w, &staging))),
+            (
+                "staging_create",
+                with(&|w| load.create_staging(w, &staging, self.table(), &columns)),
+            ),
+            (
+                "staging_load",
+                with(&|w| {
+                    load.load(w, &staging, &file_columns, "/tmp/docket-intake-1-0-0.tsv");
+                }),
+            ),
+            ("staged_count", self.item_staged_count(&staging)),
+            (
+                "staged_first_skipped",
+                self.item_staged_first_skipped(&staging),
+            ),
+            ("item_publish", self.item_publish(&staging, &columns)),
+            ("staged_existing", self.item_staged_existing(&staging)),
+        ]
+    }
+
     /// The statements of streaming intake and of indexed custom orders, with sample arguments:
     /// a two-row insert, the id check, the per-type counts, and (where the dialect indexes with
     /// generated columns) the claim and the listing that sort by them.
