@@ -69,6 +69,7 @@ impl MysqlSpace {
             max_connections: 12,
             connection_timeout: Duration::from_secs(20),
             session_time_zone: time_zone.map(str::to_owned),
+            statement_cache: super::statement_cache(),
         };
         docket_mysql::connect_with(&self.url(), config, &options)
             .unwrap_or_else(|e| not_run(NAME, format!("cannot open a pool: {e}")))

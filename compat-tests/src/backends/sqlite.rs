@@ -42,6 +42,7 @@ impl SqliteSpace {
             max_connections: 12,
             connection_timeout: Duration::from_secs(20),
             busy_timeout: Duration::from_secs(20),
+            statement_cache: super::statement_cache(),
         };
         let url = self.url();
         docket_sqlite::connect_with(&url, config, &options)
