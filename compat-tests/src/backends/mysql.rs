@@ -94,7 +94,8 @@ impl Space for MysqlSpace {
         Box::new(
             self.connect(StoreConfig::default(), None)
                 .connector()
-                .clone(),
+                .clone()
+                .with_statement_cache(false),
         )
     }
 

@@ -96,7 +96,12 @@ impl Space for OracleSpace {
     }
 
     fn foreign(&self) -> Box<dyn Foreign> {
-        Box::new(self.connect(StoreConfig::default()).connector().clone())
+        Box::new(
+            self.connect(StoreConfig::default())
+                .connector()
+                .clone()
+                .with_statement_cache(false),
+        )
     }
 
     /// `oracle_tables.sql`, with `TIMESTAMP(6)` columns: the variant db-scheduler documents

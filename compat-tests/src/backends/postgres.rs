@@ -87,7 +87,8 @@ impl Space for PgSpace {
         Box::new(
             self.connect(StoreConfig::default(), None)
                 .connector()
-                .clone(),
+                .clone()
+                .with_statement_cache(false),
         )
     }
 

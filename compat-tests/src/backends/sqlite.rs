@@ -67,7 +67,12 @@ impl Space for SqliteSpace {
     }
 
     fn foreign(&self) -> Box<dyn Foreign> {
-        Box::new(self.connect(StoreConfig::default()).connector().clone())
+        Box::new(
+            self.connect(StoreConfig::default())
+                .connector()
+                .clone()
+                .with_statement_cache(false),
+        )
     }
 
     /// `sqlite_tables.sql`.
