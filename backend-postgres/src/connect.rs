@@ -73,6 +73,11 @@ pub fn connect_with(
 /// pool for the application's own use plus the scheduler's threads (its polling, completion
 /// and housekeeping threads each hold a connection only for the length of a statement or a
 /// short transaction).
+///
+/// docket's statements are kept prepared on the pool's connections
+/// ([`PgOptions::statement_cache`] on). Where they cannot be (PgBouncer in transaction pooling
+/// mode), build the store with the cache off instead:
+/// `SqlStore::new(PgConnector::new(pool, &PgDialect, ()).with_statement_cache(false), config)`.
 pub fn from_pool(
     pool: Pool<ConnectionManager<PgConnection>>,
     config: StoreConfig,
