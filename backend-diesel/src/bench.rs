@@ -3,9 +3,10 @@
 //! and refreshes statistics ([`ScenarioSql`], [`QueueSql`]). Tooling, behind the `bench` feature.
 
 use crate::session::{DieselConnector, DieselSession, Family};
+use crate::statement::Prepare;
 use diesel::connection::SimpleConnection;
 use docket_core::bench::{chunks, QueueScenario, QueueType, Scenario};
-use docket_core::dialect::{Rendered, SqlWriter, Value};
+use docket_core::dialect::{Dialect, Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
 use docket_core::{StoreError, StoreInfo};
@@ -345,6 +346,8 @@ type QueueSelect = fn(&dyn QueueSql, &mut SqlWriter<'_>, &QueueRows<'_>);
 /// How [`ensure_database`] finds and creates a database on a backend's server.
 #[derive(Debug, Clone, Copy)]
 pub struct AdminDatabase {
+    /// The dialect `exists` renders in.
+    pub dialect: &'static dyn Dialect,
     /// A database every server has, to connect to (e.g. `postgres`).
     pub name: &'static str,
     /// The query returning a row when the database named by its one bind exists.
@@ -372,7 +375,12 @@ pub fn ensure_database<F: Family>(url: &str, admin: &AdminDatabase) -> Result<bo
     );
     let mut conn = <F::Connection as diesel::Connection>::establish(&admin_url)
         .map_err(|e| StoreError::database(format!("connecting to {admin_url:?}: {e}")))?;
-    let mut session = DieselSession::<F>(&mut conn);
+    // One-off statements on a connection of its own: nothing to keep prepared.
+    let prepare = Prepare {
+        dialect: admin.dialect,
+        statement_cache: false,
+    };
+    let mut session = DieselSession::<F>(&mut conn, prepare);
     if !session.query(&(admin.exists)(name))?.is_empty() {
         return Ok(false);
     }

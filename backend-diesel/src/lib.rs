@@ -10,9 +10,13 @@
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod session;
+pub mod statement;
 pub mod transactional;
 
-pub use session::{bind_value, bound, Cells, DieselConnector, DieselSession, Family, Query};
+pub use session::{Cells, DieselConnector, DieselSession, Family};
+pub use statement::{
+    push_scalar, unbindable, Prepare, Statement, StatementError, MAX_CACHED_BINDS,
+};
 pub use transactional::ScheduleInTransaction;
 
 use diesel::backend::Backend;

@@ -3,15 +3,14 @@
 //! it begins a transaction. Everything else (running statements, reading rows by column name,
 //! normalizing errors, the pool) is written once here.
 
+use crate::statement::{Prepare, Statement};
 use crate::{db, pool, TxError};
 use chrono::{DateTime, Utc};
 use diesel::backend::Backend;
 use diesel::deserialize::{self, QueryableByName};
-use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+use diesel::query_builder::AstPass;
 use diesel::r2d2::{ConnectionManager, Pool, PooledConnection, R2D2Connection};
 use diesel::row::{Field, NamedRow};
-use diesel::serialize::ToSql;
-use diesel::sql_types::{BigInt, Binary, Bool, HasSqlType, Integer, Nullable, SmallInt, Text};
 use diesel::QueryResult;
 use diesel_migrations::MigrationHarness;
 use docket_core::dialect::{Dialect, Rendered, Value};
@@ -21,9 +20,6 @@ use docket_core::store::sql::{SqlConnector, SqlSession};
 use docket_core::store::{Cell, Row};
 use docket_core::StoreError;
 use std::marker::PhantomData;
-
-/// The query type every family binds and runs.
-pub type Query<'a, F> = BoxedSqlQuery<'a, <F as Family>::Backend, SqlQuery>;
 
 /// What one diesel backend (PostgreSQL, MySQL/MariaDB, SQLite) does its own way.
 pub trait Family: Sized + Send + Sync + 'static {
@@ -43,14 +39,23 @@ pub trait Family: Sized + Send + Sync + 'static {
     /// statement ([`crate::run_migrations_by_statement`]).
     const ONE_STATEMENT_PER_CALL: bool = false;
 
-    /// Binds one value with its SQL type (and the backend's timestamp encoding).
-    fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self>;
+    /// A timestamp in the backend's encoding, converted once when a [`Statement`] is built
+    /// (the statement owns it and lends it to diesel).
+    type Time: std::fmt::Debug + Send + Sync;
+
+    /// Converts a timestamp into the backend's encoding.
+    fn time(t: Option<DateTime<Utc>>) -> Self::Time;
+    /// Pushes one converted timestamp with its SQL type (its placeholder and its value).
+    fn push_time<'b>(out: AstPass<'_, 'b, Self::Backend>, t: &'b Self::Time) -> QueryResult<()>;
+    /// Pushes any other value with its SQL type: usually [`crate::push_scalar`], plus arrays
+    /// where the backend binds them.
+    fn push_value<'b>(out: AstPass<'_, 'b, Self::Backend>, value: &'b Value) -> QueryResult<()>;
     /// Reads one non-NULL column by the type the driver reports.
     fn cell(raw: <Self::Backend as Backend>::RawValue<'_>) -> deserialize::Result<Cell>;
     /// Runs a query returning rows.
-    fn load(conn: &mut Self::Connection, q: Query<'_, Self>) -> QueryResult<Vec<Cells<Self>>>;
+    fn load(conn: &mut Self::Connection, q: Statement<'_, Self>) -> QueryResult<Vec<Cells<Self>>>;
     /// Runs a statement; returns affected rows.
-    fn execute(conn: &mut Self::Connection, q: Query<'_, Self>) -> QueryResult<usize>;
+    fn execute(conn: &mut Self::Connection, q: Statement<'_, Self>) -> QueryResult<usize>;
     /// Fills what the migration templates leave to the server (e.g. MySQL's collation).
     fn prepare_migrations(
         _meta: &Self::Meta,
@@ -96,61 +101,17 @@ impl<F: Family> QueryableByName<F::Backend> for Cells<F> {
     }
 }
 
-/// Binds one value with its SQL type, the same way on every diesel backend except for
-/// timestamps, which `timestamp` binds in the backend's encoding.
-pub fn bind_value<'a, DB>(
-    q: BoxedSqlQuery<'a, DB, SqlQuery>,
-    value: &'a Value,
-    timestamp: impl FnOnce(
-        BoxedSqlQuery<'a, DB, SqlQuery>,
-        Option<DateTime<Utc>>,
-    ) -> BoxedSqlQuery<'a, DB, SqlQuery>,
-) -> BoxedSqlQuery<'a, DB, SqlQuery>
-where
-    DB: Backend
-        + HasSqlType<Text>
-        + HasSqlType<Binary>
-        + HasSqlType<SmallInt>
-        + HasSqlType<Integer>
-        + HasSqlType<BigInt>
-        + HasSqlType<Bool>,
-    Option<&'a str>: ToSql<Nullable<Text>, DB>,
-    Option<&'a [u8]>: ToSql<Nullable<Binary>, DB>,
-    Option<i16>: ToSql<Nullable<SmallInt>, DB>,
-    i32: ToSql<Integer, DB>,
-    i64: ToSql<BigInt, DB>,
-    bool: ToSql<Bool, DB>,
-{
-    match value {
-        Value::Text(v) => q.bind::<Nullable<Text>, _>(v.as_deref()),
-        Value::Bytes(v) => q.bind::<Nullable<Binary>, _>(v.as_deref()),
-        Value::Timestamp(v) => timestamp(q, *v),
-        Value::SmallInt(v) => q.bind::<Nullable<SmallInt>, _>(*v),
-        Value::Int(v) => q.bind::<Integer, _>(*v),
-        Value::BigInt(v) => q.bind::<BigInt, _>(*v),
-        Value::Bool(v) => q.bind::<Bool, _>(*v),
-        // Only a dialect that binds arrays writes them (PostgreSQL, whose family binds them
-        // itself); anywhere else the database refuses the statement for this NULL.
-        Value::Array(_) => q.bind::<Nullable<Text>, _>(None::<&str>),
-    }
-}
-
-/// A rendered statement with every value bound.
-pub fn bound<F: Family>(stmt: &Rendered) -> Query<'_, F> {
-    let q = diesel::sql_query(stmt.sql.as_str()).into_boxed::<F::Backend>();
-    stmt.binds.iter().fold(q, F::bind)
-}
-
-/// One connection seen as a [`SqlSession`].
-pub struct DieselSession<'c, F: Family>(pub &'c mut F::Connection);
+/// One connection seen as a [`SqlSession`], sending statements as `.1` says.
+pub struct DieselSession<'c, F: Family>(pub &'c mut F::Connection, pub Prepare);
 
 impl<F: Family> SqlSession for DieselSession<'_, F> {
     fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError> {
-        Ok(F::execute(self.0, bound::<F>(stmt)).map_err(F::error)? as u64)
+        let q = self.1.statement::<F>(stmt)?;
+        Ok(F::execute(self.0, q).map_err(F::error)? as u64)
     }
 
     fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
-        let rows = F::load(self.0, bound::<F>(stmt)).map_err(F::error)?;
+        let rows = F::load(self.0, self.1.statement::<F>(stmt)?).map_err(F::error)?;
         Ok(rows.into_iter().map(|c| c.0).collect())
     }
 
@@ -162,7 +123,7 @@ impl<F: Family> SqlSession for DieselSession<'_, F> {
 /// A pool of one family's connections, as a [`SqlConnector`].
 pub struct DieselConnector<F: Family> {
     pool: Pool<ConnectionManager<F::Connection>>,
-    dialect: &'static dyn Dialect,
+    prepare: Prepare,
     meta: F::Meta,
 }
 
@@ -170,7 +131,7 @@ impl<F: Family> Clone for DieselConnector<F> {
     fn clone(&self) -> Self {
         Self {
             pool: self.pool.clone(),
-            dialect: self.dialect,
+            prepare: self.prepare,
             meta: self.meta.clone(),
         }
     }
@@ -179,7 +140,8 @@ impl<F: Family> Clone for DieselConnector<F> {
 impl<F: Family> std::fmt::Debug for DieselConnector<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DieselConnector")
-            .field("backend", &self.dialect.name())
+            .field("backend", &self.prepare.dialect.name())
+            .field("statement_cache", &self.prepare.statement_cache)
             .field("meta", &self.meta)
             .field("state", &self.pool.state())
             .finish()
@@ -187,7 +149,7 @@ impl<F: Family> std::fmt::Debug for DieselConnector<F> {
 }
 
 impl<F: Family> DieselConnector<F> {
-    /// A connector on `pool` speaking `dialect`.
+    /// A connector on `pool` speaking `dialect`, with the statement cache on.
     pub fn new(
         pool: Pool<ConnectionManager<F::Connection>>,
         dialect: &'static dyn Dialect,
@@ -195,9 +157,36 @@ impl<F: Family> DieselConnector<F> {
     ) -> Self {
         Self {
             pool,
-            dialect,
+            prepare: Prepare {
+                dialect,
+                statement_cache: true,
+            },
             meta,
         }
+    }
+
+    /// Turns diesel's per-connection statement cache on (the default) or off for docket's
+    /// statements (see [`crate::statement`] for which ones it keeps). Off, every statement is
+    /// prepared and closed again each time: what a connection that cannot keep named
+    /// prepared statements needs (PgBouncer in transaction pooling mode).
+    pub fn with_statement_cache(mut self, on: bool) -> Self {
+        self.prepare.statement_cache = on;
+        self
+    }
+
+    /// How the connector sends statements (its dialect, whether it caches them).
+    pub fn prepare(&self) -> Prepare {
+        self.prepare
+    }
+
+    /// `stmt` as a query that is never cached: for what tooling sends once (query plans).
+    pub fn uncached<'a>(&self, stmt: &'a Rendered) -> Result<Statement<'a, F>, StoreError> {
+        Ok(Statement::new(stmt, self.prepare.dialect, false)?)
+    }
+
+    /// `conn` as a [`SqlSession`] sending statements as this connector does.
+    pub fn session<'c>(&self, conn: &'c mut F::Connection) -> DieselSession<'c, F> {
+        DieselSession(conn, self.prepare)
     }
 
     /// A raw pooled connection (for migrations and tooling).
@@ -215,7 +204,7 @@ impl<F: Family> DieselConnector<F> {
 
 impl<F: Family> SqlConnector for DieselConnector<F> {
     fn dialect(&self) -> &'static dyn Dialect {
-        self.dialect
+        self.prepare.dialect
     }
 
     fn with_session<T>(
@@ -223,7 +212,7 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut conn = self.connection()?;
-        f(&mut DieselSession::<F>(&mut conn))
+        f(&mut self.session(&mut conn))
     }
 
     fn in_transaction<T>(
@@ -232,7 +221,7 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
     ) -> Result<T, StoreError> {
         let mut conn = self.connection()?;
         F::transaction(&mut conn, |c| {
-            f(&mut DieselSession::<F>(c)).map_err(TxError::Store)
+            f(&mut self.session(c)).map_err(TxError::Store)
         })
         .map_err(|e| match e {
             TxError::Store(s) => s,

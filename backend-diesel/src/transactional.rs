@@ -2,7 +2,7 @@
 //! the caller's transaction, so that the execution exists if and only if that transaction
 //! commits (the outbox pattern without an outbox: River's `InsertTx`, Oban's `Ecto.Multi`).
 
-use crate::session::{DieselConnector, DieselSession, Family};
+use crate::session::{DieselConnector, Family};
 use diesel::connection::{Connection, TransactionManager};
 use docket_core::clock::{Clock, SystemClock};
 use docket_core::records::NewExecution;
@@ -118,7 +118,7 @@ fn insert<F: Family>(
     row: &NewExecution,
 ) -> Result<bool, DocketError> {
     let stmt = store.statements().insert(row);
-    match DieselSession::<F>(conn).execute(&stmt) {
+    match store.connector().session(conn).execute(&stmt) {
         Ok(n) => Ok(n == 1),
         Err(StoreError::Duplicate { .. }) => Ok(false),
         Err(e) => Err(e.into()),

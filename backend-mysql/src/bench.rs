@@ -15,7 +15,6 @@ use docket_core::store::sql::SqlSession;
 use docket_core::StoreError;
 use docket_diesel::bench::{rolled_back, AdminDatabase, QueueRows, QueueSql, Rows, ScenarioSql};
 use docket_diesel::db;
-use docket_diesel::{bound, DieselSession};
 use std::time::Instant;
 
 /// `n` for `0 <= n < CHUNK`: MariaDB's sequence engine, else ten digits cross-joined.
@@ -134,7 +133,7 @@ pub fn measure(store: &MysqlStore, stmts: &[Recorded]) -> Result<Cost, StoreErro
             + rolled_back::<MysqlFamily, _>(&mut conn, |conn| {
                 let before = handler_reads(conn)?;
                 let started = Instant::now();
-                r.replay(&mut DieselSession::<MysqlFamily>(conn))?;
+                r.replay(&mut store.connector().session(conn))?;
                 let micros = started.elapsed().as_micros() as u64;
                 let after = handler_reads(conn)?;
                 Ok(Cost {
@@ -154,6 +153,8 @@ pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
     docket_diesel::bench::ensure_database::<MysqlFamily>(
         url,
         &AdminDatabase {
+            // Either flavor: only its `?` placeholders matter here.
+            dialect: Flavor::MariaDb.dialect(),
             name: "information_schema",
             exists: |name| Rendered {
                 sql: "SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE \
@@ -339,11 +340,15 @@ pub fn queue_plan(store: &MysqlStore, stmt: &Rendered) -> Result<QueuePlan, Stor
     let before = handler_reads(&mut conn);
     let started = Instant::now();
     let text = if mariadb {
-        bound::<MysqlFamily>(&explained)
+        store
+            .connector()
+            .uncached(&explained)?
             .load::<AnalyzeJson>(&mut *conn)
             .map(|rows| rows.into_iter().map(|r| r.plan).collect::<Vec<_>>())
     } else {
-        bound::<MysqlFamily>(&explained)
+        store
+            .connector()
+            .uncached(&explained)?
             .load::<ExplainAnalyze>(&mut *conn)
             .map(|rows| rows.into_iter().map(|r| r.plan).collect::<Vec<_>>())
     }

@@ -24,6 +24,12 @@ pub struct MysqlOptions {
     /// so this never shifts them; it is for whatever else the session does. Named zones need
     /// the server's time zone tables (`mariadb-tzinfo-to-sql` / `mysql_tzinfo_to_sql`).
     pub session_time_zone: Option<String>,
+    /// Keep docket's statements prepared on each connection (diesel's statement cache; default
+    /// true), so a repeated statement is prepared once instead of prepared and closed on every
+    /// call. Turn it off behind a proxy that cannot keep prepared statements per client
+    /// session, or when the server's `max_prepared_stmt_count` is nearly used up by other
+    /// clients (each pooled connection holds a few dozen).
+    pub statement_cache: bool,
 }
 
 impl Default for MysqlOptions {
@@ -32,6 +38,7 @@ impl Default for MysqlOptions {
             max_connections: 10,
             connection_timeout: Duration::from_secs(30),
             session_time_zone: None,
+            statement_cache: true,
         }
     }
 }
@@ -97,7 +104,7 @@ pub fn connect_with(
             })),
         ConnectionManager::<MysqlConnection>::new(url),
     )?;
-    store(connections, config)
+    store(connections, config, options.statement_cache)
 }
 
 /// A store on a pool the application already has (for example the one its own diesel code
@@ -128,7 +135,7 @@ pub fn from_pool(
                          STRICT_ALL_TABLES to the pool's sql_mode)",
         });
     }
-    store(connections, config)
+    store(connections, config, true)
 }
 
 #[derive(QueryableByName)]
@@ -138,10 +145,11 @@ struct SqlMode {
 }
 
 /// The store on `connections`, once the server's flavor and version are known to be
-/// supported.
+/// supported; `statement_cache` as [`MysqlOptions::statement_cache`].
 fn store(
     connections: Pool<ConnectionManager<MysqlConnection>>,
     config: StoreConfig,
+    statement_cache: bool,
 ) -> Result<MysqlStore, StoreError> {
     let text = {
         let mut conn = connections.get().map_err(pool)?;
@@ -166,7 +174,7 @@ fn store(
         server_version,
     };
     Ok(SqlStore::new(
-        MysqlConnector::new(connections, meta.dialect, meta),
+        MysqlConnector::new(connections, meta.dialect, meta).with_statement_cache(statement_cache),
         config,
     ))
 }

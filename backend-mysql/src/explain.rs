@@ -1,12 +1,10 @@
 //! Query plans for tooling (`docket explain --database-url mysql://...`).
 
-use crate::MysqlFamily;
 use crate::MysqlStore;
 use diesel::sql_types::Text;
 use diesel::{QueryableByName, RunQueryDsl};
 use docket_core::dialect::Rendered;
 use docket_core::StoreError;
-use docket_diesel::bound;
 use docket_diesel::db;
 
 #[derive(QueryableByName)]
@@ -24,7 +22,9 @@ pub fn explain_plan(store: &MysqlStore, stmt: &Rendered) -> Result<Vec<String>, 
         binds: stmt.binds.clone(),
     };
     let mut conn = store.connector().connection()?;
-    let rows = bound::<MysqlFamily>(&explained)
+    let rows = store
+        .connector()
+        .uncached(&explained)?
         .load::<PlanRow>(&mut *conn)
         .map_err(db)?;
     Ok(rows

@@ -7,17 +7,18 @@
 
 use crate::dialect::{Flavor, MysqlDialect};
 use crate::migrate::MIGRATIONS;
-use chrono::{DateTime, NaiveDateTime};
+use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::connection::SimpleConnection;
 use diesel::deserialize::{self, FromSql};
 use diesel::mysql::{Mysql, MysqlConnection, MysqlType, MysqlValue};
+use diesel::query_builder::AstPass;
 use diesel::sql_types::{BigInt, Datetime, Double, Nullable};
 use diesel::{Connection, QueryResult, RunQueryDsl};
 use docket_core::dialect::Value;
 use docket_core::ident::TableName;
 use docket_core::migrate::{MigrationFile, TableMigration};
 use docket_core::store::Cell;
-use docket_diesel::{bind_value, Cells, Family, Query, TxError};
+use docket_diesel::{push_scalar, Cells, Family, Statement, TxError};
 
 /// MySQL 8 and MariaDB over diesel's `MysqlConnection` (libmysqlclient).
 #[derive(Debug, Clone, Copy)]
@@ -45,11 +46,19 @@ impl Family for MysqlFamily {
     type Meta = MysqlMeta;
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
 
-    fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self> {
-        // DATETIME(6) has no zone: UTC wall-clock time.
-        bind_value(q, value, |q, t| {
-            q.bind::<Nullable<Datetime>, _>(t.as_ref().map(DateTime::naive_utc))
-        })
+    /// DATETIME(6) has no zone: UTC wall-clock time.
+    type Time = Option<NaiveDateTime>;
+
+    fn time(t: Option<DateTime<Utc>>) -> Self::Time {
+        t.as_ref().map(DateTime::naive_utc)
+    }
+
+    fn push_time<'b>(mut out: AstPass<'_, 'b, Mysql>, t: &'b Self::Time) -> QueryResult<()> {
+        out.push_bind_param::<Nullable<Datetime>, _>(t)
+    }
+
+    fn push_value<'b>(out: AstPass<'_, 'b, Mysql>, value: &'b Value) -> QueryResult<()> {
+        push_scalar(out, value)
     }
 
     fn cell(raw: MysqlValue<'_>) -> deserialize::Result<Cell> {
@@ -94,11 +103,11 @@ impl Family for MysqlFamily {
             .collect()
     }
 
-    fn load(conn: &mut MysqlConnection, q: Query<'_, Self>) -> QueryResult<Vec<Cells<Self>>> {
+    fn load(conn: &mut MysqlConnection, q: Statement<'_, Self>) -> QueryResult<Vec<Cells<Self>>> {
         q.load(conn)
     }
 
-    fn execute(conn: &mut MysqlConnection, q: Query<'_, Self>) -> QueryResult<usize> {
+    fn execute(conn: &mut MysqlConnection, q: Statement<'_, Self>) -> QueryResult<usize> {
         q.execute(conn)
     }
 

@@ -18,6 +18,10 @@ pub struct OracleOptions {
     pub max_connections: u32,
     /// How long to wait for a connection before failing (default 30 s).
     pub connection_timeout: Duration,
+    /// Let the client library keep docket's statements prepared on each connection (its
+    /// statement cache; default true). Turn it off to measure it, or where the server's
+    /// `open_cursors` limit is tight.
+    pub statement_cache: bool,
 }
 
 impl Default for OracleOptions {
@@ -25,6 +29,7 @@ impl Default for OracleOptions {
         Self {
             max_connections: 10,
             connection_timeout: Duration::from_secs(30),
+            statement_cache: true,
         }
     }
 }
@@ -65,7 +70,8 @@ pub fn connect_with(
         ConnectionManager::<OciConnection>::new(url),
     )?;
     Ok(SqlStore::new(
-        OracleConnector::new(connections, &OracleDialect, ()),
+        OracleConnector::new(connections, &OracleDialect, ())
+            .with_statement_cache(options.statement_cache),
         config,
     ))
 }
@@ -82,6 +88,7 @@ mod tests {
         let options = OracleOptions {
             max_connections: 1,
             connection_timeout: Duration::from_secs(2),
+            statement_cache: true,
         };
         let err = connect_with(
             "oracle://u:p@127.0.0.1:1/x",

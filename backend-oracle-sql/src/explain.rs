@@ -1,12 +1,12 @@
 //! Query plans for tooling (`docket explain --database-url oracle://...`).
 
-use crate::{OracleFamily, OracleStore};
+use crate::OracleStore;
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::Text;
 use diesel::{QueryableByName, RunQueryDsl};
 use docket_core::dialect::Rendered;
 use docket_core::StoreError;
-use docket_diesel::{bound, db};
+use docket_diesel::db;
 
 #[derive(QueryableByName)]
 struct PlanRow {
@@ -24,7 +24,9 @@ pub fn explain_plan(store: &OracleStore, stmt: &Rendered) -> Result<Vec<String>,
     };
     let mut conn = store.connector().connection()?;
     conn.batch_execute("DELETE FROM plan_table").map_err(db)?;
-    bound::<OracleFamily>(&explained)
+    store
+        .connector()
+        .uncached(&explained)?
         .execute(&mut *conn)
         .map_err(db)?;
     let rows = diesel::sql_query("SELECT plan_table_output FROM TABLE(DBMS_XPLAN.DISPLAY())")

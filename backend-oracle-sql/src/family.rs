@@ -7,8 +7,9 @@
 //! case; core reads columns by name case-insensitively.
 
 use crate::migrate::MIGRATIONS;
-use chrono::{DateTime, NaiveDateTime};
+use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::deserialize::{self, FromSql};
+use diesel::query_builder::AstPass;
 use diesel::result::Error as DieselError;
 use diesel::sql_types::{
     BigInt, Binary, Bool, Double, Float, Integer, Nullable, SmallInt, Text, Timestamp,
@@ -19,7 +20,7 @@ use docket_core::dialect::Value;
 use docket_core::migrate::MigrationFile;
 use docket_core::store::Cell;
 use docket_core::StoreError;
-use docket_diesel::{db, Cells, Family, Query};
+use docket_diesel::{db, push_scalar, Cells, Family, Statement};
 
 /// ORA-00001: unique constraint violated.
 const UNIQUE_VIOLATION: i32 = 1;
@@ -51,20 +52,20 @@ impl Family for OracleFamily {
     /// OCI runs one statement per call.
     const ONE_STATEMENT_PER_CALL: bool = true;
 
-    fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self> {
-        match value {
-            Value::Text(v) => q.bind::<Nullable<Text>, _>(v.as_deref()),
-            Value::Bytes(v) => q.bind::<Nullable<Binary>, _>(v.as_deref()),
-            Value::Timestamp(v) => {
-                q.bind::<Nullable<Timestamp>, _>(v.as_ref().map(DateTime::naive_utc))
-            }
-            Value::SmallInt(v) => q.bind::<Nullable<SmallInt>, _>(*v),
-            Value::Int(v) => q.bind::<Integer, _>(*v),
-            Value::BigInt(v) => q.bind::<BigInt, _>(*v),
-            Value::Bool(v) => q.bind::<Bool, _>(*v),
-            // The Oracle dialect binds no arrays: the database refuses a statement with one.
-            Value::Array(_) => q.bind::<Nullable<Text>, _>(None::<&str>),
-        }
+    /// TIMESTAMP(6) has no zone: UTC wall-clock time.
+    type Time = Option<NaiveDateTime>;
+
+    fn time(t: Option<DateTime<Utc>>) -> Self::Time {
+        t.as_ref().map(DateTime::naive_utc)
+    }
+
+    fn push_time<'b>(mut out: AstPass<'_, 'b, Oracle>, t: &'b Self::Time) -> QueryResult<()> {
+        out.push_bind_param::<Nullable<Timestamp>, _>(t)
+    }
+
+    /// The Oracle dialect binds no arrays: [`push_scalar`] refuses them.
+    fn push_value<'b>(out: AstPass<'_, 'b, Oracle>, value: &'b Value) -> QueryResult<()> {
+        push_scalar(out, value)
     }
 
     /// `NUMBER(p)` arrives as the integer type its precision fits (`COUNT` and `SUM`, with no
@@ -112,11 +113,11 @@ impl Family for OracleFamily {
         }
     }
 
-    fn load(conn: &mut OciConnection, q: Query<'_, Self>) -> QueryResult<Vec<Cells<Self>>> {
+    fn load(conn: &mut OciConnection, q: Statement<'_, Self>) -> QueryResult<Vec<Cells<Self>>> {
         q.load(conn)
     }
 
-    fn execute(conn: &mut OciConnection, q: Query<'_, Self>) -> QueryResult<usize> {
+    fn execute(conn: &mut OciConnection, q: Statement<'_, Self>) -> QueryResult<usize> {
         q.execute(conn)
     }
 }

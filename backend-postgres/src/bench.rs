@@ -14,7 +14,6 @@ use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;
 use docket_core::{StoreError, StoreInfo};
 use docket_diesel::bench::{AdminDatabase, QueueRows, QueueSql, Rows, ScenarioSql};
-use docket_diesel::bound;
 use docket_diesel::db;
 
 /// How PostgreSQL generates the priority benchmark's rows: `generate_series`, server-side.
@@ -58,6 +57,7 @@ pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
     docket_diesel::bench::ensure_database::<PgFamily>(
         url,
         &AdminDatabase {
+            dialect: &PgDialect,
             name: "postgres",
             exists: |name| {
                 let mut w = SqlWriter::new(&PgDialect);
@@ -276,7 +276,9 @@ pub fn measure(store: &PgStore, stmts: &[Recorded]) -> Result<Cost, StoreError> 
             binds: stmt.binds.clone(),
         };
         conn.batch_execute("BEGIN").map_err(db)?;
-        let plan = bound::<PgFamily>(&explained)
+        let plan = store
+            .connector()
+            .uncached(&explained)?
             .load::<PlanRow>(&mut *conn)
             .map_err(db);
         let rollback = conn.batch_execute("ROLLBACK").map_err(db);

@@ -17,6 +17,13 @@ pub struct PgOptions {
     pub max_connections: u32,
     /// How long to wait for a connection before failing (default 30 s).
     pub connection_timeout: Duration,
+    /// Keep docket's statements prepared on each connection (diesel's statement cache; default
+    /// true), so a repeated statement is parsed once and runs in one round trip instead of two
+    /// (parse, then bind and execute). Turn it off where a
+    /// connection cannot keep named prepared statements between transactions: behind a pooler
+    /// in transaction mode (PgBouncer `pool_mode = transaction`), which hands each
+    /// transaction to any server connection.
+    pub statement_cache: bool,
 }
 
 impl Default for PgOptions {
@@ -24,6 +31,7 @@ impl Default for PgOptions {
         Self {
             max_connections: 10,
             connection_timeout: Duration::from_secs(30),
+            statement_cache: true,
         }
     }
 }
@@ -52,7 +60,7 @@ pub fn connect_with(
         ConnectionManager::<PgConnection>::new(url),
     )?;
     Ok(SqlStore::new(
-        PgConnector::new(pool, &PgDialect, ()),
+        PgConnector::new(pool, &PgDialect, ()).with_statement_cache(options.statement_cache),
         config,
     ))
 }
@@ -65,6 +73,11 @@ pub fn connect_with(
 /// pool for the application's own use plus the scheduler's threads (its polling, completion
 /// and housekeeping threads each hold a connection only for the length of a statement or a
 /// short transaction).
+///
+/// docket's statements are kept prepared on the pool's connections
+/// ([`PgOptions::statement_cache`] on). Where they cannot be (PgBouncer in transaction pooling
+/// mode), build the store with the cache off instead:
+/// `SqlStore::new(PgConnector::new(pool, &PgDialect, ()).with_statement_cache(false), config)`.
 pub fn from_pool(
     pool: Pool<ConnectionManager<PgConnection>>,
     config: StoreConfig,

@@ -1,13 +1,11 @@
 //! Query plans for tooling (`docket explain --database-url postgres://...`).
 
-use crate::PgFamily;
 use crate::PgStore;
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::Text;
 use diesel::{QueryableByName, RunQueryDsl};
 use docket_core::dialect::Rendered;
 use docket_core::StoreError;
-use docket_diesel::bound;
 use docket_diesel::db;
 
 #[derive(QueryableByName)]
@@ -27,7 +25,9 @@ pub fn explain_plan(store: &PgStore, stmt: &Rendered) -> Result<Vec<String>, Sto
     };
     let mut conn = store.connector().connection()?;
     conn.batch_execute("BEGIN").map_err(db)?;
-    let plan = bound::<PgFamily>(&explained)
+    let plan = store
+        .connector()
+        .uncached(&explained)?
         .load::<PlanRow>(&mut *conn)
         .map_err(db);
     let rollback = conn.batch_execute("ROLLBACK").map_err(db);

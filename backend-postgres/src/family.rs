@@ -5,6 +5,7 @@ use crate::migrate::MIGRATIONS;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::deserialize::{self, FromSql};
 use diesel::pg::{Pg, PgConnection, PgValue};
+use diesel::query_builder::AstPass;
 use diesel::sql_types::{
     Array as PgArray, BigInt, Binary, Bool, Double, Float, Integer, Nullable, SmallInt, Text,
     Timestamp, Timestamptz,
@@ -13,19 +14,19 @@ use diesel::{Connection, QueryResult, RunQueryDsl};
 use docket_core::dialect::{Array, Value};
 use docket_core::migrate::MigrationFile;
 use docket_core::store::Cell;
-use docket_diesel::{bind_value, Cells, Family, Query, TxError};
+use docket_diesel::{push_scalar, Cells, Family, Statement, TxError};
 
 /// One typed array parameter (`text[]`, `bytea[]`, `timestamptz[]`, ...): the columns of the
 /// dialect's multi-row inserts (`Dialect::binds_arrays`).
-fn bind_array<'a>(q: Query<'a, PgFamily>, array: &'a Array) -> Query<'a, PgFamily> {
+fn push_array<'b>(mut out: AstPass<'_, 'b, Pg>, array: &'b Array) -> QueryResult<()> {
     match array {
-        Array::Text(v) => q.bind::<PgArray<Nullable<Text>>, _>(v),
-        Array::Bytes(v) => q.bind::<PgArray<Nullable<Binary>>, _>(v),
-        Array::Timestamp(v) => q.bind::<PgArray<Nullable<Timestamptz>>, _>(v),
-        Array::SmallInt(v) => q.bind::<PgArray<Nullable<SmallInt>>, _>(v),
-        Array::Int(v) => q.bind::<PgArray<Integer>, _>(v),
-        Array::BigInt(v) => q.bind::<PgArray<BigInt>, _>(v),
-        Array::Bool(v) => q.bind::<PgArray<Bool>, _>(v),
+        Array::Text(v) => out.push_bind_param::<PgArray<Nullable<Text>>, _>(v),
+        Array::Bytes(v) => out.push_bind_param::<PgArray<Nullable<Binary>>, _>(v),
+        Array::Timestamp(v) => out.push_bind_param::<PgArray<Nullable<Timestamptz>>, _>(v),
+        Array::SmallInt(v) => out.push_bind_param::<PgArray<Nullable<SmallInt>>, _>(v),
+        Array::Int(v) => out.push_bind_param::<PgArray<Integer>, _>(v),
+        Array::BigInt(v) => out.push_bind_param::<PgArray<BigInt>, _>(v),
+        Array::Bool(v) => out.push_bind_param::<PgArray<Bool>, _>(v),
     }
 }
 
@@ -38,11 +39,21 @@ impl Family for PgFamily {
     type Connection = PgConnection;
     type Meta = ();
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
+    /// `TIMESTAMPTZ` takes the instant as it is.
+    type Time = Option<DateTime<Utc>>;
 
-    fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self> {
+    fn time(t: Option<DateTime<Utc>>) -> Self::Time {
+        t
+    }
+
+    fn push_time<'b>(mut out: AstPass<'_, 'b, Pg>, t: &'b Self::Time) -> QueryResult<()> {
+        out.push_bind_param::<Nullable<Timestamptz>, _>(t)
+    }
+
+    fn push_value<'b>(out: AstPass<'_, 'b, Pg>, value: &'b Value) -> QueryResult<()> {
         match value {
-            Value::Array(a) => bind_array(q, a),
-            _ => bind_value(q, value, |q, t| q.bind::<Nullable<Timestamptz>, _>(t)),
+            Value::Array(a) => push_array(out, a),
+            _ => push_scalar(out, value),
         }
     }
 
@@ -67,11 +78,11 @@ impl Family for PgFamily {
         })
     }
 
-    fn load(conn: &mut PgConnection, q: Query<'_, Self>) -> QueryResult<Vec<Cells<Self>>> {
+    fn load(conn: &mut PgConnection, q: Statement<'_, Self>) -> QueryResult<Vec<Cells<Self>>> {
         q.load(conn)
     }
 
-    fn execute(conn: &mut PgConnection, q: Query<'_, Self>) -> QueryResult<usize> {
+    fn execute(conn: &mut PgConnection, q: Statement<'_, Self>) -> QueryResult<usize> {
         q.execute(conn)
     }
 

@@ -11,7 +11,6 @@ use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;
 use docket_core::StoreError;
 use docket_diesel::bench::{rolled_back, Rows, ScenarioSql};
-use docket_diesel::DieselSession;
 use std::time::Instant;
 
 /// How SQLite generates the priority benchmark's rows: a recursive CTE.
@@ -56,7 +55,7 @@ pub fn measure(store: &SqliteStore, stmts: &[Recorded]) -> Result<Cost, StoreErr
         total = total
             + rolled_back::<SqliteFamily, _>(&mut conn, |conn| {
                 let started = Instant::now();
-                r.replay(&mut DieselSession::<SqliteFamily>(conn))?;
+                r.replay(&mut store.connector().session(conn))?;
                 Ok(Cost {
                     reads: 0,
                     micros: started.elapsed().as_micros() as u64,

@@ -26,6 +26,10 @@ pub struct SqliteOptions {
     /// How long a statement waits for another connection's write lock before failing with
     /// `database is locked` (default 30 s). Applied with `PRAGMA busy_timeout`.
     pub busy_timeout: Duration,
+    /// Keep docket's statements prepared on each connection (diesel's statement cache; default
+    /// true), so SQLite does not compile a repeated statement again. There is little reason
+    /// to turn it off (to measure it, or to save the memory of the compiled statements).
+    pub statement_cache: bool,
 }
 
 impl Default for SqliteOptions {
@@ -34,6 +38,7 @@ impl Default for SqliteOptions {
             max_connections: 10,
             connection_timeout: Duration::from_secs(30),
             busy_timeout: Duration::from_secs(30),
+            statement_cache: true,
         }
     }
 }
@@ -109,7 +114,8 @@ pub fn connect_with(
         ConnectionManager::<SqliteConnection>::new(path),
     )?;
     Ok(SqlStore::new(
-        SqliteConnector::new(pool, &SqliteDialect, ()),
+        SqliteConnector::new(pool, &SqliteDialect, ())
+            .with_statement_cache(options.statement_cache),
         config,
     ))
 }

@@ -1,12 +1,10 @@
 //! Query plans for tooling (`docket explain --database-url sqlite://...`).
 
-use crate::SqliteFamily;
 use crate::SqliteStore;
 use diesel::sql_types::{Integer, Text};
 use diesel::{QueryableByName, RunQueryDsl};
 use docket_core::dialect::Rendered;
 use docket_core::StoreError;
-use docket_diesel::bound;
 use docket_diesel::db;
 
 #[derive(QueryableByName)]
@@ -28,7 +26,9 @@ pub fn explain_plan(store: &SqliteStore, stmt: &Rendered) -> Result<Vec<String>,
         binds: stmt.binds.clone(),
     };
     let mut conn = store.connector().connection()?;
-    let rows = bound::<SqliteFamily>(&explained)
+    let rows = store
+        .connector()
+        .uncached(&explained)?
         .load::<PlanRow>(&mut *conn)
         .map_err(db)?;
     // Depth of each step: its parent's depth + 1 (parents come before their children).

@@ -14,7 +14,9 @@
 
 use crate::dialect::SqliteDialect;
 use crate::migrate::MIGRATIONS;
+use chrono::{DateTime, Utc};
 use diesel::deserialize::{self, FromSql};
+use diesel::query_builder::AstPass;
 use diesel::sql_types::{BigInt, Binary, Double, Nullable, Text};
 use diesel::sqlite::{Sqlite, SqliteConnection, SqliteType, SqliteValue};
 use diesel::{QueryResult, RunQueryDsl};
@@ -22,7 +24,7 @@ use docket_core::dialect::{Dialect, Value};
 use docket_core::ident::TableName;
 use docket_core::migrate::{MigrationFile, TableMigration};
 use docket_core::store::Cell;
-use docket_diesel::{bind_value, Cells, Family, Query, TxError};
+use docket_diesel::{push_scalar, Cells, Family, Statement, TxError};
 
 /// The bundled SQLite over diesel's `SqliteConnection`.
 #[derive(Debug, Clone, Copy)]
@@ -34,11 +36,19 @@ impl Family for SqliteFamily {
     type Meta = ();
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
 
-    fn bind<'a>(q: Query<'a, Self>, value: &'a Value) -> Query<'a, Self> {
-        // Integer microseconds since the epoch (see the module docs).
-        bind_value(q, value, |q, t| {
-            q.bind::<Nullable<BigInt>, _>(t.map(|t| t.timestamp_micros()))
-        })
+    /// Integer microseconds since the epoch (see the module docs).
+    type Time = Option<i64>;
+
+    fn time(t: Option<DateTime<Utc>>) -> Self::Time {
+        t.map(|t| t.timestamp_micros())
+    }
+
+    fn push_time<'b>(mut out: AstPass<'_, 'b, Sqlite>, t: &'b Self::Time) -> QueryResult<()> {
+        out.push_bind_param::<Nullable<BigInt>, _>(t)
+    }
+
+    fn push_value<'b>(out: AstPass<'_, 'b, Sqlite>, value: &'b Value) -> QueryResult<()> {
+        push_scalar(out, value)
     }
 
     fn cell(raw: SqliteValue<'_, '_, '_>) -> deserialize::Result<Cell> {
@@ -83,11 +93,11 @@ impl Family for SqliteFamily {
             .collect()
     }
 
-    fn load(conn: &mut SqliteConnection, q: Query<'_, Self>) -> QueryResult<Vec<Cells<Self>>> {
+    fn load(conn: &mut SqliteConnection, q: Statement<'_, Self>) -> QueryResult<Vec<Cells<Self>>> {
         q.load(conn)
     }
 
-    fn execute(conn: &mut SqliteConnection, q: Query<'_, Self>) -> QueryResult<usize> {
+    fn execute(conn: &mut SqliteConnection, q: Statement<'_, Self>) -> QueryResult<usize> {
         q.execute(conn)
     }
 

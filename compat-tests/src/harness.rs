@@ -47,7 +47,10 @@ pub trait Space: Send + Sync {
     /// [`crate::backends::connect`]).
     fn url(&self) -> String;
     /// Plain SQL on this space, as another program (a db-scheduler node, an operator) sends
-    /// it: pooled connections of the backend, no docket store in between.
+    /// it: pooled connections of the backend, no docket store in between. The diesel backends
+    /// keep no prepared statements on them: db-scheduler's `SELECT *` changes result type
+    /// when docket's migrations add columns, which a cached statement must not (PostgreSQL:
+    /// "cached plan must not change result type"; MySQL: the result buffers no longer fit).
     fn foreign(&self) -> Box<dyn Foreign>;
     /// The column types and constraints of db-scheduler's published DDL for this database
     /// (`<database>_tables.sql` of its repository); [`DbSchedulerTypes::ddl`] writes it.

@@ -10,8 +10,11 @@
 //!    ORDER BY execution_time LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING` where the backend
 //!    claims in one statement, else `SELECT ... FOR UPDATE SKIP LOCKED` then `DELETE` by key in
 //!    one transaction (MySQL/MariaDB: no `RETURNING`, no subquery on the deleted table);
-//! 2. **docket** with its default [`SchedulerConfig`];
-//! 3. each polling strategy with db-scheduler's limit fractions.
+//! 2. raw claim1 again on a store whose statement cache is off (each statement prepared and
+//!    closed again every time, as before issue 12), the ratio of the two printed after it;
+//! 3. **docket** with its default [`SchedulerConfig`];
+//! 4. the same with the statement cache off, and the ratio;
+//! 5. each polling strategy with db-scheduler's limit fractions.
 //!
 //! Each docket run goes through a [`Recording`] connector, which counts every statement the
 //! store sends (transactions' `BEGIN`/`COMMIT` are not statements of the store and are not
@@ -65,9 +68,14 @@ pub struct ThroughputArgs {
 /// Creates the database a URL names when missing.
 type EnsureDatabase = fn(&str) -> Result<bool, StoreError>;
 
+/// Opens a store.
+type Connect<C> = fn(&str, StoreConfig) -> Result<SqlStore<C>, StoreError>;
+
 /// What the benchmark needs from one backend crate.
 struct Ops<C: SqlConnector> {
-    connect: fn(&str, StoreConfig) -> Result<SqlStore<C>, StoreError>,
+    connect: Connect<C>,
+    /// Like `connect`, with the backend's `statement_cache` option off.
+    connect_uncached: Connect<C>,
     ensure_database: Option<EnsureDatabase>,
     drop: fn(&SqlStore<C>) -> Result<(), StoreError>,
 }
@@ -83,6 +91,13 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
             &url,
             Ops {
                 connect: docket_postgres::connect,
+                connect_uncached: |url, config| {
+                    let options = docket_postgres::PgOptions {
+                        statement_cache: false,
+                        ..Default::default()
+                    };
+                    docket_postgres::connect_with(url, config, &options)
+                },
                 ensure_database: Some(docket_postgres::bench::ensure_database),
                 drop: docket_diesel::bench::drop_scenario,
             },
@@ -93,6 +108,13 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
             &url,
             Ops {
                 connect: docket_mysql::connect,
+                connect_uncached: |url, config| {
+                    let options = docket_mysql::MysqlOptions {
+                        statement_cache: false,
+                        ..Default::default()
+                    };
+                    docket_mysql::connect_with(url, config, &options)
+                },
                 ensure_database: Some(docket_mysql::bench::ensure_database),
                 drop: docket_diesel::bench::drop_scenario,
             },
@@ -102,6 +124,13 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
             &url,
             Ops {
                 connect: docket_sqlite::connect,
+                connect_uncached: |url, config| {
+                    let options = docket_sqlite::SqliteOptions {
+                        statement_cache: false,
+                        ..Default::default()
+                    };
+                    docket_sqlite::connect_with(url, config, &options)
+                },
                 ensure_database: None,
                 drop: docket_diesel::bench::drop_scenario,
             },
@@ -401,16 +430,32 @@ fn run_all<C: SqlConnector + Clone>(
     let (raw, shape) = progress::while_running("raw claim1", || raw_claim1(&ops, &store, args))?;
     say!("raw claim1, one job per transaction: {shape}");
     say!("  {}", line(&raw, raw.jobs_per_s));
+    // One statement per job: where keeping statements prepared shows most.
+    let uncached = Arc::new((ops.connect_uncached)(
+        url,
+        store_config(&args.table, false),
+    )?);
+    let label = "raw claim1, statement cache off";
+    let (raw_off, _) = progress::while_running(label, || raw_claim1(&ops, &uncached, args))?;
+    say!("{label}:");
+    say!("  {}", line(&raw_off, raw.jobs_per_s));
+    say!("  {}", on_off(&raw, &raw_off));
     let base = SchedulerConfig {
         threads: args.workers as usize,
         scheduler_name: "bench-throughput".into(),
         ..SchedulerConfig::default()
     };
     let mut default = None;
-    for (label, config) in [
-        ("docket, default config", base.clone()),
+    for (label, cached, config) in [
+        ("docket, default config", true, base.clone()),
+        (
+            "docket, default config, statement cache off",
+            false,
+            base.clone(),
+        ),
         (
             "fetch-and-lock-on-execute, db-scheduler fractions 0.5 / 3.0",
+            true,
             SchedulerConfig {
                 polling: PollingStrategy::FetchAndLockOnExecute {
                     lower_limit_fraction: 0.5,
@@ -421,6 +466,7 @@ fn run_all<C: SqlConnector + Clone>(
         ),
         (
             "lock-and-fetch, db-scheduler fractions 0.5 / 1.0",
+            true,
             SchedulerConfig {
                 polling: PollingStrategy::LockAndFetch {
                     lower_limit_fraction: 0.5,
@@ -431,10 +477,15 @@ fn run_all<C: SqlConnector + Clone>(
         ),
     ] {
         let polling = format!("{:?}", config.polling);
-        let f = progress::while_running(label, || docket_run(&ops, &store, args, config))?;
+        let on = if cached { &store } else { &uncached };
+        let f = progress::while_running(label, || docket_run(&ops, on, args, config))?;
         say!("{label} ({polling}):");
         say!("  {}", line(&f, raw.jobs_per_s));
-        default.get_or_insert(f);
+        match default {
+            None => default = Some(f),
+            Some(d) if !cached => say!("  {}", on_off(&d, &f)),
+            Some(_) => {}
+        }
     }
     (ops.drop)(&store)?;
     say!(
@@ -442,6 +493,15 @@ fn run_all<C: SqlConnector + Clone>(
         summary(name, args.jobs, &default.unwrap_or_default(), &raw)
     );
     Ok(())
+}
+
+/// A cached run against the same run with the statement cache off.
+fn on_off(on: &Figures, off: &Figures) -> String {
+    format!(
+        "statement cache on / off: {:.2} x jobs/s, {:.2} x client CPU/job",
+        on.jobs_per_s / off.jobs_per_s,
+        on.cpu_us_per_job / off.cpu_us_per_job
+    )
 }
 
 fn line(f: &Figures, raw: f64) -> String {

@@ -28,6 +28,19 @@ pub fn connect(
         .connect(url, config)
 }
 
+/// Whether the diesel backends' stores keep their statements prepared: on, unless
+/// `DOCKET_STATEMENT_CACHE` is `off`, `false` or `0` (to run the suite the other way too).
+pub fn statement_cache() -> bool {
+    std::env::var("DOCKET_STATEMENT_CACHE")
+        .map(|v| {
+            !matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "off" | "false" | "0"
+            )
+        })
+        .unwrap_or(true)
+}
+
 /// A name unique to this process and test: `docket_t_<pid>_<n>_<nanos>`.
 pub fn unique_name() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);

@@ -69,6 +69,7 @@ impl MysqlSpace {
             max_connections: 12,
             connection_timeout: Duration::from_secs(20),
             session_time_zone: time_zone.map(str::to_owned),
+            statement_cache: super::statement_cache(),
         };
         docket_mysql::connect_with(&self.url(), config, &options)
             .unwrap_or_else(|e| not_run(NAME, format!("cannot open a pool: {e}")))
@@ -93,7 +94,8 @@ impl Space for MysqlSpace {
         Box::new(
             self.connect(StoreConfig::default(), None)
                 .connector()
-                .clone(),
+                .clone()
+                .with_statement_cache(false),
         )
     }
 

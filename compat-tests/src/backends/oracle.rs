@@ -72,6 +72,7 @@ impl OracleSpace {
         let options = OracleOptions {
             max_connections: 12,
             connection_timeout: Duration::from_secs(20),
+            statement_cache: super::statement_cache(),
         };
         docket_oracle::connect_with(&self.url, config, &options)
             .unwrap_or_else(|e| not_run(NAME, format!("cannot open a pool: {e}")))
@@ -95,7 +96,12 @@ impl Space for OracleSpace {
     }
 
     fn foreign(&self) -> Box<dyn Foreign> {
-        Box::new(self.connect(StoreConfig::default()).connector().clone())
+        Box::new(
+            self.connect(StoreConfig::default())
+                .connector()
+                .clone()
+                .with_statement_cache(false),
+        )
     }
 
     /// `oracle_tables.sql`, with `TIMESTAMP(6)` columns: the variant db-scheduler documents

@@ -62,6 +62,7 @@ impl PgSpace {
         let options = PgOptions {
             max_connections: 12,
             connection_timeout: Duration::from_secs(20),
+            statement_cache: super::statement_cache(),
         };
         docket_postgres::connect_with(&self.url(time_zone), config, &options)
             .unwrap_or_else(|e| not_run(NAME, format!("cannot open a pool: {e}")))
@@ -86,7 +87,8 @@ impl Space for PgSpace {
         Box::new(
             self.connect(StoreConfig::default(), None)
                 .connector()
-                .clone(),
+                .clone()
+                .with_statement_cache(false),
         )
     }
 

@@ -42,6 +42,7 @@ impl SqliteSpace {
             max_connections: 12,
             connection_timeout: Duration::from_secs(20),
             busy_timeout: Duration::from_secs(20),
+            statement_cache: super::statement_cache(),
         };
         let url = self.url();
         docket_sqlite::connect_with(&url, config, &options)
@@ -66,7 +67,12 @@ impl Space for SqliteSpace {
     }
 
     fn foreign(&self) -> Box<dyn Foreign> {
-        Box::new(self.connect(StoreConfig::default()).connector().clone())
+        Box::new(
+            self.connect(StoreConfig::default())
+                .connector()
+                .clone()
+                .with_statement_cache(false),
+        )
     }
 
     /// `sqlite_tables.sql`.

@@ -1,0 +1,358 @@
+//! docket's own diesel query: a [`Rendered`] statement that diesel may keep prepared.
+//!
+//! diesel's `sql_query` marks every query it builds as unsafe to cache, so each statement was
+//! prepared, executed and thrown away (two round trips on PostgreSQL, three on MySQL), and the
+//! server parsed and planned it every time. A [`Statement`] lets diesel's per-connection
+//! statement cache (keyed by the SQL text and the bind types) keep it instead.
+//!
+//! diesel's only public way to bind a value, `AstPass::push_bind_param`, writes the
+//! placeholder itself (`$n` on PostgreSQL, `?` on MySQL and SQLite, `:inN` on Oracle). So the
+//! rendered text is cut at the dialect's own placeholders and sent as its pieces, with each
+//! value pushed between them: diesel rebuilds the same text (Oracle's `:n` becomes `:in{n-1}`,
+//! the names diesel-oci binds by).
+
+use crate::session::Family;
+use diesel::backend::Backend;
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::query_dsl::RunQueryDsl;
+use diesel::serialize::ToSql;
+use diesel::sql_types::{
+    BigInt, Binary, Bool, HasSqlType, Integer, Nullable, SmallInt, Text, Untyped,
+};
+use diesel::QueryResult;
+use docket_core::dialect::{Dialect, Rendered, Value};
+use docket_core::StoreError;
+
+/// Statements with more binds than this are never cached. The statements of a fixed shape
+/// (claims, updates, single-row inserts) bind at most about 20 values and repeat endlessly,
+/// so caching them saves a prepare on every call. Statements that bind many values are the
+/// ones whose shape varies with their input (multi-row inserts, lists of keys): each new
+/// length would be one more entry in the connection's cache (which diesel never evicts) and
+/// one more statement held by the server (MySQL refuses statements beyond
+/// `max_prepared_stmt_count`, shared by all sessions).
+pub const MAX_CACHED_BINDS: usize = 64;
+
+/// Why a statement could not be built or bound.
+#[derive(Debug, thiserror::Error)]
+pub enum StatementError {
+    /// The text lacks the placeholder of a bind, or has it out of order.
+    #[error("placeholder {placeholder} of {binds} binds is missing or out of order in: {sql}")]
+    MissingPlaceholder {
+        /// The placeholder looked for.
+        placeholder: String,
+        /// How many values the statement binds.
+        binds: usize,
+        /// The statement's text.
+        sql: String,
+    },
+    /// The text has a placeholder beyond its binds.
+    #[error("placeholder {placeholder} has no value ({binds} binds) in: {sql}")]
+    UnboundPlaceholder {
+        /// The placeholder without a value.
+        placeholder: String,
+        /// How many values the statement binds.
+        binds: usize,
+        /// The statement's text.
+        sql: String,
+    },
+    /// The backend cannot bind this kind of value (e.g. an array, outside PostgreSQL).
+    #[error("this backend cannot bind {0}")]
+    Unbindable(&'static str),
+}
+
+impl From<StatementError> for StoreError {
+    fn from(e: StatementError) -> Self {
+        StoreError::database(e)
+    }
+}
+
+/// How a connector sends statements: the dialect whose placeholders cut the text, and whether
+/// diesel may keep them prepared.
+#[derive(Clone, Copy)]
+pub struct Prepare {
+    /// The dialect the statements are rendered in.
+    pub dialect: &'static dyn Dialect,
+    /// Whether statements of at most [`MAX_CACHED_BINDS`] binds are cached.
+    pub statement_cache: bool,
+}
+
+impl std::fmt::Debug for Prepare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepare")
+            .field("dialect", &self.dialect.name())
+            .field("statement_cache", &self.statement_cache)
+            .finish()
+    }
+}
+
+impl Prepare {
+    /// Whether a statement binding `binds` values is cached: the one rule, in one place.
+    pub fn caches(&self, binds: usize) -> bool {
+        self.statement_cache && binds <= MAX_CACHED_BINDS
+    }
+
+    /// `stmt` as a diesel query, cached by [`Prepare::caches`].
+    pub fn statement<'a, F: Family>(
+        &self,
+        stmt: &'a Rendered,
+    ) -> Result<Statement<'a, F>, StatementError> {
+        Statement::new(stmt, self.dialect, self.caches(stmt.binds.len()))
+    }
+}
+
+/// One value as it is pushed: borrowed from the [`Rendered`] statement, or a timestamp
+/// converted into the backend's encoding (owned, so it can be lent for as long as the query).
+enum Bind<'a, F: Family> {
+    Value(&'a Value),
+    Time(F::Time),
+}
+
+/// A [`Rendered`] statement as a diesel query: its text cut at the placeholders, its values
+/// in between. Run it with diesel's `load` and `execute`.
+pub struct Statement<'a, F: Family> {
+    /// The text before each placeholder.
+    pieces: Vec<&'a str>,
+    /// The text after the last placeholder.
+    tail: &'a str,
+    binds: Vec<Bind<'a, F>>,
+    cache: bool,
+}
+
+impl<'a, F: Family> Statement<'a, F> {
+    /// `stmt`, whose placeholders are `dialect`'s, kept prepared by diesel when `cache`. Fails
+    /// unless the text holds exactly one placeholder per value, in order.
+    pub fn new(
+        stmt: &'a Rendered,
+        dialect: &dyn Dialect,
+        cache: bool,
+    ) -> Result<Self, StatementError> {
+        let (pieces, tail) = cut(&stmt.sql, dialect, stmt.binds.len())?;
+        let binds = stmt
+            .binds
+            .iter()
+            .map(|v| match v {
+                Value::Timestamp(t) => Bind::Time(F::time(*t)),
+                other => Bind::Value(other),
+            })
+            .collect();
+        Ok(Self {
+            pieces,
+            tail,
+            binds,
+            cache,
+        })
+    }
+
+    /// Whether diesel may keep this statement prepared.
+    pub fn cached(&self) -> bool {
+        self.cache
+    }
+}
+
+/// `sql` cut before and after each of the placeholders `1..=binds`, found in order: the text
+/// before each one, and the text after the last.
+fn cut<'a>(
+    sql: &'a str,
+    dialect: &dyn Dialect,
+    binds: usize,
+) -> Result<(Vec<&'a str>, &'a str), StatementError> {
+    let mut pieces = Vec::with_capacity(binds);
+    let mut rest = sql;
+    for n in 1..=binds {
+        let placeholder = dialect.placeholder(n);
+        let at = find_placeholder(rest, &placeholder).ok_or_else(|| {
+            StatementError::MissingPlaceholder {
+                placeholder: placeholder.clone(),
+                binds,
+                sql: sql.to_owned(),
+            }
+        })?;
+        pieces.push(&rest[..at]);
+        rest = &rest[at + placeholder.len()..];
+    }
+    // A further placeholder would be sent without its value.
+    let next = dialect.placeholder(binds + 1);
+    if find_placeholder(rest, &next).is_some() {
+        return Err(StatementError::UnboundPlaceholder {
+            placeholder: next,
+            binds,
+            sql: sql.to_owned(),
+        });
+    }
+    Ok((pieces, rest))
+}
+
+/// Where `placeholder` first stands alone in `text`: a numbered one (`$1`, `:1`) must not be
+/// the start of a longer number (`$10`).
+fn find_placeholder(text: &str, placeholder: &str) -> Option<usize> {
+    let numbered = placeholder.ends_with(|c: char| c.is_ascii_digit());
+    let mut from = 0;
+    while let Some(i) = text[from..].find(placeholder) {
+        let end = from + i + placeholder.len();
+        if !(numbered && text[end..].starts_with(|c: char| c.is_ascii_digit())) {
+            return Some(from + i);
+        }
+        from = end;
+    }
+    None
+}
+
+impl<F: Family> QueryFragment<F::Backend> for Statement<'_, F> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, F::Backend>) -> QueryResult<()> {
+        if !self.cache {
+            out.unsafe_to_cache_prepared();
+        }
+        for (piece, bind) in self.pieces.iter().zip(&self.binds) {
+            out.push_sql(piece);
+            match bind {
+                Bind::Value(v) => F::push_value(out.reborrow(), v)?,
+                Bind::Time(t) => F::push_time(out.reborrow(), t)?,
+            }
+        }
+        out.push_sql(self.tail);
+        Ok(())
+    }
+}
+
+/// No static id: diesel keys the cache by the SQL text and the bind types.
+impl<F: Family> QueryId for Statement<'_, F> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<F: Family> Query for Statement<'_, F> {
+    type SqlType = Untyped;
+}
+
+impl<F: Family, Conn> RunQueryDsl<Conn> for Statement<'_, F> {}
+
+/// Pushes one scalar value with its SQL type, the same way on every diesel backend: the
+/// usual [`Family::push_value`]. Timestamps go through [`Family::push_time`] instead, and
+/// arrays only where the family binds them: both are an error here.
+pub fn push_scalar<'b, DB>(mut out: AstPass<'_, 'b, DB>, value: &'b Value) -> QueryResult<()>
+where
+    DB: Backend
+        + HasSqlType<Text>
+        + HasSqlType<Binary>
+        + HasSqlType<SmallInt>
+        + HasSqlType<Integer>
+        + HasSqlType<BigInt>
+        + HasSqlType<Bool>,
+    Option<String>: ToSql<Nullable<Text>, DB>,
+    Option<Vec<u8>>: ToSql<Nullable<Binary>, DB>,
+    Option<i16>: ToSql<Nullable<SmallInt>, DB>,
+    i32: ToSql<Integer, DB>,
+    i64: ToSql<BigInt, DB>,
+    bool: ToSql<Bool, DB>,
+{
+    match value {
+        Value::Text(v) => out.push_bind_param::<Nullable<Text>, _>(v),
+        Value::Bytes(v) => out.push_bind_param::<Nullable<Binary>, _>(v),
+        Value::SmallInt(v) => out.push_bind_param::<Nullable<SmallInt>, _>(v),
+        Value::Int(v) => out.push_bind_param::<Integer, _>(v),
+        Value::BigInt(v) => out.push_bind_param::<BigInt, _>(v),
+        Value::Bool(v) => out.push_bind_param::<Bool, _>(v),
+        Value::Timestamp(_) => Err(unbindable("a timestamp not converted by its family")),
+        Value::Array(_) => Err(unbindable("an array")),
+    }
+}
+
+/// diesel's error for a value the backend cannot bind.
+pub fn unbindable(what: &'static str) -> diesel::result::Error {
+    diesel::result::Error::QueryBuilderError(Box::new(StatementError::Unbindable(what)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capabilities() -> docket_core::dialect::Capabilities {
+        docket_core::dialect::Capabilities {
+            lock_and_fetch: None,
+            transactional_ddl: false,
+            claim_locks_examined_rows: false,
+            work_queue: false,
+        }
+    }
+
+    #[derive(Debug)]
+    struct Dollar;
+    impl Dialect for Dollar {
+        fn name(&self) -> &'static str {
+            "dollar"
+        }
+        fn capabilities(&self) -> docket_core::dialect::Capabilities {
+            capabilities()
+        }
+        fn placeholder(&self, n: usize) -> String {
+            format!("${n}")
+        }
+    }
+
+    #[derive(Debug)]
+    struct Question;
+    impl Dialect for Question {
+        fn name(&self) -> &'static str {
+            "question"
+        }
+        fn capabilities(&self) -> docket_core::dialect::Capabilities {
+            capabilities()
+        }
+    }
+
+    #[test]
+    fn a_numbered_placeholder_is_not_the_start_of_a_longer_one() {
+        assert_eq!(find_placeholder("a = $10 AND b = $1", "$1"), Some(16));
+        assert_eq!(find_placeholder("a = $10", "$1"), None);
+        assert_eq!(find_placeholder("a = ? AND ?", "?"), Some(4));
+    }
+
+    #[test]
+    fn the_text_is_cut_at_each_placeholder_in_order() {
+        let sql = "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)";
+        let (pieces, tail) = cut(sql, &Dollar, 3).expect("three placeholders");
+        assert_eq!(pieces, ["SELECT a FROM t WHERE b = ", " AND c IN (", ", "]);
+        assert_eq!(tail, ")");
+        let (pieces, tail) = cut("x = ? OR y = ?", &Question, 2).expect("two placeholders");
+        assert_eq!((pieces, tail), (vec!["x = ", " OR y = "], ""));
+    }
+
+    #[test]
+    fn a_missing_out_of_order_or_unbound_placeholder_is_an_error() {
+        let missing = cut("a = $1", &Dollar, 2);
+        assert!(matches!(
+            missing,
+            Err(StatementError::MissingPlaceholder { .. })
+        ));
+        let reversed = cut("a = $2 AND b = $1", &Dollar, 2);
+        assert!(matches!(
+            reversed,
+            Err(StatementError::MissingPlaceholder { .. })
+        ));
+        let unbound = cut("a = $1 AND b = $2", &Dollar, 1);
+        assert!(matches!(
+            unbound,
+            Err(StatementError::UnboundPlaceholder { .. })
+        ));
+        let unbound = cut("a = ? AND b = ?", &Question, 1);
+        assert!(matches!(
+            unbound,
+            Err(StatementError::UnboundPlaceholder { .. })
+        ));
+    }
+
+    #[test]
+    fn only_statements_of_few_binds_are_cached_and_only_when_the_switch_is_on() {
+        let on = Prepare {
+            dialect: &Question,
+            statement_cache: true,
+        };
+        assert!(on.caches(0) && on.caches(MAX_CACHED_BINDS));
+        assert!(!on.caches(MAX_CACHED_BINDS + 1));
+        let off = Prepare {
+            statement_cache: false,
+            ..on
+        };
+        assert!(!off.caches(1));
+    }
+}

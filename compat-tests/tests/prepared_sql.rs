@@ -1,0 +1,133 @@
+//! The SQL each diesel backend is sent for a [`Statement`]: the rendered text, cut at its
+//! placeholders and rebuilt by diesel's query builder, must be the rendered text again
+//! (Oracle: with diesel-oci's `:in0, :in1, ...` for `:1, :2, ...`), for every statement each
+//! dialect renders. And the statement cache takes exactly the statements the rule allows.
+
+use diesel::backend::Backend;
+use diesel::query_builder::{QueryBuilder, QueryFragment};
+use docket_core::dialect::{Dialect, Rendered, Statements};
+use docket_core::{OrderingPolicy, TableName};
+use docket_diesel::{Family, Prepare, Statement, MAX_CACHED_BINDS};
+
+/// Every statement `dialect` renders (the catalogue, the work queue, streaming intake and the
+/// custom-order index), priority off and on, as in `golden_sql.rs`.
+fn every_statement(dialect: &'static dyn Dialect) -> Vec<(String, Rendered)> {
+    let table = TableName::parse("app.jobs").expect("valid table name");
+    let mut all = Vec::new();
+    for priority in [false, true] {
+        let policy = OrderingPolicy {
+            priority,
+            ..OrderingPolicy::default()
+        };
+        let s = Statements::new(dialect, table.clone(), policy);
+        let named = s
+            .catalogue()
+            .into_iter()
+            .chain(s.queue_catalogue())
+            .chain(s.queue_scale_catalogue().expect("renders"));
+        all.extend(named.map(|(n, r)| (n.to_owned(), r)));
+        all.extend(s.order_index_catalogue().expect("renders"));
+    }
+    all
+}
+
+/// The text `q` is sent as, built by the backend's own query builder.
+fn sent<F: Family>(
+    q: &Statement<'_, F>,
+    mut builder: <F::Backend as Backend>::QueryBuilder,
+    backend: &F::Backend,
+) -> String {
+    q.to_sql(&mut builder, backend).expect("builds");
+    builder.finish()
+}
+
+/// Every statement of `dialect`, cut and rebuilt by `F`'s query builder, is `expected` of its
+/// rendered text; cached exactly when the rule says so, and never with the switch off.
+fn check<F: Family>(
+    dialect: &'static dyn Dialect,
+    builder: impl Fn() -> <F::Backend as Backend>::QueryBuilder,
+    backend: &F::Backend,
+    expected: impl Fn(&Rendered) -> String,
+) {
+    let on = Prepare {
+        dialect,
+        statement_cache: true,
+    };
+    let off = Prepare {
+        statement_cache: false,
+        ..on
+    };
+    let all = every_statement(dialect);
+    assert!(
+        all.len() > 40,
+        "{}: {} statements",
+        dialect.name(),
+        all.len()
+    );
+    for (name, r) in &all {
+        let q = on
+            .statement::<F>(r)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(sent(&q, builder(), backend), expected(r), "{name}");
+        let cached = q.is_safe_to_cache_prepared(backend).expect("walks");
+        assert_eq!(cached, r.binds.len() <= MAX_CACHED_BINDS, "{name}");
+        let q = off.statement::<F>(r).expect("cuts");
+        assert!(
+            !q.is_safe_to_cache_prepared(backend).expect("walks"),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn postgres_is_sent_the_rendered_text() {
+    use diesel::pg::{Pg, PgQueryBuilder};
+    check::<docket_postgres::PgFamily>(
+        &docket_postgres::PgDialect,
+        PgQueryBuilder::default,
+        &Pg,
+        |r| r.sql.clone(),
+    );
+}
+
+#[test]
+fn mysql_and_mariadb_are_sent_the_rendered_text() {
+    use diesel::mysql::{Mysql, MysqlQueryBuilder};
+    for dialect in [
+        &docket_mysql::MysqlDialect::MARIADB,
+        &docket_mysql::MysqlDialect::MYSQL,
+    ] {
+        check::<docket_mysql::MysqlFamily>(dialect, MysqlQueryBuilder::default, &Mysql, |r| {
+            r.sql.clone()
+        });
+    }
+}
+
+#[test]
+fn sqlite_is_sent_the_rendered_text() {
+    use diesel::sqlite::{Sqlite, SqliteQueryBuilder};
+    check::<docket_sqlite::SqliteFamily>(
+        &docket_sqlite::SqliteDialect,
+        SqliteQueryBuilder::default,
+        &Sqlite,
+        |r| r.sql.clone(),
+    );
+}
+
+/// diesel-oci names its binds `in0, in1, ...` and binds by those names, so `:n` is sent as
+/// `:in{n-1}` (replaced from the highest `n` down, so that `:1` never matches in `:10`).
+#[test]
+fn oracle_is_sent_the_rendered_text_with_diesel_oci_bind_names() {
+    use diesel_oci::query_builder::OciQueryBuilder;
+    use diesel_oci::Oracle;
+    check::<docket_oracle::OracleFamily>(
+        &docket_oracle::OracleDialect,
+        OciQueryBuilder::default,
+        &Oracle,
+        |r| {
+            (1..=r.binds.len()).rev().fold(r.sql.clone(), |sql, n| {
+                sql.replace(&format!(":{n}"), &format!(":in{}", n - 1))
+            })
+        },
+    );
+}
