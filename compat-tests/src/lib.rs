@@ -14,6 +14,7 @@ pub mod db_scheduler;
 pub mod harness;
 pub mod reliability;
 pub mod servers;
+pub mod statements;
 
 pub use harness::{Ctx, DbSchedulerDdl, DbSchedulerTypes, Foreign, Harness, Need, Space, Toggle};
 

@@ -8,6 +8,7 @@
 //! Oracle parser reads `:1`-style binds as placeholders too; both are parsed verbatim, with no
 //! textual substitution.
 
+use docket_compat_tests::statements::every_statement;
 use docket_core::dialect::{Dialect, LockAndFetch, Rendered, SqlWriter, Statements};
 use docket_core::migrate::{plan, split_statements, MigrationFile};
 use docket_core::store::sql::AdoptPlan;
@@ -229,23 +230,6 @@ const ORACLE_RESERVED: &str =
     OR ORDER PCTFREE PRIOR PUBLIC RAW RENAME RESOURCE REVOKE ROW ROWID ROWNUM ROWS SELECT \
     SESSION SET SHARE SIZE SMALLINT START SUCCESSFUL SYNONYM SYSDATE TABLE THEN TO TRIGGER UID \
     UNION UNIQUE UPDATE USER VALIDATE VALUES VARCHAR VARCHAR2 VIEW WHENEVER WHERE WITH";
-
-/// Every statement a dialect renders (the catalogue, the work queue, streaming intake and the
-/// custom-order index), priority off and on.
-fn every_statement(dialect: &'static dyn Dialect) -> Vec<(String, Rendered)> {
-    let mut all = Vec::new();
-    for priority in [false, true] {
-        let s = Statements::new(dialect, table(), policy(priority));
-        let named = s
-            .catalogue()
-            .into_iter()
-            .chain(s.queue_catalogue())
-            .chain(s.queue_scale_catalogue().expect("renders"));
-        all.extend(named.map(|(n, r)| (n.to_owned(), r)));
-        all.extend(s.order_index_catalogue().expect("renders"));
-    }
-    all
-}
 
 /// No alias (docket writes them bare, in lower case: ` AS name`) is a reserved word of SQL
 /// Server or Oracle, which sqlparser reads but the servers refuse (`SUM(...) AS open` was one).

@@ -5,31 +5,9 @@
 
 use diesel::backend::Backend;
 use diesel::query_builder::{QueryBuilder, QueryFragment};
-use docket_core::dialect::{Dialect, Rendered, Statements};
-use docket_core::{OrderingPolicy, TableName};
+use docket_compat_tests::statements::every_statement;
+use docket_core::dialect::{Dialect, Rendered};
 use docket_diesel::{Family, Prepare, Statement, MAX_CACHED_BINDS};
-
-/// Every statement `dialect` renders (the catalogue, the work queue, streaming intake and the
-/// custom-order index), priority off and on, as in `golden_sql.rs`.
-fn every_statement(dialect: &'static dyn Dialect) -> Vec<(String, Rendered)> {
-    let table = TableName::parse("app.jobs").expect("valid table name");
-    let mut all = Vec::new();
-    for priority in [false, true] {
-        let policy = OrderingPolicy {
-            priority,
-            ..OrderingPolicy::default()
-        };
-        let s = Statements::new(dialect, table.clone(), policy);
-        let named = s
-            .catalogue()
-            .into_iter()
-            .chain(s.queue_catalogue())
-            .chain(s.queue_scale_catalogue().expect("renders"));
-        all.extend(named.map(|(n, r)| (n.to_owned(), r)));
-        all.extend(s.order_index_catalogue().expect("renders"));
-    }
-    all
-}
 
 /// The text `q` is sent as, built by the backend's own query builder.
 fn sent<F: Family>(
