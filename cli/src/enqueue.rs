@@ -76,7 +76,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     items.on_progress(TICK, move |rows, bytes| {
         let rate = rows as f64 / started.elapsed().as_secs_f64().max(1e-3);
         shown.set_position(bytes);
-        shown.set_message(format!("enqueueing {name}: {rows} rows ({rate:.0} rows/s)"));
+        // After the last row the database may still be at work for a while (MySQL/MariaDB
+        // publish a large batch in one statement after reading it): say so.
+        let message = match len == Some(bytes) {
+            true => format!("{name}: all {rows} rows read; the database is storing them"),
+            false => format!("enqueueing {name}: {rows} rows ({rate:.0} rows/s)"),
+        };
+        shown.set_message(message);
     });
     let inserted = queue.enqueue_items(&mut items);
     bar.finish_and_clear();
