@@ -3,9 +3,8 @@
 
 use super::statements::{Level, Statements};
 use super::OrderIndex;
-use super::{Rendered, SqlWriter, Value};
+use super::{FileLoad, Rendered, SqlWriter, Value};
 use crate::error::StoreError;
-use crate::ident::TableName;
 use crate::ordering::{CustomKey, Direction, KeyType, PrimaryOrder};
 pub use crate::records::ForWorker;
 use crate::records::{AssignmentStatus, ExecutionKey, Finish, Finishing, NewItem, RecordKey};
@@ -25,8 +24,23 @@ pub const ITEM_COLUMNS: [&str; 10] = [
     "held_by",
 ];
 
-/// Columns an item insert writes without `priority` (see [`Statements::item_insert_rows`]).
-const ITEM_INSERT_COLUMNS: usize = 13;
+/// Columns an item insert writes without `priority`, in insert order (see
+/// [`Statements::item_insert_rows`]).
+const ITEM_INSERT_COLUMNS: [&str; 13] = [
+    "task_name",
+    "task_instance",
+    "task_data",
+    "execution_time",
+    "picked",
+    "consecutive_failures",
+    "version",
+    "record_date",
+    "record_order",
+    "custom_attributes",
+    "max_assignments",
+    "assignments",
+    "assignable",
+];
 
 /// Most items one multi-row insert carries, whatever the bind limit: beyond a few thousand rows
 /// a statement saves no more round-trip time, and its text and binds only grow.
@@ -71,25 +85,24 @@ impl Statements<'_> {
             task_name,
             task_instance,
         } = item.key;
-        let mut cols = vec![
-            ("task_name", Value::Text(Some(task_name))),
-            ("task_instance", Value::Text(Some(task_instance))),
-            ("task_data", Value::Bytes(item.data)),
-            ("execution_time", Value::from(item.available_at)),
-            ("picked", Value::Bool(false)),
-            ("consecutive_failures", Value::Int(0)),
-            ("version", Value::BigInt(1)),
-            ("record_date", Value::from(item.record.date)),
-            ("record_order", Value::BigInt(item.record.order)),
-            ("custom_attributes", Value::Text(item.custom_attributes)),
-            ("max_assignments", Value::Int(item.max_assignments)),
-            ("assignments", Value::Int(0)),
-            ("assignable", Value::Bool(true)),
+        // In the order of `ITEM_INSERT_COLUMNS`, then `priority`.
+        let values = [
+            Value::Text(Some(task_name)),
+            Value::Text(Some(task_instance)),
+            Value::Bytes(item.data),
+            Value::from(item.available_at),
+            Value::Bool(false),
+            Value::Int(0),
+            Value::BigInt(1),
+            Value::from(item.record.date),
+            Value::BigInt(item.record.order),
+            Value::Text(item.custom_attributes),
+            Value::Int(item.max_assignments),
+            Value::Int(0),
+            Value::Bool(true),
+            Value::SmallInt(item.priority),
         ];
-        if self.policy().priority {
-            cols.push(("priority", Value::SmallInt(item.priority)));
-        }
-        cols
+        self.item_insert_columns().into_iter().zip(values).collect()
     }
 
     /// Inserts one item (a plain insert: an existing id fails the batch).
@@ -117,14 +130,14 @@ impl Statements<'_> {
     /// How many items one [`Statements::item_insert_rows`] may carry
     /// ([`Statements::rows_per_insert`], at most [`MAX_ROWS_PER_INSERT`]).
     pub fn item_rows_per_insert(&self) -> usize {
-        let columns = ITEM_INSERT_COLUMNS + usize::from(self.policy().priority);
-        self.rows_per_insert(columns, MAX_ROWS_PER_INSERT)
+        self.rows_per_insert(self.item_insert_columns().len(), MAX_ROWS_PER_INSERT)
     }
 
     /// The item columns an insert writes, in insert order (the names of
-    /// [`Statements::item_insert_rows`]' values).
-    pub fn item_insert_columns(&self, item: &NewItem) -> Vec<&'static str> {
-        self.item_values(item).into_iter().map(|(c, _)| c).collect()
+    /// [`Statements::item_insert_rows`]' values): `priority` last, where the policy has it.
+    pub fn item_insert_columns(&self) -> Vec<&'static str> {
+        let priority = self.policy().priority.then_some("priority");
+        ITEM_INSERT_COLUMNS.into_iter().chain(priority).collect()
     }
 
     /// One row of a bulk intake file: the batch position `seq` (1-based), then `item`'s
@@ -134,46 +147,73 @@ impl Statements<'_> {
         std::iter::once(Value::BigInt(seq)).chain(values).collect()
     }
 
-    /// Publishes a bulk intake: inserts every row of `staging` into the table, in one
+    /// Drops a bulk intake's staging table (`<table>_intake`) if this session has one.
+    pub fn item_staging_drop(&self, load: &dyn FileLoad) -> Rendered {
+        let mut w = SqlWriter::new(self.dialect());
+        load.drop_staging(&mut w, &self.table().intake());
+        w.finish()
+    }
+
+    /// Creates the session's staging table with `seq` and the item insert columns.
+    pub fn item_staging_create(&self, load: &dyn FileLoad) -> Rendered {
+        let mut w = SqlWriter::new(self.dialect());
+        let columns = self.item_insert_columns();
+        load.create_staging(&mut w, &self.table().intake(), self.table(), &columns);
+        w.finish()
+    }
+
+    /// Loads the file at `path` (written by [`Statements::item_file_values`] rows) into the
+    /// staging table; `None` when `path` cannot be written as a plain literal.
+    pub fn item_staging_load(&self, load: &dyn FileLoad, path: &str) -> Option<Rendered> {
+        let mut w = SqlWriter::new(self.dialect());
+        let columns: Vec<&str> = std::iter::once("seq")
+            .chain(self.item_insert_columns())
+            .collect();
+        load.load(&mut w, &self.table().intake(), &columns, path)
+            .then(|| w.finish())
+    }
+
+    /// Publishes a bulk intake: inserts every row of the staging table into the table, in one
     /// statement (all or nothing).
-    pub fn item_publish(&self, staging: &TableName, columns: &[&str]) -> Rendered {
-        let list = columns.join(", ");
+    pub fn item_publish(&self) -> Rendered {
+        let list = self.item_insert_columns().join(", ");
         let mut w = SqlWriter::new(self.dialect());
         w.push("INSERT INTO ")
             .table(self.table())
             .push(&format!(" ({list}) SELECT {list} FROM "))
-            .table(staging);
+            .table(&self.table().intake());
         w.finish()
     }
 
-    /// How many rows `staging` holds, as column `n`.
-    pub fn item_staged_count(&self, staging: &TableName) -> Rendered {
+    /// How many rows the staging table holds, as column `n`.
+    pub fn item_staged_count(&self) -> Rendered {
         let mut w = SqlWriter::new(self.dialect());
-        w.push("SELECT COUNT(*) AS n FROM ").table(staging);
+        w.push("SELECT COUNT(*) AS n FROM ")
+            .table(&self.table().intake());
         w.finish()
     }
 
-    /// The first batch position missing from `staging` (a line the load skipped, its id
-    /// repeating an earlier line's), as column `seq`: NULL when the missing ones come after
+    /// The first batch position missing from the staging table (a line the load skipped, its
+    /// id repeating an earlier line's), as column `seq`: NULL when the missing ones come after
     /// every staged row.
-    pub fn item_staged_first_skipped(&self, staging: &TableName) -> Rendered {
+    pub fn item_staged_first_skipped(&self) -> Rendered {
         let mut w = SqlWriter::new(self.dialect());
         w.push(
             "SELECT MIN(rn) AS seq FROM (SELECT seq, ROW_NUMBER() OVER (ORDER BY seq) AS rn FROM ",
         )
-        .table(staging)
+        .table(&self.table().intake())
         .push(") numbered WHERE seq <> rn");
         w.finish()
     }
 
     /// The first staged item (in batch order) whose id the table already has, as columns
     /// `task` and `name`.
-    pub fn item_staged_existing(&self, staging: &TableName) -> Rendered {
+    pub fn item_staged_existing(&self) -> Rendered {
         let mut w = SqlWriter::new(self.dialect());
         w.push("SELECT ");
         self.dialect().top(&mut w, 1);
         w.push("s.task_name AS task, s.task_instance AS name FROM ")
-            .table(staging)
+            .table(&self.table().intake())
             .push(" s JOIN ")
             .table(self.table())
             .push(" i ON i.task_name = s.task_name AND i.task_instance = s.task_instance")
@@ -559,41 +599,23 @@ impl Statements<'_> {
 
     /// The statements of a bulk intake through `load` ([`super::file_load`]), in the order
     /// they are sent, with sample arguments (the file `/tmp/docket-intake-1-0-0.tsv`).
-    pub fn bulk_intake_catalogue(
-        &self,
-        load: &dyn super::FileLoad,
-    ) -> Vec<(&'static str, Rendered)> {
-        let (_, _, item) = sample_item();
-        let columns = self.item_insert_columns(&item);
-        let staging = self.table().intake();
-        let with = |write: &dyn Fn(&mut SqlWriter<'_>)| {
-            let mut w = SqlWriter::new(self.dialect());
-            write(&mut w);
-            w.finish()
-        };
-        let file_columns: Vec<&str> = std::iter::once("seq")
-            .chain(columns.iter().copied())
-            .collect();
-        vec![
-            ("staging_drop", with(&|w| load.drop_staging(w, &staging))),
-            (
-                "staging_create",
-                with(&|w| load.create_staging(w, &staging, self.table(), &columns)),
-            ),
-            (
-                "staging_load",
-                with(&|w| {
-                    load.load(w, &staging, &file_columns, "/tmp/docket-intake-1-0-0.tsv");
-                }),
-            ),
-            ("staged_count", self.item_staged_count(&staging)),
-            (
-                "staged_first_skipped",
-                self.item_staged_first_skipped(&staging),
-            ),
-            ("item_publish", self.item_publish(&staging, &columns)),
-            ("staged_existing", self.item_staged_existing(&staging)),
-        ]
+    pub fn bulk_intake_catalogue(&self, load: &dyn FileLoad) -> Vec<(&'static str, Rendered)> {
+        let path = "/tmp/docket-intake-1-0-0.tsv";
+        let mut all = vec![
+            ("staging_drop", self.item_staging_drop(load)),
+            ("staging_create", self.item_staging_create(load)),
+        ];
+        all.extend(
+            self.item_staging_load(load, path)
+                .map(|r| ("staging_load", r)),
+        );
+        all.extend([
+            ("staged_count", self.item_staged_count()),
+            ("staged_first_skipped", self.item_staged_first_skipped()),
+            ("item_publish", self.item_publish()),
+            ("staged_existing", self.item_staged_existing()),
+        ]);
+        all
     }
 
     /// The statements of streaming intake and of indexed custom orders, with sample arguments:

@@ -583,13 +583,10 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
         };
         // A batch that fits one multi-row insert gains nothing from a file.
         let head: Vec<_> = (&mut *rows).take(per + 1).collect();
-        let columns = match head.first() {
-            Some(Ok(item)) if head.len() > per => Some(self.statements.item_insert_columns(item)),
-            _ => None,
-        };
+        let large = head.len() > per;
         let mut rows = head.into_iter().chain(rows);
-        if let Some(columns) = columns {
-            if let Staged::Inserted(n) = self.item_insert_staged(load, &columns, &mut rows)? {
+        if large {
+            if let Staged::Inserted(n) = self.item_insert_staged(load, &mut rows)? {
                 return Ok(n);
             }
         }

@@ -6,9 +6,8 @@
 //! session drops at the end (and the server with the session).
 
 use super::{duplicate_item, SqlConnector, SqlSession, SqlStore};
-use crate::dialect::{FileLoad, Rendered, SqlWriter};
+use crate::dialect::FileLoad;
 use crate::error::{DocketError, StoreError};
-use crate::ident::TableName;
 use crate::records::{ExecutionKey, NewItem};
 use crate::store::row::decode_all;
 use std::fs::{File, OpenOptions};
@@ -38,44 +37,21 @@ enum ToLoader {
     Publish(Written),
 }
 
-/// The statements of one staged intake.
-struct Plan<'a> {
-    load: &'a dyn FileLoad,
-    staging: TableName,
-    columns: &'a [&'static str],
-    create: Rendered,
-    drop: Rendered,
-}
-
 impl<C: SqlConnector> SqlStore<C> {
-    /// Inserts the items of `rows` through `load`: see the module documentation. `columns`
-    /// are the item insert columns ([`crate::dialect::Statements::item_insert_columns`]). The
+    /// Inserts the items of `rows` through `load`: see the module documentation. The
     /// caller's thread reads the stream and writes files; a scoped thread holds one session
     /// and loads them as they come, so reading and loading overlap.
     pub(super) fn item_insert_staged(
         &self,
         load: &dyn FileLoad,
-        columns: &[&'static str],
         rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,
     ) -> Result<Staged, StoreError> {
-        let dialect = self.connector.dialect();
-        let staging = self.statements.table().intake();
-        let plan = Plan {
-            load,
-            create: render(dialect, |w| {
-                load.create_staging(w, &staging, self.statements.table(), columns)
-            }),
-            drop: render(dialect, |w| load.drop_staging(w, &staging)),
-            staging,
-            columns,
-        };
         let (to_loader, inbox) = mpsc::sync_channel(1);
         let (answer, ready) = mpsc::sync_channel(1);
         std::thread::scope(|scope| {
-            let plan = &plan;
             let loader = scope.spawn(move || {
                 self.connector
-                    .with_session(&mut |s| self.run_loader(s, plan, &inbox, &answer))
+                    .with_session(&mut |s| self.run_loader(s, load, &inbox, &answer))
             });
             let joined = || {
                 loader.join().unwrap_or_else(|_| {
@@ -87,7 +63,7 @@ impl<C: SqlConnector> SqlStore<C> {
                 drop(to_loader);
                 return joined();
             }
-            match self.write_files(plan, rows, &to_loader) {
+            match self.write_files(load, rows, &to_loader) {
                 Ok(written) => {
                     // A loader that stopped has its own error to give.
                     let _ = to_loader.send(ToLoader::Publish(written));
@@ -112,42 +88,36 @@ impl<C: SqlConnector> SqlStore<C> {
     fn run_loader(
         &self,
         s: &mut dyn SqlSession,
-        plan: &Plan<'_>,
+        load: &dyn FileLoad,
         inbox: &Receiver<ToLoader>,
         ready: &SyncSender<bool>,
     ) -> Result<Staged, StoreError> {
+        let drop_staging = self.statements.item_staging_drop(load);
         // A staging table left on this pooled connection by an intake that failed.
-        s.execute(&plan.drop)?;
+        s.execute(&drop_staging)?;
         let probe = IntakeFile::create().map_err(StoreError::database);
         let allowed = probe.and_then(|file| {
-            s.execute(&plan.create)?;
-            s.execute_unprepared(&self.load_statement(plan, &file)?)
+            s.execute(&self.statements.item_staging_create(load))?;
+            s.execute_unprepared(&self.load_statement(load, &file)?)
         });
         if let Err(e) = allowed {
             tracing::debug!(error = %e, "bulk intake through a file refused; inserting rows");
-            s.execute(&plan.drop)?;
+            s.execute(&drop_staging)?;
             let _ = ready.send(false);
             return Ok(Staged::Refused);
         }
         let _ = ready.send(true);
-        let published = self.load_files(s, plan, inbox);
-        let dropped = s.execute(&plan.drop);
+        let published = self.load_files(s, load, inbox);
+        let dropped = s.execute(&drop_staging);
         let inserted = published?;
         dropped?;
         Ok(Staged::Inserted(inserted))
     }
 
-    fn load_statement(&self, plan: &Plan<'_>, file: &IntakeFile) -> Result<String, StoreError> {
-        let columns: Vec<&str> = std::iter::once("seq")
-            .chain(plan.columns.iter().copied())
-            .collect();
-        let mut w = SqlWriter::new(self.connector.dialect());
-        match plan
-            .load
-            .load(&mut w, &plan.staging, &columns, &file.path_text())
-        {
-            true => Ok(w.finish().sql),
-            false => Err(StoreError::conflict(format!(
+    fn load_statement(&self, load: &dyn FileLoad, file: &IntakeFile) -> Result<String, StoreError> {
+        match self.statements.item_staging_load(load, &file.path_text()) {
+            Some(stmt) => Ok(stmt.sql),
+            None => Err(StoreError::conflict(format!(
                 "the intake file {} has no plain path",
                 file.path.display()
             ))),
@@ -158,15 +128,15 @@ impl<C: SqlConnector> SqlStore<C> {
     fn load_files(
         &self,
         s: &mut dyn SqlSession,
-        plan: &Plan<'_>,
+        load: &dyn FileLoad,
         inbox: &Receiver<ToLoader>,
     ) -> Result<u64, StoreError> {
         loop {
             match inbox.recv() {
                 Ok(ToLoader::Load(file)) => {
-                    s.execute_unprepared(&self.load_statement(plan, &file)?)?
+                    s.execute_unprepared(&self.load_statement(load, &file)?)?
                 }
-                Ok(ToLoader::Publish(written)) => return self.publish(s, plan, written),
+                Ok(ToLoader::Publish(written)) => return self.publish(s, load, written),
                 Err(_) => return Err(StoreError::conflict("the intake stopped before its end")),
             }
         }
@@ -176,16 +146,16 @@ impl<C: SqlConnector> SqlStore<C> {
     fn publish(
         &self,
         s: &mut dyn SqlSession,
-        plan: &Plan<'_>,
+        load: &dyn FileLoad,
         written: Written,
     ) -> Result<u64, StoreError> {
-        let staging = &plan.staging;
-        let count = self.statements.item_staged_count(staging);
-        let loaded = decode_all(s.query(&count)?, |r| r.i64("n"))?;
+        let loaded = decode_all(s.query(&self.statements.item_staged_count())?, |r| {
+            r.i64("n")
+        })?;
         let loaded = loaded.first().copied().unwrap_or(0);
         if loaded != written.count as i64 {
             // The staging table's key skipped the lines repeating an earlier line's id.
-            let skipped = s.query(&self.statements.item_staged_first_skipped(staging))?;
+            let skipped = s.query(&self.statements.item_staged_first_skipped())?;
             let first = decode_all(skipped, |r| r.opt_i64("seq"))?;
             let seq = first.into_iter().flatten().next().unwrap_or(loaded + 1) as u64;
             return Err(StoreError::RepeatedItem {
@@ -194,23 +164,23 @@ impl<C: SqlConnector> SqlStore<C> {
                 to: seq,
             });
         }
-        let publish = self.statements.item_publish(staging, plan.columns);
-        let settings = plan.load.publish_settings();
+        let publish = self.statements.item_publish();
+        let settings = load.publish_settings();
         if let Some((set, _)) = settings {
             s.execute_unprepared(set)?;
         }
         let published = s.execute(&publish);
-        if let Some((_, restore)) = settings {
-            s.execute_unprepared(restore)?;
-        }
-        match published {
-            Err(StoreError::Duplicate { .. }) => Err(self.staged_duplicate(s, staging)?),
+        let restored = settings.map_or(Ok(()), |(_, restore)| s.execute_unprepared(restore));
+        // The publishing insert's own error comes first; a failed restore only after success.
+        let published = match published {
+            Err(StoreError::Duplicate { .. }) => Err(self.staged_duplicate(s)?),
             Ok(n) if n != written.count => Err(StoreError::conflict(format!(
                 "published {n} of {} items",
                 written.count
             ))),
             other => other,
-        }
+        };
+        published.and_then(|n| restored.map(|()| n))
     }
 
     /// Writes the items of `rows` to files of [`ROWS_PER_FILE`] rows, `seq` numbered from 1,
@@ -218,7 +188,7 @@ impl<C: SqlConnector> SqlStore<C> {
     /// `Err(None)`: the loader stopped (it has the error).
     fn write_files(
         &self,
-        plan: &Plan<'_>,
+        load: &dyn FileLoad,
         rows: &mut dyn Iterator<Item = Result<NewItem, DocketError>>,
         to_loader: &SyncSender<ToLoader>,
     ) -> Result<Written, Option<StoreError>> {
@@ -240,8 +210,7 @@ impl<C: SqlConnector> SqlStore<C> {
             written.count += 1;
             line.clear();
             let seq = i64::try_from(written.count).unwrap_or(i64::MAX);
-            plan.load
-                .write_row(&mut line, &self.statements.item_file_values(seq, item));
+            load.write_row(&mut line, &self.statements.item_file_values(seq, item));
             let out = match &mut file {
                 Some(out) => out,
                 None => file.insert(IntakeFile::create().map_err(StoreError::database)?),
@@ -257,12 +226,8 @@ impl<C: SqlConnector> SqlStore<C> {
 
     /// Which staged item the publishing insert found the table already has
     /// ([`StoreError::DuplicateItem`]); the staging table's key rules out repeats within it.
-    fn staged_duplicate(
-        &self,
-        s: &mut dyn SqlSession,
-        staging: &TableName,
-    ) -> Result<StoreError, StoreError> {
-        let existing = s.query(&self.statements.item_staged_existing(staging))?;
+    fn staged_duplicate(&self, s: &mut dyn SqlSession) -> Result<StoreError, StoreError> {
+        let existing = s.query(&self.statements.item_staged_existing())?;
         let existing = decode_all(existing, |r| {
             Ok(ExecutionKey::new(r.text("task")?, r.text("name")?))
         })?;
@@ -277,15 +242,6 @@ impl<C: SqlConnector> SqlStore<C> {
 struct Written {
     task: String,
     count: u64,
-}
-
-fn render(
-    dialect: &'static dyn crate::dialect::Dialect,
-    write: impl FnOnce(&mut SqlWriter<'_>),
-) -> Rendered {
-    let mut w = SqlWriter::new(dialect);
-    write(&mut w);
-    w.finish()
 }
 
 /// A new file in the temporary directory, readable only by this user, written through a
