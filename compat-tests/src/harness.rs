@@ -59,7 +59,22 @@ pub trait Space: Send + Sync {
     /// this database accepts (such as PostgreSQL's `-infinity`), and the column that fails.
     /// Run in one session ([`Foreign::transaction`]).
     fn poison(&self, table: &TableName, key: &ExecutionKey) -> (Vec<Rendered>, &'static str);
+    /// DDL (run unprepared, in order) adding a trigger that makes every `UPDATE` of `table`'s
+    /// rows with `task_instance = instance` fail with an error of the database's own: a row
+    /// that one statement cannot write while its neighbours can. `instance` is this suite's
+    /// constant, written as a literal.
+    fn reject_updates(&self, table: &TableName, instance: &'static str) -> Vec<String>;
 }
+
+/// `table` as `dialect` writes it (quoted, maybe schema-qualified), for DDL this suite writes.
+pub fn table_sql(dialect: &dyn Dialect, table: &TableName) -> String {
+    let mut w = docket_core::dialect::SqlWriter::new(dialect);
+    w.table(table);
+    w.finish().sql
+}
+
+/// The message of the triggers of [`Space::reject_updates`].
+pub const REJECTED: &str = "update rejected by the test trigger";
 
 /// db-scheduler's DDL for one database, as data: the type of each column, which columns are
 /// `NOT NULL`, the primary key and the prefix of index names.

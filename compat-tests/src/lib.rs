@@ -59,6 +59,7 @@ macro_rules! compat_cases {
             concurrent_lock_and_fetch_claimers_never_double_claim,
             heartbeat_and_dead_detection,
             revived_execution_fences_old_owner,
+            failed_heartbeat_spares_the_others,
             recurring_runs_repeatedly_and_exists_once,
             retry_backoff_and_max_retries,
             panicking_handler_is_a_failure,

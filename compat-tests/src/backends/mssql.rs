@@ -3,7 +3,9 @@
 //! see `tests/compat.rs`).
 
 use super::unique_name;
-use crate::harness::{literal, not_run, set_literal, DbSchedulerTypes, Foreign, Harness, Space};
+use crate::harness::{
+    literal, not_run, set_literal, table_sql, DbSchedulerTypes, Foreign, Harness, Space, REJECTED,
+};
 use docket_core::dialect::{Rendered, SqlWriter};
 use docket_core::{ExecutionKey, Store, StoreConfig, TableName};
 use docket_mssql::MssqlOptions;
@@ -113,6 +115,16 @@ impl Space for MssqlSpace {
             primary_key: "task_instance, task_name",
             ..DbSchedulerTypes::COMMON
         }
+    }
+
+    fn reject_updates(&self, table: &TableName, instance: &'static str) -> Vec<String> {
+        let table = table_sql(&docket_mssql::MssqlDialect, table);
+        // AFTER (SQL Server has no BEFORE): the rollback undoes the update, THROW reports it.
+        vec![format!(
+            "CREATE TRIGGER reject_update ON {table} AFTER UPDATE AS \
+             IF EXISTS (SELECT 1 FROM deleted WHERE task_instance = '{instance}') \
+             BEGIN ROLLBACK; THROW 50000, '{REJECTED}', 1; END"
+        )]
     }
 
     /// Every SQL Server value of docket's columns decodes, so the row gets a NULL version

@@ -1,7 +1,9 @@
 //! MySQL/MariaDB: one database per test on the server from [`crate::servers::mysql`].
 
 use super::unique_name;
-use crate::harness::{literal, not_run, set_literal, DbSchedulerTypes, Foreign, Harness, Space};
+use crate::harness::{
+    literal, not_run, set_literal, table_sql, DbSchedulerTypes, Foreign, Harness, Space, REJECTED,
+};
 use crate::servers::mysql::SERVER;
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, MysqlConnection};
@@ -105,6 +107,16 @@ impl Space for MysqlSpace {
             time: "DATETIME(6)",
             ..DbSchedulerTypes::COMMON
         }
+    }
+
+    fn reject_updates(&self, table: &TableName, instance: &'static str) -> Vec<String> {
+        let table = table_sql(&docket_mysql::MysqlDialect::MARIADB, table);
+        // One compound statement: the server parses its body (no client-side delimiter).
+        vec![format!(
+            "CREATE TRIGGER reject_update BEFORE UPDATE ON {table} FOR EACH ROW BEGIN \
+             IF OLD.task_instance = '{instance}' THEN SIGNAL SQLSTATE '45000' \
+             SET MESSAGE_TEXT = '{REJECTED}'; END IF; END"
+        )]
     }
 
     /// The zero date, which MySQL and MariaDB store outside `NO_ZERO_DATE` mode (a legacy

@@ -3,7 +3,9 @@
 //! without the URL the live suite is not compiled, see `tests/compat.rs`).
 
 use super::unique_name;
-use crate::harness::{not_run, set_literal, DbSchedulerTypes, Foreign, Harness, Space};
+use crate::harness::{
+    not_run, set_literal, table_sql, DbSchedulerTypes, Foreign, Harness, Space, REJECTED,
+};
 use diesel::connection::SimpleConnection;
 use diesel::Connection;
 use diesel_oci::OciConnection;
@@ -118,6 +120,15 @@ impl Space for OracleSpace {
             index_prefix: "scheduled_tasks_",
             ..DbSchedulerTypes::COMMON
         }
+    }
+
+    fn reject_updates(&self, table: &TableName, instance: &'static str) -> Vec<String> {
+        let table = table_sql(&docket_oracle::OracleDialect, table);
+        vec![format!(
+            "CREATE TRIGGER reject_update BEFORE UPDATE ON {table} FOR EACH ROW \
+             WHEN (OLD.task_instance = '{instance}') \
+             BEGIN RAISE_APPLICATION_ERROR(-20001, '{REJECTED}'); END;"
+        )]
     }
 
     /// A failure count beyond docket's 32 bits, which docket's `NUMBER(10)` column holds.

@@ -2,7 +2,9 @@
 //! through the connection's `search_path`.
 
 use super::unique_name;
-use crate::harness::{not_run, set_literal, DbSchedulerTypes, Foreign, Harness, Space};
+use crate::harness::{
+    not_run, set_literal, table_sql, DbSchedulerTypes, Foreign, Harness, Space, REJECTED,
+};
 use crate::servers::postgres::SERVER;
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, PgConnection};
@@ -102,6 +104,21 @@ impl Space for PgSpace {
             picked_by: "TEXT",
             ..DbSchedulerTypes::COMMON
         }
+    }
+
+    fn reject_updates(&self, table: &TableName, instance: &'static str) -> Vec<String> {
+        let table = table_sql(&docket_postgres::PgDialect, table);
+        vec![
+            format!(
+                "CREATE FUNCTION reject_update() RETURNS trigger LANGUAGE plpgsql AS $$ \
+                 BEGIN IF OLD.task_instance = '{instance}' THEN RAISE EXCEPTION '{REJECTED}'; \
+                 END IF; RETURN NEW; END $$"
+            ),
+            format!(
+                "CREATE TRIGGER reject_update BEFORE UPDATE ON {table} FOR EACH ROW \
+                 EXECUTE FUNCTION reject_update()"
+            ),
+        ]
     }
 
     /// `-infinity`: a `timestamptz` PostgreSQL stores (and sorts first) but chrono cannot hold.

@@ -1,7 +1,7 @@
 //! SQLite: one database file per test in its own temporary directory, removed with the space.
 //! No server is needed (SQLite is compiled in), so this backend always runs.
 
-use crate::harness::{set_literal, DbSchedulerTypes, Foreign, Harness, Space};
+use crate::harness::{set_literal, table_sql, DbSchedulerTypes, Foreign, Harness, Space, REJECTED};
 use docket_core::dialect::Rendered;
 use docket_core::{ExecutionKey, Store, StoreConfig, TableName};
 use docket_sqlite::SqliteOptions;
@@ -82,6 +82,14 @@ impl Space for SqliteSpace {
             not_null: &[],
             ..DbSchedulerTypes::COMMON
         }
+    }
+
+    fn reject_updates(&self, table: &TableName, instance: &'static str) -> Vec<String> {
+        let table = table_sql(&docket_sqlite::SqliteDialect, table);
+        vec![format!(
+            "CREATE TRIGGER reject_update BEFORE UPDATE ON {table} FOR EACH ROW \
+             WHEN OLD.task_instance = '{instance}' BEGIN SELECT RAISE(ABORT, '{REJECTED}'); END"
+        )]
     }
 
     /// An integer time (docket stores microseconds since the epoch) beyond the years chrono

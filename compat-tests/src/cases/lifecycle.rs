@@ -2,13 +2,13 @@
 //! tasks, failures, retries and unknown tasks.
 
 use super::{counting_task, strings, Email, EMAIL, WORK};
-use crate::harness::{Ctx, Harness, Toggle};
+use crate::harness::{Ctx, Harness, Toggle, REJECTED};
 use chrono::Duration;
 use docket_core::store::{Changes, DueParams, Guard, ListFilter, PickChange};
 use docket_core::task::Retry;
 use docket_core::{
-    Clock, ExecutionKey, FailurePolicy, PollingStrategy, Schedule, Scheduler, SchedulerEvent, Task,
-    TaskDescriptor, TaskError,
+    Clock, ExecutionKey, FailurePolicy, PollingStrategy, Schedule, Scheduler, SchedulerEvent,
+    TableName, Task, TaskDescriptor, TaskError,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -121,6 +121,57 @@ pub(super) fn hanging(ctx: &Ctx, name: &str, polling: PollingStrategy) -> Hangin
         started,
         release,
         lost,
+    }
+}
+
+/// A heartbeat that one execution's row refuses (a trigger fails its update) still reaches
+/// the executions after it, and the failure is reported: otherwise one stuck row would let
+/// every other running execution look dead and run twice.
+pub fn failed_heartbeat_spares_the_others(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let Hanging {
+        scheduler,
+        started,
+        release,
+        lost,
+    } = hanging(&ctx, "s1", PollingStrategy::fetch());
+    // "a" sorts first among the running keys, so it is tried before the others.
+    let ids = ["a", "b", "c", "d"];
+    for id in ids {
+        ctx.client().schedule(WORK.instance(id)).unwrap();
+    }
+    // Four worker threads: all four run at once.
+    scheduler.start().unwrap();
+    for _ in ids {
+        started.recv().unwrap();
+    }
+    // Once all are claimed (the trigger would refuse the claim of "a" too).
+    let ddl = ctx.space.reject_updates(&TableName::default(), "a");
+    ctx.space
+        .foreign()
+        .transaction(&mut |s| ddl.iter().try_for_each(|sql| s.execute_unprepared(sql)))
+        .expect("the trigger is created");
+    ctx.clock.advance(std::time::Duration::from_secs(60));
+    let err = scheduler
+        .heartbeat()
+        .expect_err("the rejected heartbeat is reported");
+    assert!(err.to_string().contains(REJECTED), "{err}");
+    for id in ids {
+        let e = ctx.store.execution_get(&ExecutionKey::new("work", id));
+        let beat = e.unwrap().and_then(|e| e.last_heartbeat);
+        assert_eq!(beat == Some(ctx.clock.now()), id != "a", "{id}: {beat:?}");
+    }
+    for _ in ids {
+        release.send(()).unwrap();
+    }
+    assert!(scheduler.stop(), "stopped within the max wait");
+    assert!(
+        lost.lock().unwrap().is_empty(),
+        "every outcome was recorded"
+    );
+    for id in ids {
+        let left = ctx.store.execution_get(&ExecutionKey::new("work", id));
+        assert!(left.unwrap().is_none(), "{id} ran once and was removed");
     }
 }
 

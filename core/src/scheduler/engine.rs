@@ -538,21 +538,32 @@ impl Engine {
         }
     }
 
-    /// Updates `last_heartbeat` of every execution running here.
+    /// Updates `last_heartbeat` of every execution running here, in key order. A failed
+    /// heartbeat does not stop the others (one row held by a lock, or a trigger rejecting it,
+    /// must not let every execution after it look dead and run twice); the first error is
+    /// returned once all were tried.
     pub fn heartbeat(&self) -> Result<(), StoreError> {
         let now = self.clock.now();
-        let running: Vec<_> = self
+        let mut running: Vec<_> = self
             .running()
             .iter()
             .map(|(k, v)| (k.clone(), *v))
             .collect();
+        running.sort_unstable();
+        let mut first_error = None;
         for (key, version) in running {
-            if !self.store.execution_heartbeat(&key, version, now)? {
-                warn!(task = %key.task_name, instance = %key.task_instance,
-                    "heartbeat rejected: the execution was revived elsewhere");
+            match self.store.execution_heartbeat(&key, version, now) {
+                Ok(true) => {}
+                Ok(false) => warn!(task = %key.task_name, instance = %key.task_instance,
+                    "heartbeat rejected: the execution was revived elsewhere"),
+                Err(err) => {
+                    warn!(task = %key.task_name, instance = %key.task_instance, %err,
+                        "heartbeat failed; the other executions still get theirs");
+                    first_error.get_or_insert(err);
+                }
             }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Revives (or cancels) executions of known tasks whose heartbeat is older than the dead
