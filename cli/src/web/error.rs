@@ -24,9 +24,11 @@ pub enum WebError {
     /// The row changed since the page was rendered, is running, or is not held by the worker.
     #[error("{0}")]
     Conflict(String),
-    /// The database failed.
+    /// The database failed (unreachable, or an error of its own). A store error that names
+    /// the request's data or a concurrent change is [`WebError::BadRequest`] or
+    /// [`WebError::Conflict`] instead (see the `From<StoreError>` impl).
     #[error("database: {0}")]
-    Store(#[from] StoreError),
+    Store(StoreError),
     /// Something on the server side failed (a worker thread, a configuration).
     #[error("{0}")]
     Internal(String),
@@ -35,7 +37,7 @@ pub enum WebError {
 impl From<DocketError> for WebError {
     fn from(e: DocketError) -> Self {
         match e {
-            DocketError::Store(e) => WebError::Store(e),
+            DocketError::Store(e) => WebError::from(e),
             DocketError::NotFound { .. } => WebError::NotFound(e.to_string()),
             DocketError::Running { .. } | DocketError::Queue { .. } => {
                 WebError::Conflict(e.to_string())
@@ -47,6 +49,22 @@ impl From<DocketError> for WebError {
             | DocketError::InvalidConfig(_)
             | DocketError::UnknownTask(_) => WebError::BadRequest(e.to_string()),
             other => WebError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<StoreError> for WebError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Input(e) => WebError::from(*e),
+            // Rolled back: the rows were in another state than the request expected.
+            StoreError::Conflict { .. } | StoreError::DuplicateItem { .. } => {
+                WebError::Conflict(e.to_string())
+            }
+            StoreError::RejectedItem { .. } | StoreError::RepeatedItem { .. } => {
+                WebError::BadRequest(e.to_string())
+            }
+            other => WebError::Store(other),
         }
     }
 }
@@ -113,5 +131,52 @@ impl IntoResponse for ApiError {
             "status": status.as_u16(),
         });
         (status, axum::Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Store errors about the request's data or a concurrent change are the client's (4xx);
+    /// only the database's own failures are 503.
+    #[test]
+    fn store_errors_map_to_their_status() {
+        let cases = [
+            (
+                StoreError::conflict("claimed 3 of 4 locked rows"),
+                StatusCode::CONFLICT,
+            ),
+            (
+                StoreError::DuplicateItem {
+                    task: "label".into(),
+                    item: "7".into(),
+                },
+                StatusCode::CONFLICT,
+            ),
+            (
+                StoreError::RejectedItem {
+                    task: "label".into(),
+                    item: "7".into(),
+                    reason: "not JSON".into(),
+                },
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                StoreError::Input(Box::new(DocketError::InvalidConfig("bad".into()))),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                StoreError::database("connection reset"),
+                StatusCode::SERVICE_UNAVAILABLE,
+            ),
+        ];
+        for (e, status) in cases {
+            let text = e.to_string();
+            assert_eq!(WebError::from(e).status(), status, "{text}");
+        }
+        // The same through the scheduler's error type.
+        let wrapped = WebError::from(DocketError::Store(StoreError::conflict("x")));
+        assert_eq!(wrapped.status(), StatusCode::CONFLICT);
     }
 }
