@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS {schema}"{name}_due_priority_idx";
