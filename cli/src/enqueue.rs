@@ -78,9 +78,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         shown.set_position(bytes);
         // After the last row the database may still be at work for a while (MySQL/MariaDB
         // publish a large batch in one statement after reading it): say so.
-        let message = match len == Some(bytes) {
-            true => format!("{name}: all {rows} rows read; the database is storing them"),
-            false => format!("enqueueing {name}: {rows} rows ({rate:.0} rows/s)"),
+        let message = if len == Some(bytes) {
+            format!("{name}: all {rows} rows read; the database is storing them")
+        } else {
+            format!("enqueueing {name}: {rows} rows ({rate:.0} rows/s)")
         };
         shown.set_message(message);
     });

@@ -128,9 +128,7 @@ impl DbSchedulerTypes {
 
     /// The DDL of table `scheduled_tasks` (quoted by `dialect`), with or without `priority`.
     pub fn ddl(&self, dialect: &dyn Dialect, priority: bool) -> DbSchedulerDdl {
-        let mut w = docket_core::dialect::SqlWriter::new(dialect);
-        w.table(&TableName::default());
-        let table = w.finish().sql;
+        let table = table_sql(dialect, &TableName::default());
         let mut columns = vec![
             ("task_name", self.name),
             ("task_instance", self.instance),

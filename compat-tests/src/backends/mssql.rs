@@ -6,7 +6,7 @@ use super::unique_name;
 use crate::harness::{
     literal, not_run, set_literal, table_sql, DbSchedulerTypes, Foreign, Harness, Space, REJECTED,
 };
-use docket_core::dialect::{Rendered, SqlWriter};
+use docket_core::dialect::Rendered;
 use docket_core::{ExecutionKey, Store, StoreConfig, TableName};
 use docket_mssql::MssqlOptions;
 use std::sync::Arc;
@@ -130,13 +130,12 @@ impl Space for MssqlSpace {
     /// Every SQL Server value of docket's columns decodes, so the row gets a NULL version
     /// (after the column is made nullable, as in db-scheduler tables edited by hand).
     fn poison(&self, table: &TableName, key: &ExecutionKey) -> (Vec<Rendered>, &'static str) {
-        let mut alter = SqlWriter::new(&docket_mssql::MssqlDialect);
-        alter
-            .push("ALTER TABLE ")
-            .table(table)
-            .push(" ALTER COLUMN version BIGINT NULL");
+        let alter = format!(
+            "ALTER TABLE {} ALTER COLUMN version BIGINT NULL",
+            table_sql(&docket_mssql::MssqlDialect, table)
+        );
         let update = set_literal(&docket_mssql::MssqlDialect, table, key, "version", "NULL");
-        (vec![literal(&alter.finish().sql), update], "version")
+        (vec![literal(&alter), update], "version")
     }
 }
 

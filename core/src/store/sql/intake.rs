@@ -101,10 +101,9 @@ impl<C: SqlConnector> SqlStore<C> {
             s.execute_unprepared(&self.load_statement(load, &file)?)
         });
         if let Err(e) = allowed {
-            // Worth an operator's attention: the rows still go in, several times slower.
-            tracing::warn!(error = %e, "bulk intake through a file refused (the server's \
-                local_infile, the client's local files, the right to create temporary tables, \
-                or a temporary directory path that is not plain); inserting rows instead");
+            // Worth an operator's attention: the rows still go in, several times slower. The
+            // error names the cause in the database's or the client's words.
+            tracing::warn!(error = %e, "bulk intake through a file refused; inserting rows instead");
             s.execute(&drop_staging)?;
             let _ = ready.send(false);
             return Ok(Staged::Refused);
