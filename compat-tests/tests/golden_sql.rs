@@ -122,6 +122,7 @@ macro_rules! golden {
 golden!(
     insert,
     insert_many,
+    insert_many_new,
     get,
     priority_levels,
     next_at_level,

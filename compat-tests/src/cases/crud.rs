@@ -191,10 +191,17 @@ pub fn batch_is_all_or_nothing(h: &dyn Harness, t: Toggle) {
         .schedule_batch(["a", "b", "c"].map(|id| WORK.instance(id)))
         .unwrap();
     assert_eq!(inserted, 2, "the existing instance is skipped");
+    let repeated = client
+        .schedule_batch(["d", "d", "e"].map(|id| WORK.instance(id)))
+        .unwrap();
+    assert_eq!(
+        repeated, 2,
+        "an instance repeated in the batch is inserted once"
+    );
     let listed = client.list_scheduled(&everything).unwrap();
     let mut names = super::ids(&listed);
     names.sort();
-    assert_eq!(names, strings(&["a", "b", "c"]));
+    assert_eq!(names, strings(&["a", "b", "c", "d", "e"]));
 }
 
 /// Task names and instance ids are data, always bound: quotes, semicolons and comment markers
