@@ -66,23 +66,17 @@ impl Family for SqliteFamily {
     }
 
     /// SQLite qualifies an index's *name* with the schema and wants the table after `ON`
-    /// unqualified (`CREATE INDEX "main"."t_idx" ON "t" (...)`): `{schema}` is the quoted schema
-    /// (attached database) followed by `.`, or nothing; `{assignments_name}` the quoted,
-    /// unqualified name of the work-queue assignments table.
+    /// unqualified (`CREATE INDEX "main"."t_idx" ON "t" (...)`): the migrations write
+    /// `{schema}` (filled by [`docket_core::migrate::plan`]) before index names and
+    /// `{assignments_name}`, filled here, for the quoted, unqualified name of the work-queue
+    /// assignments table.
     fn prepare_migrations(
         _meta: &(),
         table: &TableName,
         steps: Vec<TableMigration>,
     ) -> Vec<TableMigration> {
-        let schema = table
-            .schema()
-            .map(|s| format!("{}.", SqliteDialect.quote_ident(s)))
-            .unwrap_or_default();
         let assignments = SqliteDialect.quote_ident(table.assignments().table());
-        let fill = |sql: String| {
-            sql.replace("{schema}", &schema)
-                .replace("{assignments_name}", &assignments)
-        };
+        let fill = |sql: String| sql.replace("{assignments_name}", &assignments);
         steps
             .into_iter()
             .map(|m| TableMigration {

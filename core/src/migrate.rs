@@ -16,8 +16,10 @@ pub const MIGRATION_ORDERING: &str = "0003_ordering";
 pub const MIGRATION_WORK_QUEUE: &str = "0004_work_queue";
 
 /// One migration as shipped: `{table}` in the SQL stands for the quoted table name, `{name}`
-/// for its unqualified name (for index names), `{assignments}` for the quoted work-queue
-/// assignments table (`<table>_assignments`, same schema).
+/// for its unqualified name (for index names), `{schema}` for the quoted schema followed by `.`
+/// or nothing (to name an index in the table's schema: PostgreSQL's `DROP INDEX`, SQLite's
+/// `CREATE INDEX`), `{assignments}` for the quoted work-queue assignments table
+/// (`<table>_assignments`, same schema).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MigrationFile {
     /// `0001_base`, `0002_priority`, ...
@@ -93,10 +95,15 @@ pub fn plan(
         w.finish().sql
     };
     let (quoted, assignments) = (quote(table), quote(&table.assignments()));
+    let schema = table
+        .schema()
+        .map(|s| format!("{}.", dialect.quote_ident(s)))
+        .unwrap_or_default();
     let fill = |sql: &str| {
         sql.replace("{table}", &quoted)
             .replace("{name}", table.table())
             .replace("{assignments}", &assignments)
+            .replace("{schema}", &schema)
     };
     files[..count]
         .iter()

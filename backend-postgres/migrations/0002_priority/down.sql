@@ -1,2 +1,2 @@
-DROP INDEX IF EXISTS "{name}_priority_execution_time_idx";
+DROP INDEX IF EXISTS {schema}"{name}_priority_execution_time_idx";
 ALTER TABLE {table} DROP COLUMN priority;

@@ -1,6 +1,6 @@
 DROP TABLE {assignments};
-DROP INDEX IF EXISTS "{name}_queue_priority_idx";
-DROP INDEX IF EXISTS "{name}_queue_fifo_idx";
+DROP INDEX IF EXISTS {schema}"{name}_queue_priority_idx";
+DROP INDEX IF EXISTS {schema}"{name}_queue_fifo_idx";
 ALTER TABLE {table} DROP COLUMN assignable;
 ALTER TABLE {table} DROP COLUMN held_by;
 ALTER TABLE {table} DROP COLUMN assignments;

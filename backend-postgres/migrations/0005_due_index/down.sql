@@ -1,1 +1,1 @@
-DROP INDEX IF EXISTS "{name}_due_idx";
+DROP INDEX IF EXISTS {schema}"{name}_due_idx";

@@ -295,11 +295,14 @@ impl Statements<'_> {
     }
 
     /// `WHERE` of the items `q.worker` may take: arrived by `q.arrived_by`, assignable, at
-    /// `q.level`, and without an assignment of this worker that hides it.
+    /// `q.level`, and without an assignment of this worker that hides it. Says that it reads
+    /// items only (`max_assignments IS NOT NULL`, which `assignable` implies): PostgreSQL's
+    /// queue indexes hold only items (its migration `0006_partial_indexes`), and a plan may use
+    /// a partial index only where the query's `WHERE` implies the index's, bound values unseen.
     fn push_eligible_where(&self, w: &mut SqlWriter<'_>, q: &ForWorker<'_>) {
         w.push(" WHERE i.task_name = ")
             .bind(q.task_type)
-            .push(" AND i.assignable = ")
+            .push(" AND i.max_assignments IS NOT NULL AND i.assignable = ")
             .bind(true)
             .push(" AND i.execution_time <= ")
             .bind(q.arrived_by);
