@@ -146,6 +146,18 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         ClaimMatch::BY_KEY
     }
 
+    /// For a statement that writes several executions named by key (the claim of selected
+    /// keys, batched completions): match them through one primary-key probe per key over bound
+    /// arrays (`UNNEST`, as [`Dialect::binds_arrays`]), each probe returning the one column
+    /// `columns`, between `open` and `close`. Default `None`: `(task_name = ? AND
+    /// task_instance = ? [AND version = ?]) OR ...`. PostgreSQL says `Some` with its claim's
+    /// match (`ctid = ANY(ARRAY(...))`): on a table it has never analyzed it answered the OR
+    /// list by reading every row of the keys' task name (the common `task_name = ?` taken
+    /// out as an index condition), 37 ms for 100 keys among 20,000 rows against 1 ms probed.
+    fn key_probe(&self) -> Option<ClaimMatch> {
+        None
+    }
+
     /// Writes the task filter of the due-query that reads every level (` AND ...`, the names
     /// bound). Default: ` AND task_name IN (?, ...)`. A dialect whose planner, without
     /// statistics on a fresh table, would answer that filter through the primary key and sort

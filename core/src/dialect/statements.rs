@@ -3,7 +3,7 @@
 //! The priority toggle is applied here and nowhere else: with priority off no statement names
 //! the `priority` column, so a table without migration `0002_priority` keeps working.
 
-use super::{Dialect, LockAndFetch, Rendered, SqlWriter, Value};
+use super::{Array, Dialect, LockAndFetch, Rendered, SqlWriter, Value};
 use crate::ident::TableName;
 pub use crate::ordering::Level;
 use crate::ordering::{Direction, OrderingPolicy, PrimaryOrder};
@@ -460,9 +460,52 @@ impl<'d> Statements<'d> {
         let mut w = self.writer();
         self.push_claim_set(&mut w, picked_by, now);
         w.push(" WHERE picked = ").bind(false).push(" AND (");
-        Self::key_terms(&mut w, keys.iter().map(|k| (k, None)));
+        self.push_keys(&mut w, keys.iter().map(|k| (k, None)).collect());
         w.push(")");
         w.finish()
+    }
+
+    /// Writes the condition of a statement that writes the executions `keys` names (each with
+    /// its version, when given): [`Statements::key_terms`], or where the dialect has a
+    /// [`Dialect::key_probe`] and there are several keys, one primary-key probe per key over
+    /// bound arrays, `<open>SELECT (SELECT x.<columns> FROM <table> x WHERE x.task_name = k.n
+    /// AND x.task_instance = k.i [AND x.version = k.v]) FROM UNNEST(?, ? [, ?]) AS k(n, i
+    /// [, v])<close>`. Callers give a version for every key or for none.
+    fn push_keys(&self, w: &mut SqlWriter<'_>, keys: Vec<(&ExecutionKey, Option<i64>)>) {
+        let probe = match self.dialect.key_probe() {
+            Some(probe) if keys.len() > 1 => probe,
+            _ => return Self::key_terms(w, keys),
+        };
+        let versions: Option<Vec<i64>> = keys.iter().map(|(_, v)| *v).collect();
+        w.push(probe.open)
+            .push("SELECT (SELECT x.")
+            .push(probe.columns)
+            .push(" FROM ")
+            .table(&self.table)
+            .push(" x WHERE x.task_name = k.n AND x.task_instance = k.i");
+        if versions.is_some() {
+            w.push(" AND x.version = k.v");
+        }
+        let text = |f: fn(&ExecutionKey) -> &String| {
+            Value::Array(Array::Text(
+                keys.iter().map(|(k, _)| Some(f(k).clone())).collect(),
+            ))
+        };
+        w.push(") FROM UNNEST(")
+            .bind(text(|k| &k.task_name))
+            .push(", ")
+            .bind(text(|k| &k.task_instance));
+        match versions {
+            Some(v) => {
+                w.push(", ")
+                    .bind(Value::Array(Array::BigInt(v)))
+                    .push(") AS k(n, i, v)");
+            }
+            None => {
+                w.push(") AS k(n, i)");
+            }
+        }
+        w.push(probe.close);
     }
 
     /// Writes `(task_name = ? AND task_instance = ? [AND version = ?]) OR ...`, one term per
@@ -586,7 +629,7 @@ impl<'d> Statements<'d> {
     pub fn delete_versions(&self, rows: &[(&ExecutionKey, i64)]) -> Rendered {
         let mut w = self.writer();
         w.push("DELETE FROM ").table(&self.table).push(" WHERE ");
-        Self::key_terms(&mut w, rows.iter().map(|(k, v)| (*k, Some(*v))));
+        self.push_keys(&mut w, rows.iter().map(|(k, v)| (*k, Some(*v))).collect());
         w.finish()
     }
 
@@ -633,7 +676,10 @@ impl<'d> Statements<'d> {
             w.push(", ");
         }
         w.push("version = version + 1 WHERE ");
-        Self::key_terms(&mut w, rows.iter().map(|(k, v, _)| (*k, Some(*v))));
+        self.push_keys(
+            &mut w,
+            rows.iter().map(|(k, v, _)| (*k, Some(*v))).collect(),
+        );
         w.finish()
     }
 
