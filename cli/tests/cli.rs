@@ -336,9 +336,10 @@ fn explain_all_ends_every_statement_with_a_semicolon_line() {
             .filter(|s| !s.is_empty())
             .collect();
         // 26 statements (5 for held-back poison rows and adopting a table, 4 for bulk enqueue,
-        // with and without skipping existing keys, and batched completion), plus the levels query, 6 per-level forms and the next-due
-        // probe of a drained level with priority on, then the 14 work-queue statements and,
-        // priority on, the queue's 2 level statements (its levels, a claim at one level).
+        // with and without skipping existing keys, and batched completion), plus the levels
+        // query, 6 per-level forms and the next-due probe of a drained level with priority on,
+        // then the 14 work-queue statements and, priority on, the queue's 2 level statements
+        // (its levels, a claim at one level).
         assert_eq!(statements.len(), 34 + 14 + 2 + scale + index, "{all}");
         assert!(all.ends_with("\n;\n"));
         for s in statements {

@@ -32,9 +32,10 @@ pub enum LockAndFetch {
     CteUpdateOutput,
 }
 
-/// How the one-statement claim ([`LockAndFetch::UpdateReturning`]) names the rows its
-/// subquery locked: `UPDATE ... WHERE <open>SELECT <columns> FROM ... FOR UPDATE SKIP
-/// LOCKED<close>`.
+/// How a write names the rows a subquery found: the one-statement claim
+/// ([`LockAndFetch::UpdateReturning`]), `UPDATE ... WHERE <open>SELECT <columns> FROM ... FOR
+/// UPDATE SKIP LOCKED<close>`, and a write of several executions named by key
+/// ([`Dialect::key_probe`], where `columns` is the one column each key's probe returns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaimMatch {
     /// Written before the subquery, e.g. `(task_name, task_instance) IN (`.
