@@ -74,26 +74,23 @@ impl Dialect for PgDialect {
         format!("{column} DESC NULLS LAST")
     }
 
-    // The key is bound; text compares in the "C" collation (code point order, as elsewhere).
+    // The name is written as a literal, not bound: a cached statement may run on a generic
+    // plan, made without its values, and that plan matches the order index's expressions
+    // (`docket index`) only when they are the same text. Text compares in the "C" collation
+    // (code point order, as elsewhere).
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
-        let name = key.attribute.as_str();
-        match key.kind {
+        let (kind, close) = match key.kind {
             // Only string values; anything else is missing, as on the other backends.
-            KeyType::Text | KeyType::Timestamp => {
-                w.push("(CASE WHEN jsonb_typeof(custom_attributes::jsonb -> ")
-                    .bind(name)
-                    .push(") = 'string' THEN (custom_attributes::jsonb ->> ")
-                    .bind(name)
-                    .push(") COLLATE \"C\" END)");
-            }
-            KeyType::Number => {
-                w.push("(CASE WHEN jsonb_typeof(custom_attributes::jsonb -> ")
-                    .bind(name)
-                    .push(") = 'number' THEN (custom_attributes::jsonb ->> ")
-                    .bind(name)
-                    .push(")::numeric END)");
-            }
-        }
+            KeyType::Text | KeyType::Timestamp => ("string", ") COLLATE \"C\" END)"),
+            KeyType::Number => ("number", ")::numeric END)"),
+        };
+        w.push("(CASE WHEN jsonb_typeof(custom_attributes::jsonb -> ")
+            .attribute(&key.attribute)
+            .push(") = '")
+            .push(kind)
+            .push("' THEN (custom_attributes::jsonb ->> ")
+            .attribute(&key.attribute)
+            .push(close);
     }
 
     fn timestamp_types(&self) -> &'static [&'static str] {

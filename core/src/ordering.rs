@@ -116,8 +116,10 @@ impl CustomKey {
 pub const MAX_ATTRIBUTE_LEN: usize = 64;
 
 /// A validated custom-attribute name: `[A-Za-z_][A-Za-z0-9_]*`, at most
-/// [`MAX_ATTRIBUTE_LEN`] characters. The JSON path built from it (`$."name"`) is always bound
-/// as a parameter; validation keeps quotes, semicolons and comment markers out of paths anyway.
+/// [`MAX_ATTRIBUTE_LEN`] characters. Like an identifier, it cannot hold a quote, semicolon or
+/// comment marker: the JSON path built from it (`$."name"`) is bound as a parameter where the
+/// database takes one, and written as a literal where an index must match the query's text
+/// (`Dialect::json_attribute`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AttributeName(String);
 
@@ -150,7 +152,7 @@ impl AttributeName {
         &self.0
     }
 
-    /// The SQL/JSON path of the attribute, `$."name"` (bound, never spliced).
+    /// The SQL/JSON path of the attribute, `$."name"`.
     pub fn json_path(&self) -> String {
         format!("$.\"{}\"", self.0)
     }

@@ -213,8 +213,11 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Writes an expression reading `key` from the JSON text column `custom_attributes`, NULL
     /// when the attribute is missing: text (and timestamp, normalized to sortable UTC text at
     /// intake) in binary collation (code point order), numbers as numbers. The path or name is
-    /// bound, never spliced, where the database takes a bind there (Oracle takes only a literal
-    /// path: its dialect writes the validated [`AttributeName`](crate::AttributeName)).
+    /// bound where the queries of an indexed key set sort by generated columns
+    /// ([`OrderIndexStyle::GeneratedColumns`]); dialects whose order index is on these very
+    /// expressions write the validated [`AttributeName`](crate::AttributeName) as a literal
+    /// instead ([`SqlWriter::attribute`]; Oracle takes only a literal path anyway), so that a
+    /// plan made without the statement's values still matches the index.
     /// Default: SQL/JSON `JSON_VALUE(custom_attributes, ?)`.
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
         let path = key.attribute.json_path();

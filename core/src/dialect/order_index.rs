@@ -5,9 +5,10 @@
 //!
 //! - **Expressions** (PostgreSQL; Oracle's function-based index): an index on the very
 //!   expressions the queries sort by, rendered by the same [`Dialect::json_attribute`] hook
-//!   with the attribute written as a literal where the query binds it. PostgreSQL plans each
-//!   statement with its bound values in place, so the expressions match and the queries stay
-//!   as they are.
+//!   with the attribute name written as a literal in the queries too ([`SqlWriter::attribute`]):
+//!   PostgreSQL keeps statements prepared, and a prepared statement's generic plan, made
+//!   without its values, matches an index expression only when the query holds the same
+//!   constant. So the queries stay as they are, with or without the index.
 //! - **Generated columns** (MySQL/MariaDB, SQLite; SQL Server's computed columns): one column
 //!   per key holding its value and one holding its "missing" flag, and an index on those. These
 //!   databases do not match an `ORDER BY` expression written with bound values to an index, so

@@ -4,6 +4,7 @@
 use super::Dialect;
 use crate::error::StoreError;
 use crate::ident::TableName;
+use crate::ordering::AttributeName;
 use chrono::{DateTime, Utc};
 
 /// A bind value. Nullable variants carry their SQL type even when NULL.
@@ -228,6 +229,18 @@ impl<'d> SqlWriter<'d> {
         self.binds.push(value);
         let placeholder = self.dialect.placeholder(self.binds.len());
         self.sql.push_str(&placeholder);
+        self
+    }
+
+    /// Appends a validated attribute name as a string literal (`'name'`), in queries as in DDL.
+    /// For dialects whose order index is on expressions: a query planned without its values (a
+    /// cached statement's generic plan on PostgreSQL) matches such an index only when the
+    /// expression holds the name itself, not a placeholder. Safe to write: an
+    /// [`AttributeName`] is `[A-Za-z_][A-Za-z0-9_]*`, like an identifier.
+    pub fn attribute(&mut self, name: &AttributeName) -> &mut Self {
+        self.sql.push('\'');
+        self.sql.push_str(name.as_str());
+        self.sql.push('\'');
         self
     }
 
