@@ -1,6 +1,6 @@
 //! How Oracle spells docket's statements.
 
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter};
+use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter, Value};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
@@ -136,10 +136,14 @@ impl Dialect for OracleDialect {
             .push(")");
     }
 
-    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        w.push("SELECT DISTINCT priority AS \"level\" FROM ")
-            .table(table)
-            .push(" WHERE priority IS NOT NULL ORDER BY \"level\" DESC");
+    // LEVEL is reserved in Oracle: the alias is quoted (and so stays lower case).
+    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
+        w.push("SELECT MAX(priority) AS \"level\" FROM ")
+            .table(table);
+        if let Some(level) = below {
+            w.push(" WHERE priority < ")
+                .bind(Value::SmallInt(Some(level)));
+        }
     }
 
     /// `ALL_TAB_COLUMNS`: the table name as quoted (case kept), the column name upper case

@@ -1,6 +1,6 @@
 //! How PostgreSQL spells docket's statements.
 
-use docket_core::dialect::{Capabilities, ClaimMatch, Dialect, LockAndFetch, SqlWriter};
+use docket_core::dialect::{Capabilities, ClaimMatch, Dialect, LockAndFetch, SqlWriter, Value};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
@@ -130,20 +130,30 @@ impl Dialect for PgDialect {
     }
 
     // No loose index scan before PostgreSQL 18 (`SELECT DISTINCT` reads the whole index): walk
-    // the levels with one index probe each on (priority DESC NULLS LAST, execution_time).
-    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName) {
+    // the levels with one index probe each on (priority DESC NULLS LAST, execution_time), all
+    // in one statement.
+    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
         w.push("WITH RECURSIVE levels(level) AS ((SELECT priority FROM ")
-            .table(table)
-            .push(
-                " WHERE priority IS NOT NULL ORDER BY priority DESC NULLS LAST LIMIT 1) \
-                 UNION ALL SELECT (SELECT priority FROM ",
-            )
-            .table(table)
-            .push(
-                " WHERE priority < levels.level ORDER BY priority DESC NULLS LAST LIMIT 1) \
+            .table(table);
+        match below {
+            Some(level) => w
+                .push(" WHERE priority < ")
+                .bind(Value::SmallInt(Some(level))),
+            None => w.push(" WHERE priority IS NOT NULL"),
+        };
+        w.push(
+            " ORDER BY priority DESC NULLS LAST LIMIT 1) UNION ALL SELECT (SELECT priority FROM ",
+        )
+        .table(table)
+        .push(
+            " WHERE priority < levels.level ORDER BY priority DESC NULLS LAST LIMIT 1) \
                  FROM levels WHERE levels.level IS NOT NULL) \
                  SELECT level FROM levels WHERE level IS NOT NULL ORDER BY level DESC",
-            );
+        );
+    }
+
+    fn lists_all_levels(&self) -> bool {
+        true
     }
 }
 

@@ -85,7 +85,9 @@ fn due_query_names(backend: &dyn Backend, priority: bool) -> Vec<&'static str> {
 fn describe(name: &str) -> &'static str {
     match name {
         "due" => "due-query of fetch-and-lock-on-execute: candidates in hand-out order",
-        "priority_levels" => "priority on: the distinct levels, highest first (a skip scan)",
+        "priority_levels" => {
+            "priority on: the levels, highest first (index probes, a skip scan on PostgreSQL)"
+        }
         "due_at_level" => "priority on: due candidates of one level, probed highest level first",
         "lock_and_fetch_at_level" => "priority on: lock-and-fetch of one level",
         "next_at_level" => "priority on: when a level found empty next has a due row (cached)",
@@ -252,7 +254,7 @@ fn explain_on(
             let stmts: Vec<(&str, Rendered)> = wanted
                 .iter()
                 .filter_map(|w| match *w {
-                    "priority_levels" => Some((*w, statements.priority_levels())),
+                    "priority_levels" => Some((*w, statements.priority_levels(None))),
                     "due" | "due_at_level" => Some((*w, statements.due(level, now, &names, limit))),
                     "lock_and_fetch" | "lock_and_fetch_at_level" => Some((
                         *w,

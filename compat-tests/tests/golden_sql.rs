@@ -127,6 +127,7 @@ golden!(
     insert_many_new,
     get,
     priority_levels,
+    priority_levels_below,
     next_at_level,
     due,
     due_for_update,

@@ -200,14 +200,28 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         "current_schema()"
     }
 
-    /// Writes a query returning the distinct non-NULL priorities of `table`, highest first, as
-    /// one column named `level`. It must not scan the table: the default `SELECT DISTINCT` is a
-    /// loose index scan on MySQL/MariaDB's ascending `(priority, execution_time)` index;
-    /// PostgreSQL (no loose index scan before 18) overrides it with a recursive skip scan.
-    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        w.push("SELECT DISTINCT priority AS level FROM ")
-            .table(table)
-            .push(" WHERE priority IS NOT NULL ORDER BY level DESC");
+    /// Writes a query for the priority levels of `table` (its distinct non-NULL priorities)
+    /// below `below` (all when `None`), highest first, as one column named `level`, read
+    /// without scanning the table and without planner statistics. The default returns the
+    /// highest one only, `SELECT MAX(priority) AS level ... [WHERE priority < ?]`, which every
+    /// database answers from the end of the `(priority, execution_time)` index; the store
+    /// descends one level per statement ([`Dialect::lists_all_levels`]). A `SELECT DISTINCT`
+    /// was the default before: MariaDB answers it with a loose index scan only when its
+    /// statistics show few distinct priorities (right after a bulk load it read the whole
+    /// index, 150 ms per 1M rows, once a second per store), and SQL Server and SQLite have no
+    /// loose index scan.
+    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
+        w.push("SELECT MAX(priority) AS level FROM ").table(table);
+        if let Some(level) = below {
+            w.push(" WHERE priority < ")
+                .bind(Value::SmallInt(Some(level)));
+        }
+    }
+
+    /// Whether [`Dialect::priority_levels`] returns every level below its bound in one query
+    /// (PostgreSQL's recursive skip scan) rather than the highest one. Default `false`.
+    fn lists_all_levels(&self) -> bool {
+        false
     }
 
     /// Writes an expression reading `key` from the JSON text column `custom_attributes`, NULL

@@ -397,10 +397,12 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
-    /// The distinct non-NULL priorities in the table, highest first (see [`Level`]).
-    pub fn priority_levels(&self) -> Rendered {
+    /// The distinct non-NULL priorities in the table below `below` (all when `None`), highest
+    /// first (see [`Level`]): all of them or only the highest, as the dialect lists them
+    /// ([`Dialect::lists_all_levels`]).
+    pub fn priority_levels(&self, below: Option<i16>) -> Rendered {
         let mut w = self.writer();
-        self.dialect.priority_levels(&mut w, &self.table);
+        self.dialect.priority_levels(&mut w, &self.table, below);
         w.finish()
     }
 
@@ -934,7 +936,8 @@ impl<'d> Statements<'d> {
             ("get", self.get(&key)),
         ];
         if self.policy.priority {
-            all.push(("priority_levels", self.priority_levels()));
+            all.push(("priority_levels", self.priority_levels(None)));
+            all.push(("priority_levels_below", self.priority_levels(Some(5))));
         }
         for (level, [due, for_update, lock]) in forms {
             all.push((*due, self.due(*level, now, &tasks, 10)));

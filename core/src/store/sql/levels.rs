@@ -368,13 +368,7 @@ impl<C: SqlConnector> SqlStore<C> {
             }
             state.writes
         };
-        let stmt = self.statements.priority_levels();
-        let found = decode_all(self.rows(&stmt)?, |r| {
-            r.opt_i16("level")?.ok_or(StoreError::Decode {
-                column: "level",
-                reason: "NULL level".into(),
-            })
-        })?;
+        let found = self.priority_levels()?;
         let levels = (found.len() <= MAX_PROBED_LEVELS).then(|| {
             found
                 .into_iter()
@@ -392,6 +386,24 @@ impl<C: SqlConnector> SqlStore<C> {
             });
         }
         Ok((levels, writes))
+    }
+
+    /// The table's levels, highest first, [`MAX_PROBED_LEVELS`] + 1 at most: in one query, or
+    /// one index probe per level where the dialect lists the highest below a bound
+    /// ([`Dialect::lists_all_levels`](crate::dialect::Dialect::lists_all_levels)).
+    fn priority_levels(&self) -> Result<Vec<i16>, StoreError> {
+        let all = self.connector.dialect().lists_all_levels();
+        let mut found: Vec<i16> = Vec::new();
+        loop {
+            let stmt = self.statements.priority_levels(found.last().copied());
+            // `MAX` over no rows is one NULL row: no level below.
+            let levels = decode_all(self.rows(&stmt)?, |r| r.opt_i16("level"))?;
+            let before = found.len();
+            found.extend(levels.into_iter().flatten());
+            if all || found.len() == before || found.len() > MAX_PROBED_LEVELS {
+                return Ok(found);
+            }
+        }
     }
 
     /// What `level`, found without (more) rows to take at `p.now`, holds: its oldest unpicked
