@@ -1,6 +1,9 @@
 //! How PostgreSQL spells docket's statements.
 
-use docket_core::dialect::{Capabilities, ClaimMatch, Dialect, LockAndFetch, SqlWriter, Value};
+use chrono::{DateTime, Utc};
+use docket_core::dialect::{
+    Capabilities, ClaimMatch, Dialect, Level, LockAndFetch, SqlWriter, Value,
+};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
@@ -67,6 +70,26 @@ impl Dialect for PgDialect {
         w.push(" AND CASE WHEN task_name IN ")
             .bind_list(task_names.iter().map(String::as_str))
             .push(" THEN TRUE END");
+    }
+
+    // A level's bound as `(priority, execution_time) <= (level, due_by)`: with `priority = level`
+    // beside it, the same rows. Written plainly, the planner read one level's due rows through
+    // the due index of every level (0005) or the time index and filtered the others out: it
+    // costs the level's rows as spread evenly in time, but a level claimed from its front sits
+    // behind the due rows of the lower levels (25,885 rows read for 40 on 1M due rows, 20 ms).
+    // Only the priority index (0002, `priority DESC NULLS LAST, execution_time`) takes a row
+    // comparison led by `priority`, so the plan reads the level's range, with or without
+    // statistics, custom or generic (docs/BENCHMARKS.md, "Per-level claims on PostgreSQL").
+    fn due_bound(&self, w: &mut SqlWriter<'_>, level: Level, due_by: DateTime<Utc>) {
+        match level {
+            Level::Exactly(p) => w
+                .push(" AND (priority, execution_time) <= (")
+                .bind(Value::SmallInt(Some(p)))
+                .push(", ")
+                .bind(due_by)
+                .push(")"),
+            Level::Any | Level::Null => w.push(" AND execution_time <= ").bind(due_by),
+        };
     }
 
     // PostgreSQL sorts NULL first under DESC; docket ranks NULL priority last everywhere.

@@ -15,6 +15,7 @@ pub use writer::{Array, Rendered, SqlWriter, Value};
 
 use crate::ident::TableName;
 use crate::ordering::{CustomKey, KeyType};
+use chrono::{DateTime, Utc};
 
 /// How a backend claims a batch of due rows in one round trip (lock-and-fetch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +168,15 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     fn due_task_filter(&self, w: &mut SqlWriter<'_>, task_names: &[String]) {
         w.push(" AND task_name IN ")
             .bind_list(task_names.iter().map(String::as_str));
+    }
+
+    /// Writes the due bound of a due-query at `level` (` AND ...`, `due_by` bound). Default:
+    /// ` AND execution_time <= ?`. A dialect whose planner would read one level's due rows in
+    /// execution-time order through an index of every level (PostgreSQL) writes a level's bound
+    /// so that only an index leading with `priority` can use it.
+    fn due_bound(&self, w: &mut SqlWriter<'_>, level: Level, due_by: DateTime<Utc>) {
+        let _ = level;
+        w.push(" AND execution_time <= ").bind(due_by);
     }
 
     /// Most keys one statement names in its `(task_name = ? AND task_instance = ? ...) OR ...`

@@ -316,10 +316,8 @@ impl<'d> Statements<'d> {
             task_names,
             ..
         } = *due;
-        w.push(" WHERE picked = ")
-            .bind(false)
-            .push(" AND execution_time <= ")
-            .bind(due_by);
+        w.push(" WHERE picked = ").bind(false);
+        self.dialect.due_bound(w, level, due_by);
         match level {
             // Read in execution-time order from the due index, whatever the statistics say.
             Level::Any => self.dialect.due_task_filter(w, task_names),
