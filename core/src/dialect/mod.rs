@@ -174,8 +174,7 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// ` AND execution_time <= ?`. A dialect whose planner would read one level's due rows in
     /// execution-time order through an index of every level (PostgreSQL) writes a level's bound
     /// so that only an index leading with `priority` can use it.
-    fn due_bound(&self, w: &mut SqlWriter<'_>, level: Level, due_by: DateTime<Utc>) {
-        let _ = level;
+    fn due_bound(&self, w: &mut SqlWriter<'_>, _level: Level, due_by: DateTime<Utc>) {
         w.push(" AND execution_time <= ").bind(due_by);
     }
 
