@@ -170,6 +170,12 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
             .bind_list(task_names.iter().map(String::as_str));
     }
 
+    /// Writes an index hint between a due-query's table and its `WHERE`, for a query at
+    /// `level`. Default: none. MySQL/MariaDB name the per-level due index there: under load
+    /// their optimizer read one level's due rows through the time index of every level instead
+    /// (see the MySQL dialect).
+    fn due_index_hint(&self, _w: &mut SqlWriter<'_>, _level: Level) {}
+
     /// Writes the due bound of a due-query at `level` (` AND ...`, `due_by` bound). Default:
     /// ` AND execution_time <= ?`. A dialect whose planner would read one level's due rows in
     /// execution-time order through an index of every level (PostgreSQL) writes a level's bound

@@ -316,6 +316,7 @@ impl<'d> Statements<'d> {
             task_names,
             ..
         } = *due;
+        self.dialect.due_index_hint(w, level);
         w.push(" WHERE picked = ").bind(false);
         self.dialect.due_bound(w, level, due_by);
         match level {
