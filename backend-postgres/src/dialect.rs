@@ -1,9 +1,6 @@
 //! How PostgreSQL spells docket's statements.
 
-use chrono::{DateTime, Utc};
-use docket_core::dialect::{
-    Capabilities, ClaimMatch, Dialect, Level, LockAndFetch, SqlWriter, Value,
-};
+use docket_core::dialect::{Capabilities, ClaimMatch, Dialect, LockAndFetch, SqlWriter, Value};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
@@ -72,27 +69,18 @@ impl Dialect for PgDialect {
             .push(" THEN TRUE END");
     }
 
-    // A level's bound as `(priority, execution_time) <= (level, due_by)`: with `priority = level`
-    // beside it, the same rows. Written plainly, the planner read one level's due rows through
-    // the due index of every level (0005) or the time index and filtered the others out: it
-    // costs the level's rows as spread evenly in time, but a level claimed from its front sits
-    // behind the due rows of the lower levels (25,885 rows read for 40 on 1M due rows, 20 ms).
-    // Only the priority index (0002, `priority DESC NULLS LAST, execution_time`) takes a row
-    // comparison led by `priority`, so the plan reads the level from its front, with or without
-    // statistics, custom or generic (docs/BENCHMARKS.md, "Per-level claims on PostgreSQL").
-    // Its cost: PostgreSQL 15 bounds that scan by `priority` only, so a level holding fewer due
-    // rows than the limit is read to the end of its future rows (a drained level's probe:
-    // 386 buffers per 100k future rows), paid by the cold poll once a second per store.
-    fn due_bound(&self, w: &mut SqlWriter<'_>, level: Level, due_by: DateTime<Utc>) {
-        match level {
-            Level::Exactly(p) => w
-                .push(" AND (priority, execution_time) <= (")
-                .bind(Value::SmallInt(Some(p)))
-                .push(", ")
-                .bind(due_by)
-                .push(")"),
-            Level::Any | Level::Null => w.push(" AND execution_time <= ").bind(due_by),
-        };
+    // One level's due rows as `priority = ANY(ARRAY[level])` ordered by `priority DESC NULLS
+    // LAST, execution_time`. With `priority = ?` and `ORDER BY execution_time` the planner read a
+    // level through the due index of every level (0005) or the time index, filtering priority:
+    // it costs a level's rows as spread evenly in time, but a level claimed from its front has
+    // its remaining due rows behind the lower levels' (25,885 rows read for 40 on 1M due rows,
+    // 20 ms). An array comparison is no equality the planner propagates, so `priority` stays in
+    // the `ORDER BY` and only the priority index (0002) yields that order, without a sort; its
+    // scan is bounded by the level and the time (`= ANY` is an equality to the btree): 6
+    // buffers for that claim, 3 for a drained level's probe, custom and generic plans alike
+    // (docs/BENCHMARKS.md, "Per-level claims on PostgreSQL").
+    fn level_as_array(&self) -> bool {
+        true
     }
 
     // PostgreSQL sorts NULL first under DESC; docket ranks NULL priority last everywhere.

@@ -288,8 +288,9 @@ fn explain_prints_each_dialects_due_queries() {
     let pg = stdout_of(docket().args(["explain", "--backend", "postgres", "--priority"]));
     assert!(pg.contains("WITH RECURSIVE levels(level)"), "{pg}");
     assert!(
-        pg.contains("(priority, execution_time) <= ($2, $3)")
-            && pg.contains("AND priority = $6 ORDER BY execution_time ASC LIMIT $7"),
+        pg.contains(
+            "AND priority = ANY($5) ORDER BY priority DESC NULLS LAST, execution_time ASC LIMIT $6"
+        ),
         "{pg}"
     );
     // The claim names the rows its subquery locked by address (PostgreSQL's `claim_match`).

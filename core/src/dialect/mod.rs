@@ -15,7 +15,6 @@ pub use writer::{Array, Rendered, SqlWriter, Value};
 
 use crate::ident::TableName;
 use crate::ordering::{CustomKey, KeyType};
-use chrono::{DateTime, Utc};
 
 /// How a backend claims a batch of due rows in one round trip (lock-and-fetch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,12 +175,15 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// (see the MySQL dialect).
     fn due_index_hint(&self, _w: &mut SqlWriter<'_>, _level: Level) {}
 
-    /// Writes the due bound of a due-query at `level` (` AND ...`, `due_by` bound). Default:
-    /// ` AND execution_time <= ?`. A dialect whose planner would read one level's due rows in
-    /// execution-time order through an index of every level (PostgreSQL) writes a level's bound
-    /// so that only an index leading with `priority` can use it.
-    fn due_bound(&self, w: &mut SqlWriter<'_>, _level: Level, due_by: DateTime<Utc>) {
-        w.push(" AND execution_time <= ").bind(due_by);
+    /// Whether a due-query at one level selects it as `priority = ANY(?)` (a one-element
+    /// array) and orders by `priority DESC NULLS LAST, execution_time`, rather than
+    /// `priority = ?` and `execution_time`. Same rows, same order. Default `false`.
+    /// PostgreSQL says `true`: with `priority = ?` its planner read a level's due rows through
+    /// an index of every level's times and filtered the others out (see its dialect); an array
+    /// comparison is no equality the planner propagates, so only the priority index yields the
+    /// order, and the time bound stays an index bound behind it.
+    fn level_as_array(&self) -> bool {
+        false
     }
 
     /// Most keys one statement names in its `(task_name = ? AND task_instance = ? ...) OR ...`

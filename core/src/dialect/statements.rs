@@ -304,8 +304,17 @@ impl<'d> Statements<'d> {
     /// `WHERE` of the due-queries plus their `ORDER BY` and limit.
     fn due_rows(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) {
         self.due_where(w, due);
-        self.push_order(w, due.level, &self.policy.primary);
+        self.push_order(w, self.order_level(due.level), &self.policy.primary);
         self.dialect.limit(w, due.limit);
+    }
+
+    /// The level a due-query's `ORDER BY` is written for: [`Level::Any`] (priority first) for
+    /// one level selected as an array ([`Dialect::level_as_array`]).
+    fn order_level(&self, level: Level) -> Level {
+        match level {
+            Level::Exactly(_) if self.dialect.level_as_array() => Level::Any,
+            other => other,
+        }
     }
 
     /// `WHERE` of the due-queries.
@@ -317,8 +326,10 @@ impl<'d> Statements<'d> {
             ..
         } = *due;
         self.dialect.due_index_hint(w, level);
-        w.push(" WHERE picked = ").bind(false);
-        self.dialect.due_bound(w, level, due_by);
+        w.push(" WHERE picked = ")
+            .bind(false)
+            .push(" AND execution_time <= ")
+            .bind(due_by);
         match level {
             // Read in execution-time order from the due index, whatever the statistics say.
             Level::Any => self.dialect.due_task_filter(w, task_names),
@@ -327,7 +338,14 @@ impl<'d> Statements<'d> {
                     .bind_list(task_names.iter().map(String::as_str));
             }
         }
-        Self::push_level(w, level, "");
+        match level {
+            Level::Exactly(p) if self.dialect.level_as_array() => {
+                w.push(" AND priority = ANY(")
+                    .bind(Value::Array(Array::SmallInt(vec![Some(p)])))
+                    .push(")");
+            }
+            _ => Self::push_level(w, level, ""),
+        }
         Self::push_exclusion(w, due.exclude);
     }
 
@@ -442,7 +460,7 @@ impl<'d> Statements<'d> {
                 w.push(locator).push(" FROM ").table(&self.table);
                 self.due_rows(&mut w, due);
                 w.push(") AND picked = ").bind(false);
-                self.push_order(&mut w, due.level, &self.policy.primary);
+                self.push_order(&mut w, self.order_level(due.level), &self.policy.primary);
                 w
             }
         };
