@@ -1,6 +1,8 @@
 //! How PostgreSQL spells docket's statements.
 
-use docket_core::dialect::{Capabilities, ClaimMatch, Dialect, LockAndFetch, SqlWriter, Value};
+use docket_core::dialect::{
+    Array, Capabilities, ClaimMatch, Dialect, LockAndFetch, SqlWriter, Value,
+};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
@@ -79,7 +81,10 @@ impl Dialect for PgDialect {
     // scan is bounded by the level and the time (`= ANY` is an equality to the btree): 6
     // buffers for that claim, 3 for a drained level's probe, custom and generic plans alike
     // (docs/BENCHMARKS.md, "Per-level claims on PostgreSQL").
-    fn level_as_array(&self) -> bool {
+    fn due_level_filter(&self, w: &mut SqlWriter<'_>, priority: i16) -> bool {
+        w.push(" AND priority = ANY(")
+            .bind(Value::Array(Array::SmallInt(vec![Some(priority)])))
+            .push(")");
         true
     }
 

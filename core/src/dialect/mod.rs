@@ -175,14 +175,15 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// (see the MySQL dialect).
     fn due_index_hint(&self, _w: &mut SqlWriter<'_>, _level: Level) {}
 
-    /// Whether a due-query at one level selects it as `priority = ANY(?)` (a one-element
-    /// array) and orders by `priority DESC NULLS LAST, execution_time`, rather than
-    /// `priority = ?` and `execution_time`. Same rows, same order. Default `false`.
-    /// PostgreSQL says `true`: with `priority = ?` its planner read a level's due rows through
-    /// an index of every level's times and filtered the others out (see its dialect); an array
+    /// Writes how a due-query at level `priority` selects it, when the dialect does not use
+    /// ` AND priority = ?` and `ORDER BY execution_time`; returns whether it wrote one, in which
+    /// case the query orders by `priority DESC NULLS LAST, execution_time` (same rows, same
+    /// order). Default: writes nothing, `false`. PostgreSQL writes ` AND priority = ANY(?)` (a
+    /// one-element array): with `priority = ?` its planner read a level's due rows through an
+    /// index of every level's times and filtered the others out (see its dialect); an array
     /// comparison is no equality the planner propagates, so only the priority index yields the
     /// order, and the time bound stays an index bound behind it.
-    fn level_as_array(&self) -> bool {
+    fn due_level_filter(&self, _w: &mut SqlWriter<'_>, _priority: i16) -> bool {
         false
     }
 

@@ -302,23 +302,18 @@ impl<'d> Statements<'d> {
     }
 
     /// `WHERE` of the due-queries plus their `ORDER BY` and limit.
-    fn due_rows(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) {
-        self.due_where(w, due);
-        self.push_order(w, self.order_level(due.level), &self.policy.primary);
+    /// Returns the level the `ORDER BY` was written for (see [`Statements::due_where`]).
+    fn due_rows(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) -> Level {
+        let order_level = self.due_where(w, due);
+        self.push_order(w, order_level, &self.policy.primary);
         self.dialect.limit(w, due.limit);
+        order_level
     }
 
-    /// The level a due-query's `ORDER BY` is written for: [`Level::Any`] (priority first) for
-    /// one level selected as an array ([`Dialect::level_as_array`]).
-    fn order_level(&self, level: Level) -> Level {
-        match level {
-            Level::Exactly(_) if self.dialect.level_as_array() => Level::Any,
-            other => other,
-        }
-    }
-
-    /// `WHERE` of the due-queries.
-    fn due_where(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) {
+    /// `WHERE` of the due-queries; returns the level their `ORDER BY` is written for:
+    /// [`Level::Any`] (priority first) where the dialect selected one level its own way
+    /// ([`Dialect::due_level_filter`]), else the due-query's level.
+    fn due_where(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) -> Level {
         let Due {
             level,
             due_by,
@@ -338,15 +333,15 @@ impl<'d> Statements<'d> {
                     .bind_list(task_names.iter().map(String::as_str));
             }
         }
-        match level {
-            Level::Exactly(p) if self.dialect.level_as_array() => {
-                w.push(" AND priority = ANY(")
-                    .bind(Value::Array(Array::SmallInt(vec![Some(p)])))
-                    .push(")");
+        let order_level = match level {
+            Level::Exactly(p) if self.dialect.due_level_filter(w, p) => Level::Any,
+            _ => {
+                Self::push_level(w, level, "");
+                level
             }
-            _ => Self::push_level(w, level, ""),
-        }
+        };
         Self::push_exclusion(w, due.exclude);
+        order_level
     }
 
     /// ` AND <alias>priority = ?` or ` AND <alias>priority IS NULL`; nothing for [`Level::Any`].
@@ -458,9 +453,9 @@ impl<'d> Statements<'d> {
                     .push(" IN (SELECT ");
                 self.dialect.top(&mut w, due.limit);
                 w.push(locator).push(" FROM ").table(&self.table);
-                self.due_rows(&mut w, due);
+                let order_level = self.due_rows(&mut w, due);
                 w.push(") AND picked = ").bind(false);
-                self.push_order(&mut w, self.order_level(due.level), &self.policy.primary);
+                self.push_order(&mut w, order_level, &self.policy.primary);
                 w
             }
         };
