@@ -12,6 +12,10 @@ pub const TEXT_KEY_BYTES: usize = 256;
 
 /// The conversion of a text key to its UTF-8 bytes, up to the `JSON_VALUE` it wraps
 /// ([`TEXT_KEY_BYTES`] spelled out: the statement text must be a constant).
+/// [`TIMESTAMP_TEXT`](docket_core::dialect::TIMESTAMP_TEXT) as a `LIKE` pattern.
+const TIMESTAMP_LIKE: &str =
+    "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]%";
+
 const TEXT_KEY_HEAD: &str = "CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), ";
 
 /// The SQL Server (2019+) dialect.
@@ -104,24 +108,45 @@ impl Dialect for MssqlDialect {
     ///   (exponent notation, beyond about 1e28) reads as missing rather than failing the
     ///   statement.
     ///
+    /// A number key reads a string holding a plain decimal as that number, as every backend
+    /// does ([`NUMBER_TEXT`](docket_core::dialect::NUMBER_TEXT)); a timestamp key reads strings
+    /// in the record-date form only (`LIKE` spells
+    /// [`TIMESTAMP_TEXT`](docket_core::dialect::TIMESTAMP_TEXT)).
+    ///
     /// Differences from the other backends (docs/DESIGN.md, "SQL Server and Oracle"):
     /// `JSON_VALUE` does not say a member's JSON type, so a text key also reads a number or a
-    /// boolean as its text, and a number key a string holding a plain decimal as that number
-    /// (intake normalizes a custom order's keys to their type, so this concerns attributes
-    /// written otherwise); a value over 4,000 characters reads as missing (`JSON_VALUE`'s lax
+    /// boolean as its text; a value over 4,000 characters reads as missing (`JSON_VALUE`'s lax
     /// mode); text compares by its first [`TEXT_KEY_BYTES`] UTF-8 bytes.
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
-        let (head, tail) = match key.kind {
-            KeyType::Text | KeyType::Timestamp => {
-                (TEXT_KEY_HEAD, " COLLATE Latin1_General_100_BIN2_UTF8))")
-            }
-            KeyType::Number => ("TRY_CAST(", " AS DECIMAL(38, 10))"),
+        let path = key.attribute.json_path();
+        let value = |w: &mut SqlWriter<'_>| {
+            w.push("JSON_VALUE(custom_attributes, ")
+                .bind(path.clone())
+                .push(")");
         };
-        w.push(head)
-            .push("JSON_VALUE(custom_attributes, ")
-            .bind(key.attribute.json_path())
-            .push(")")
-            .push(tail);
+        let text = |w: &mut SqlWriter<'_>| {
+            w.push(TEXT_KEY_HEAD);
+            value(w);
+            w.push(" COLLATE Latin1_General_100_BIN2_UTF8))");
+        };
+        match key.kind {
+            KeyType::Text => text(w),
+            KeyType::Timestamp => {
+                w.push("(CASE WHEN ");
+                value(w);
+                w.push(" LIKE '").push(TIMESTAMP_LIKE).push("' THEN ");
+                text(w);
+                w.push(" END)");
+            }
+            // `TRY_CAST` alone would also take spaces around the digits.
+            KeyType::Number => {
+                w.push("(CASE WHEN ");
+                value(w);
+                w.push(" NOT LIKE '%[^0-9.+-]%' THEN TRY_CAST(");
+                value(w);
+                w.push(" AS DECIMAL(38, 10)) END)");
+            }
+        }
     }
 
     /// Computed columns (`ALTER TABLE t ADD c AS (expr)`, not persisted: the expressions are
@@ -225,7 +250,7 @@ mod tests {
         let score = CustomKey::new("score", KeyType::Number, Direction::Desc).unwrap();
         assert_eq!(
             render(&score, true),
-            r#"TRY_CAST(JSON_VALUE(custom_attributes, '$."score"') AS DECIMAL(38, 10))"#
+            r#"(CASE WHEN JSON_VALUE(custom_attributes, '$."score"') NOT LIKE '%[^0-9.+-]%' THEN TRY_CAST(JSON_VALUE(custom_attributes, '$."score"') AS DECIMAL(38, 10)) END)"#
         );
         // Indexable: no subquery, no table-valued function, no FLOAT, no MAX type.
         for sql in [render(&team, true), render(&score, true)] {

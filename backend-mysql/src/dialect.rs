@@ -4,7 +4,7 @@
 use docket_core::dialect::order_index::drop_index_on_table;
 use docket_core::dialect::{
     Capabilities, Dialect, FileLoad, GeneratedValue, Level, LockAndFetch, OrderIndexStyle,
-    SqlWriter,
+    SqlWriter, NUMBER_TEXT, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -202,32 +202,64 @@ impl Dialect for MysqlDialect {
     /// The path is bound. Text (and timestamps, sortable UTC text) is unquoted and compared in
     /// the flavor's binary no-pad collation: code point order, trailing spaces significant, as
     /// PostgreSQL's `COLLATE "C"` (`JSON_UNQUOTE` alone returns PAD SPACE `utf8mb4_bin`).
-    /// Numbers are read only when the value is a JSON number (NULL otherwise, as when missing),
-    /// as `DECIMAL(65, 30)`: exact for every integer docket can be given (64-bit) and for
-    /// fractions down to 1e-30; magnitudes beyond 1e35 saturate.
+    /// Numbers are JSON numbers, or strings holding a plain decimal ([`NUMBER_TEXT`], as a CSV
+    /// cell holds a number), read as `DECIMAL(65, 30)`: exact for every integer docket can be
+    /// given (64-bit) and for fractions down to 1e-30; magnitudes beyond 1e35 saturate.
+    /// Timestamps are strings in the record-date form ([`TIMESTAMP_TEXT`]). Any other value
+    /// (JSON null, a boolean, text that does not convert) is missing, as on the other backends.
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
         let path = key.attribute.json_path();
+        let value = |w: &mut SqlWriter<'_>| {
+            w.push("JSON_EXTRACT(custom_attributes, ")
+                .bind(path.clone())
+                .push(")");
+        };
+        let string = |w: &mut SqlWriter<'_>| {
+            w.push("JSON_UNQUOTE(");
+            value(w);
+            w.push(")");
+        };
+        let of_type = |w: &mut SqlWriter<'_>, types: &str| {
+            w.push("JSON_TYPE(");
+            value(w);
+            w.push(") ").push(types);
+        };
+        w.push("(CASE WHEN ");
         match key.kind {
-            // Only string values: anything else (a number a FIFO-time intake left unnormalized,
-            // JSON null) is missing, as on the other backends.
             KeyType::Text | KeyType::Timestamp => {
-                w.push("(CASE WHEN JSON_TYPE(JSON_EXTRACT(custom_attributes, ")
-                    .bind(path.clone())
-                    .push(")) = 'STRING' THEN JSON_UNQUOTE(JSON_EXTRACT(custom_attributes, ")
-                    .bind(path)
-                    .push(")) COLLATE ")
-                    .push(self.flavor.key_collation())
-                    .push(" END)");
+                of_type(w, "= 'STRING'");
+                if key.kind == KeyType::Timestamp {
+                    w.push(" AND ");
+                    string(w);
+                    w.push(" COLLATE ")
+                        .push(self.flavor.key_collation())
+                        .push(" REGEXP '")
+                        .push(TIMESTAMP_TEXT)
+                        .push("'");
+                }
+                w.push(" THEN ");
+                string(w);
+                w.push(" COLLATE ").push(self.flavor.key_collation());
             }
             KeyType::Number => {
-                w.push("(CASE WHEN JSON_TYPE(JSON_EXTRACT(custom_attributes, ")
-                    .bind(path.clone())
-                    .push(")) IN ('INTEGER', 'UNSIGNED INTEGER', 'DECIMAL', 'DOUBLE') THEN ")
-                    .push("CAST(JSON_EXTRACT(custom_attributes, ")
-                    .bind(path)
-                    .push(") AS DECIMAL(65, 30)) END)");
+                of_type(w, "IN ('INTEGER', 'UNSIGNED INTEGER', 'DECIMAL', 'DOUBLE')");
+                w.push(" THEN CAST(");
+                value(w);
+                w.push(" AS DECIMAL(65, 30)) WHEN ");
+                of_type(w, "= 'STRING'");
+                w.push(" AND ");
+                string(w);
+                // An explicit collation: in a generated column the literal's differs.
+                w.push(" COLLATE ")
+                    .push(self.flavor.key_collation())
+                    .push(" REGEXP '")
+                    .push(NUMBER_TEXT)
+                    .push("' THEN CAST(");
+                string(w);
+                w.push(" AS DECIMAL(65, 30))");
             }
         }
+        w.push(" END)");
     }
 }
 

@@ -1,6 +1,6 @@
 //! How Oracle spells docket's statements.
 
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter, Value};
+use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter, Value, TIMESTAMP_TEXT};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
@@ -106,9 +106,10 @@ impl Dialect for OracleDialect {
     }
 
     /// `JSON_VALUE(custom_attributes, '$."name".stringOnly()' RETURNING VARCHAR2(1000))`, or
-    /// `numberOnly()` `RETURNING NUMBER`: the item method makes a value of another JSON type an
-    /// error, which JSON_VALUE's default `NULL ON ERROR` turns into missing, as on the other
-    /// backends. Numbers are exact to 38 digits; text (and timestamps, UTC text normalized at
+    /// `number()` `RETURNING NUMBER`: the item method makes a value of another JSON type (for
+    /// `number()`, a string that holds no number) an error, which JSON_VALUE's default `NULL
+    /// ON ERROR` turns into missing, as on the other backends; a timestamp is a string in the
+    /// record-date form (`REGEXP_LIKE` with [`TIMESTAMP_TEXT`]). Numbers are exact to 38 digits; text (and timestamps, UTC text normalized at
     /// intake) sorts by the session's `NLS_SORT`, which every pooled connection sets to
     /// `BINARY` (UTF-8 byte order, code point order in an AL32UTF8 database). Limits: a text
     /// value over 1,000 bytes ([`TEXT_KEY_BYTES`]) and an empty string (NULL in Oracle) read
@@ -123,17 +124,28 @@ impl Dialect for OracleDialect {
     /// bind), the one place docket writes a caller's word into SQL. The name in it is an [`AttributeName`](docket_core::AttributeName), validated as
     /// `[A-Za-z_][A-Za-z0-9_]*`, so it cannot end the quoted step or the literal.
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
-        let (method, returning) = match key.kind {
-            KeyType::Text | KeyType::Timestamp => ("stringOnly", TEXT_KEY_TYPE),
-            KeyType::Number => ("numberOnly", "NUMBER"),
+        let value = |w: &mut SqlWriter<'_>, method: &str, returning: &str| {
+            w.push("JSON_VALUE(custom_attributes, '")
+                .push(&key.attribute.json_path())
+                .push(".")
+                .push(method)
+                .push("()' RETURNING ")
+                .push(returning)
+                .push(")");
         };
-        w.push("JSON_VALUE(custom_attributes, '")
-            .push(&key.attribute.json_path())
-            .push(".")
-            .push(method)
-            .push("()' RETURNING ")
-            .push(returning)
-            .push(")");
+        match key.kind {
+            KeyType::Text => value(w, "stringOnly", TEXT_KEY_TYPE),
+            KeyType::Timestamp => {
+                w.push("(CASE WHEN REGEXP_LIKE(");
+                value(w, "stringOnly", TEXT_KEY_TYPE);
+                w.push(", '").push(TIMESTAMP_TEXT).push("') THEN ");
+                value(w, "stringOnly", TEXT_KEY_TYPE);
+                w.push(" END)");
+            }
+            // `number()` converts a string holding a number too; text that does not convert is
+            // an error, which `NULL ON ERROR` (the default) makes missing.
+            KeyType::Number => value(w, "number", "NUMBER"),
+        }
     }
 
     // LEVEL is reserved in Oracle: the alias is quoted (and so stays lower case).

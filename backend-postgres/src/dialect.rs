@@ -1,7 +1,8 @@
 //! How PostgreSQL spells docket's statements.
 
 use docket_core::dialect::{
-    Array, Capabilities, ClaimMatch, Dialect, LockAndFetch, SqlWriter, Value,
+    Array, Capabilities, ClaimMatch, Dialect, LockAndFetch, SqlWriter, Value, NUMBER_TEXT,
+    TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -96,20 +97,37 @@ impl Dialect for PgDialect {
     // The name is written as a literal, not bound: a cached statement may run on a generic
     // plan, made without its values, and that plan matches the order index's expressions
     // (`docket index`) only when they are the same text. Text compares in the "C" collation
-    // (code point order, as elsewhere).
+    // (code point order, as elsewhere). Numbers are JSON numbers or strings holding a plain
+    // decimal (`->>` prints a number in that form too), timestamps strings in the record-date
+    // form; any other value is missing (`NUMBER_TEXT`, `TIMESTAMP_TEXT`). `~` and the casts
+    // are immutable, so the expressions can be indexed.
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
-        let (kind, close) = match key.kind {
-            // Only string values; anything else is missing, as on the other backends.
-            KeyType::Text | KeyType::Timestamp => ("string", ") COLLATE \"C\" END)"),
-            KeyType::Number => ("number", ")::numeric END)"),
+        let text = |w: &mut SqlWriter<'_>| {
+            w.push("(custom_attributes::jsonb ->> ")
+                .attribute(&key.attribute)
+                .push(")");
+        };
+        let (types, pattern, close) = match key.kind {
+            KeyType::Text => (" = 'string'", None, " COLLATE \"C\" END)"),
+            KeyType::Timestamp => (" = 'string'", Some(TIMESTAMP_TEXT), " COLLATE \"C\" END)"),
+            KeyType::Number => (
+                " IN ('number', 'string')",
+                Some(NUMBER_TEXT),
+                "::numeric END)",
+            ),
         };
         w.push("(CASE WHEN jsonb_typeof(custom_attributes::jsonb -> ")
             .attribute(&key.attribute)
-            .push(") = '")
-            .push(kind)
-            .push("' THEN (custom_attributes::jsonb ->> ")
-            .attribute(&key.attribute)
-            .push(close);
+            .push(")")
+            .push(types);
+        if let Some(pattern) = pattern {
+            w.push(" AND ");
+            text(w);
+            w.push(" ~ '").push(pattern).push("'");
+        }
+        w.push(" THEN ");
+        text(w);
+        w.push(close);
     }
 
     fn timestamp_types(&self) -> &'static [&'static str] {

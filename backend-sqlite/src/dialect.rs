@@ -6,6 +6,10 @@ use docket_core::dialect::{
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
+/// [`TIMESTAMP_TEXT`](docket_core::dialect::TIMESTAMP_TEXT) as a `GLOB` pattern.
+const TIMESTAMP_GLOB: &str =
+    "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]*";
+
 /// The SQLite dialect: `?` placeholders, double-quoted identifiers, `LIMIT ?`, no row locks.
 ///
 /// SQLite has one writer per database file: a write transaction (`BEGIN IMMEDIATE`, or a
@@ -43,29 +47,67 @@ impl Dialect for SqliteDialect {
     }
 
     /// The path is bound. `json_extract` returns a JSON string as TEXT, compared with SQLite's
-    /// BINARY collation (UTF-8 bytes: code point order). Numbers are read only when the value
-    /// is a JSON number (NULL otherwise, as when missing); integers and reals compare
-    /// numerically with each other.
+    /// BINARY collation (UTF-8 bytes: code point order). Numbers are JSON numbers (integers and
+    /// reals compare numerically with each other) or strings holding a plain decimal, cast to
+    /// NUMERIC; timestamps are strings in the record-date form. SQLite has no regular
+    /// expressions, so [`NUMBER_TEXT`](docket_core::dialect::NUMBER_TEXT) and
+    /// [`TIMESTAMP_TEXT`](docket_core::dialect::TIMESTAMP_TEXT) are spelled with `GLOB`. Any
+    /// other value is missing, as on the other backends.
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
         let path = key.attribute.json_path();
+        let value = |w: &mut SqlWriter<'_>| {
+            w.push("json_extract(custom_attributes, ")
+                .bind(path.clone())
+                .push(")");
+        };
+        let of_type = |w: &mut SqlWriter<'_>, types: &str| {
+            w.push("json_type(custom_attributes, ")
+                .bind(path.clone())
+                .push(") ")
+                .push(types);
+        };
+        w.push("(CASE WHEN ");
         match key.kind {
-            // Only string values (json_extract would return numbers as numbers, which SQLite
-            // sorts before all text): anything else is missing, as on the other backends.
-            KeyType::Text | KeyType::Timestamp => {
-                w.push("(CASE WHEN json_type(custom_attributes, ")
-                    .bind(path.clone())
-                    .push(") = 'text' THEN json_extract(custom_attributes, ")
-                    .bind(path)
-                    .push(") END)");
+            KeyType::Text => {
+                of_type(w, "= 'text'");
+                w.push(" THEN ");
+                value(w);
+            }
+            KeyType::Timestamp => {
+                of_type(w, "= 'text'");
+                w.push(" AND ");
+                value(w);
+                w.push(" GLOB '").push(TIMESTAMP_GLOB).push("' THEN ");
+                value(w);
             }
             KeyType::Number => {
-                w.push("(CASE WHEN json_type(custom_attributes, ")
-                    .bind(path.clone())
-                    .push(") IN ('integer', 'real') THEN json_extract(custom_attributes, ")
-                    .bind(path)
-                    .push(") END)");
+                of_type(w, "IN ('integer', 'real')");
+                w.push(" THEN ");
+                value(w);
+                w.push(" WHEN ");
+                of_type(w, "= 'text'");
+                w.push(" AND ");
+                // A plain decimal: one optional sign, then digits with at most one inner '.'.
+                let unsigned = |w: &mut SqlWriter<'_>| {
+                    w.push("ltrim(");
+                    value(w);
+                    w.push(", '+-')");
+                };
+                unsigned(w);
+                w.push(" GLOB '[0-9]*' AND ");
+                unsigned(w);
+                w.push(" NOT GLOB '*[^0-9.]*' AND ");
+                unsigned(w);
+                w.push(" NOT GLOB '*.*.*' AND ");
+                value(w);
+                w.push(" NOT GLOB '*.' AND ");
+                value(w);
+                w.push(" NOT GLOB '[+-][+-]*' THEN CAST(");
+                value(w);
+                w.push(" AS NUMERIC)");
             }
         }
+        w.push(" END)");
     }
 
     fn max_insert_rows(&self) -> usize {

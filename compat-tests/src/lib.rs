@@ -86,6 +86,7 @@ macro_rules! compat_cases {
             queue_concurrent_next_for_never_starves,
             queue_bad_input_is_rejected,
             queue_custom_timestamp_key,
+            queue_custom_order_converts_text,
             queue_per_assignment_deadlines,
             db_scheduler_table_is_adopted,
             adopting_an_incompatible_table_names_the_column,

@@ -46,10 +46,14 @@ impl PrimaryOrder {
 pub enum KeyType {
     /// By Unicode code point (binary collation on every backend).
     Text,
-    /// Numerically (the attribute must be a JSON number; a string is normalized at intake).
+    /// Numerically: a JSON number, or a JSON string holding a plain decimal (`"2"`, `"-3.5"`:
+    /// [`NUMBER_TEXT`](crate::dialect::NUMBER_TEXT)), as OPENJSON's typed `WITH` columns convert
+    /// it; any other value is missing.
     Number,
-    /// As an instant (normalized at intake to UTC `YYYY-MM-DDThh:mm:ss.ffffffZ`, so text order
-    /// is time order).
+    /// As an instant: a JSON string in the record-date form `YYYY-MM-DDThh:mm:ss[.f...][Z]`
+    /// (UTC; [`TIMESTAMP_TEXT`](crate::dialect::TIMESTAMP_TEXT)), compared as text, which is
+    /// time order for that form (intake normalizes to `YYYY-MM-DDThh:mm:ss.ffffffZ`); any
+    /// other value is missing.
     Timestamp,
 }
 

@@ -71,6 +71,16 @@ pub struct Capabilities {
     pub work_queue: bool,
 }
 
+/// The JSON strings a [`KeyType::Number`] key reads as numbers, as a POSIX regular expression
+/// (PostgreSQL `~`, MySQL `REGEXP`, Oracle `REGEXP_LIKE`; SQLite and SQL Server spell the same
+/// test with `GLOB`/`TRY_CAST`): a plain decimal with an optional sign, as a CSV cell holds a
+/// number. Written without `?`, which is a placeholder in some dialects' statement text.
+pub const NUMBER_TEXT: &str = "^[+-]{0,1}[0-9]+([.][0-9]+){0,1}$";
+
+/// The JSON strings a [`KeyType::Timestamp`] key reads, as a POSIX regular expression: those
+/// that start in the record-date form `YYYY-MM-DDThh:mm:ss` (their text order is time order).
+pub const TIMESTAMP_TEXT: &str = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}";
+
 /// One SQL dialect. Defaults are ANSI-ish; backends override only what differs.
 pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Short backend name, e.g. `postgres`.
