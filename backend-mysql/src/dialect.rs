@@ -168,11 +168,16 @@ impl Dialect for MysqlDialect {
     // 40, 35 to 45 ms, once a level had been claimed from its front: its remaining rows sit
     // behind the lower levels' due rows), while a quiet replay of the same statement chose the
     // exact range (docs/BENCHMARKS.md, "Per-level claims on MariaDB"). The index exists on
-    // every table migrated through 0006; priority on needs that migration.
+    // every table migrated through 0006; the store writes the hint only where the table has
+    // it (a table migrated to 0002..0005 runs the same statements without it).
     fn due_index_hint(&self, w: &mut SqlWriter<'_>, level: Level) {
         if let Level::Exactly(_) = level {
             w.push(" FORCE INDEX (due_priority_idx)");
         }
+    }
+
+    fn due_level_index(&self) -> Option<&'static str> {
+        Some("due_priority_idx")
     }
 
     /// Neither server matches an `ORDER BY` expression to an index (MySQL substitutes

@@ -35,6 +35,8 @@ pub trait Harness: Sync {
     /// A fresh, empty space. Panics with `NOT RUN: <backend>: <reason>` when no server can be
     /// had, so the test fails loudly instead of passing.
     fn space(&self) -> Box<dyn Space>;
+    /// The backend's migrations, in order (each prefix is a supported table state).
+    fn migrations(&self) -> &'static [docket_core::migrate::MigrationFile];
 }
 
 /// One isolated space on a server; dropping it removes it.

@@ -68,6 +68,7 @@ macro_rules! compat_cases {
             summary_and_failing_list,
             timestamps_round_trip,
             schema_with_only_base_migration,
+            scheduler_runs_on_every_migration_prefix,
             end_to_end_fetch,
             end_to_end_lock_and_fetch,
             client_wakes_scheduler,

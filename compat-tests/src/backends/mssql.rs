@@ -54,6 +54,10 @@ impl Harness for Mssql {
         NAME
     }
 
+    fn migrations(&self) -> &'static [docket_core::migrate::MigrationFile] {
+        docket_mssql::MIGRATIONS
+    }
+
     fn space(&self) -> Box<dyn Space> {
         let database = unique_name();
         admin()

@@ -46,6 +46,10 @@ impl Harness for Mysql {
         NAME
     }
 
+    fn migrations(&self) -> &'static [docket_core::migrate::MigrationFile] {
+        docket_mysql::MIGRATIONS
+    }
+
     fn space(&self) -> Box<dyn Space> {
         let admin = with_database(
             SERVER.admin_url().unwrap_or_else(|e| not_run(NAME, e)),

@@ -45,6 +45,10 @@ impl Harness for Oracle {
         NAME
     }
 
+    fn migrations(&self) -> &'static [docket_core::migrate::MigrationFile] {
+        docket_oracle::MIGRATIONS
+    }
+
     fn space(&self) -> Box<dyn Space> {
         // Unquoted, so stored upper case: the URL's user name matches it case-insensitively.
         let user = unique_name().to_ascii_uppercase();

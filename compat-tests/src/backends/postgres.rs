@@ -25,6 +25,10 @@ impl Harness for Postgres {
         NAME
     }
 
+    fn migrations(&self) -> &'static [docket_core::migrate::MigrationFile] {
+        docket_postgres::MIGRATIONS
+    }
+
     fn space(&self) -> Box<dyn Space> {
         let admin = SERVER.admin_url().unwrap_or_else(|e| not_run(NAME, e));
         let schema = unique_name();

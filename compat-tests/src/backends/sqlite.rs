@@ -19,6 +19,10 @@ impl Harness for Sqlite {
         "sqlite"
     }
 
+    fn migrations(&self) -> &'static [docket_core::migrate::MigrationFile] {
+        docket_sqlite::MIGRATIONS
+    }
+
     fn space(&self) -> Box<dyn Space> {
         let dir = tempfile::Builder::new()
             .prefix("docket-sqlite-")

@@ -182,8 +182,15 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Writes an index hint between a due-query's table and its `WHERE`, for a query at
     /// `level`. Default: none. MySQL/MariaDB name the per-level due index there: under load
     /// their optimizer read one level's due rows through the time index of every level instead
-    /// (see the MySQL dialect).
+    /// (see the MySQL dialect). Written only where the table has [`Dialect::due_level_index`]
+    /// (a table migrated partway lacks it): the store looks at start-up.
     fn due_index_hint(&self, _w: &mut SqlWriter<'_>, _level: Level) {}
+
+    /// The index [`Dialect::due_index_hint`] names, whose presence the store checks before the
+    /// hint is written. Default: `None` (no hint).
+    fn due_level_index(&self) -> Option<&'static str> {
+        None
+    }
 
     /// Writes how a due-query at level `priority` selects it, when the dialect does not use
     /// ` AND priority = ?` and `ORDER BY execution_time`; returns whether it wrote one, in which

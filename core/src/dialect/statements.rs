@@ -9,6 +9,8 @@ pub use crate::ordering::Level;
 use crate::ordering::{Direction, OrderingPolicy, PrimaryOrder};
 use crate::records::{Changes, ExecutionKey, Guard, ListFilter, NewExecution, PickChange};
 use chrono::{DateTime, Utc};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Rows of one insert that binds one array per column ([`Dialect::binds_arrays`]): its text and
 /// binds do not grow with the rows, so only memory bounds it. 20,000 executions into
@@ -106,16 +108,27 @@ pub struct Statements<'d> {
     dialect: &'d dyn Dialect,
     table: TableName,
     policy: OrderingPolicy,
+    /// Whether the table has [`Dialect::due_level_index`] (shared by clones).
+    due_level_index: Arc<AtomicBool>,
 }
 
 impl<'d> Statements<'d> {
-    /// Statements for `table` under `policy`.
+    /// Statements for `table` under `policy`, written for a table with every migration applied
+    /// (see [`Statements::set_due_level_index`]).
     pub fn new(dialect: &'d dyn Dialect, table: TableName, policy: OrderingPolicy) -> Self {
         Self {
             dialect,
             table,
             policy,
+            due_level_index: Arc::new(AtomicBool::new(true)),
         }
+    }
+
+    /// Says whether the table has the dialect's [`Dialect::due_level_index`]: the per-level
+    /// due-queries name it in a hint only then, so a table migrated partway (without it)
+    /// still runs them.
+    pub fn set_due_level_index(&self, present: bool) {
+        self.due_level_index.store(present, Ordering::Relaxed);
     }
 
     /// The dialect.
@@ -320,7 +333,9 @@ impl<'d> Statements<'d> {
             task_names,
             ..
         } = *due;
-        self.dialect.due_index_hint(w, level);
+        if self.due_level_index.load(Ordering::Relaxed) {
+            self.dialect.due_index_hint(w, level);
+        }
         w.push(" WHERE picked = ")
             .bind(false)
             .push(" AND execution_time <= ")
@@ -848,6 +863,13 @@ impl<'d> Statements<'d> {
     pub fn column_exists(&self, column: &str) -> Rendered {
         let mut w = self.writer();
         self.dialect.column_exists(&mut w, &self.table, column);
+        w.finish()
+    }
+
+    /// One row if the index `index` exists on the table, none otherwise.
+    pub fn index_exists(&self, index: &str) -> Rendered {
+        let mut w = self.writer();
+        self.dialect.index_exists(&mut w, &self.table, index);
         w.finish()
     }
 

@@ -136,6 +136,8 @@ impl<C: SqlConnector> SqlStore<C> {
             config.table.clone(),
             config.ordering.clone(),
         );
+        // Until `check_schema` has looked: a hint on a missing index fails the statement.
+        statements.set_due_level_index(false);
         Self {
             connector,
             config,
@@ -292,6 +294,17 @@ impl<C: SqlConnector> SqlStore<C> {
         Ok(written)
     }
 
+    /// Looks whether the table has the dialect's per-level due index (migrations add it, a
+    /// table migrated partway lacks it) and writes the due-queries accordingly.
+    fn learn_indexes(&self) -> Result<(), StoreError> {
+        let Some(index) = self.connector.dialect().due_level_index() else {
+            return Ok(());
+        };
+        let present = self.exists(self.statements.index_exists(index))?;
+        self.statements.set_due_level_index(present);
+        Ok(())
+    }
+
     fn has_column(&self, column: &str) -> Result<bool, StoreError> {
         self.exists(self.statements.column_exists(column))
     }
@@ -364,12 +377,14 @@ impl<C: SqlConnector> StoreInfo for SqlStore<C> {
         let applied = self.run_migrations(up_to, &mut |steps| steps)?;
         // A migration may add levels (or the priority column): start the level cache over.
         self.wrote(None, None);
+        self.learn_indexes()?;
         Ok(applied)
     }
 
     fn adopt(&self, up_to: Option<&str>) -> Result<Adopted, StoreError> {
         let adopted = self.adopt_table(up_to)?;
         self.wrote(None, None);
+        self.learn_indexes()?;
         Ok(adopted)
     }
 }
@@ -387,7 +402,7 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
         if self.priority() && !self.has_column("priority")? {
             return Err(missing(MIGRATION_PRIORITY, "priority"));
         }
-        Ok(())
+        self.learn_indexes()
     }
 
     // "Already exists" is decided here for every backend: an insert that adds no row (an
