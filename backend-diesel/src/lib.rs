@@ -200,6 +200,16 @@ pub fn run_migrations_by_statement<DB: Backend>(
     run(conn, plan, true)
 }
 
+/// The versions in `__diesel_schema_migrations` (created if missing, as migrating does).
+pub(crate) fn recorded<DB: Backend>(
+    conn: &mut impl MigrationHarness<DB>,
+) -> Result<Vec<String>, StoreError> {
+    let versions = conn
+        .applied_migrations()
+        .map_err(|source| StoreError::Migration { source })?;
+    Ok(versions.iter().map(ToString::to_string).collect())
+}
+
 pub(crate) fn run<DB: Backend>(
     conn: &mut impl MigrationHarness<DB>,
     plan: Vec<TableMigration>,

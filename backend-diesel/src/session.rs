@@ -233,6 +233,10 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
         F::MIGRATIONS
     }
 
+    fn recorded(&self) -> Result<Vec<String>, StoreError> {
+        crate::recorded(&mut *self.connection()?)
+    }
+
     fn apply(
         &self,
         table: &TableName,

@@ -295,6 +295,10 @@ impl SqlConnector for MssqlConnector {
     ) -> Result<Vec<String>, StoreError> {
         crate::migrate::run(self, steps)
     }
+
+    fn recorded(&self) -> Result<Vec<String>, StoreError> {
+        crate::migrate::recorded(self)
+    }
 }
 
 #[cfg(test)]

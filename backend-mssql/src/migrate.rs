@@ -31,6 +31,19 @@ pub fn migrate(store: &MssqlStore, up_to: Option<&str>) -> Result<Vec<String>, S
     store.migrate(up_to)
 }
 
+/// What [`SqlConnector::recorded`] reads for this backend: every version in
+/// [`VERSION_TABLE`] (created if missing, as [`run`] does).
+pub(crate) fn recorded(connector: &MssqlConnector) -> Result<Vec<String>, StoreError> {
+    connector.batch_execute(&create_version_table())?;
+    let rows = connector.with_session(&mut |s| {
+        s.query(&Rendered {
+            sql: format!("SELECT version AS name FROM [{VERSION_TABLE}]"),
+            binds: Vec::new(),
+        })
+    })?;
+    rows.into_iter().map(|mut r| r.text("name")).collect()
+}
+
 /// What [`SqlConnector::apply`] runs for this backend: the planned `steps`, each in a
 /// transaction with its version row.
 pub(crate) fn run(

@@ -1294,3 +1294,35 @@ fn migrate_adopt_names_the_incompatible_column() {
         .failure()
         .stderr(contains("cannot be adopted: column task_data is missing"));
 }
+
+/// Plain `migrate` on a table made by db-scheduler's DDL (no docket history) names `--adopt`
+/// and changes nothing; `--adopt` then takes the table over.
+#[test]
+fn migrate_on_a_db_scheduler_table_names_adopt() {
+    for harness in [
+        &backends::Postgres as &dyn docket_compat_tests::Harness,
+        &backends::Mysql,
+        &backends::Sqlite,
+    ] {
+        let space = harness.space();
+        let foreign = space.foreign();
+        for stmt in space
+            .db_scheduler_types()
+            .ddl(foreign.dialect(), false)
+            .all()
+        {
+            foreign.batch(&stmt).unwrap();
+        }
+        docket()
+            .args(["migrate", "--database-url", &space.url()])
+            .assert()
+            .failure()
+            .stderr(contains("docket migrate --adopt"));
+        let applied =
+            stdout_of(docket().args(["migrate", "--adopt", "--database-url", &space.url()]));
+        assert!(
+            applied.contains("adopted 0001_base@scheduled_tasks"),
+            "{applied}"
+        );
+    }
+}

@@ -91,6 +91,7 @@ macro_rules! compat_cases {
             queue_per_assignment_deadlines,
             db_scheduler_table_is_adopted,
             adopting_an_incompatible_table_names_the_column,
+            migrating_a_foreign_table_names_adopt,
             poison_rows_never_block_a_poll,
             poll_failures_are_listener_events,
             mixed_fleet_with_db_scheduler_nodes,

@@ -233,6 +233,10 @@ impl SqlSession for RecordingSession<'_> {
 }
 
 impl<C: SqlConnector> SqlConnector for Recording<C> {
+    fn recorded(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.recorded()
+    }
+
     fn dialect(&self) -> &'static dyn Dialect {
         self.inner.dialect()
     }

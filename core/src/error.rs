@@ -137,6 +137,18 @@ pub enum StoreError {
         /// What is wrong with it, e.g. "is missing" or "has type timestamp; docket needs ...".
         reason: String,
     },
+    /// `migrate` found the table already there without docket's migration history (a table
+    /// made by db-scheduler's DDL, or by hand): adopting it is the way, and nothing was run.
+    #[error(
+        "table {table} exists but docket's migration history does not know it (a table made by \
+         db-scheduler or by hand?): adopt it with `docket migrate --adopt` (library: \
+         `StoreInfo::adopt`), which checks its columns and records what it already has; \
+         nothing was changed"
+    )]
+    NeedsAdopt {
+        /// The table.
+        table: String,
+    },
     /// A stored value could not be turned into the model (e.g. out-of-range number).
     #[error("invalid stored value in column {column}: {reason}")]
     Decode {

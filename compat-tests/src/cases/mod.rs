@@ -16,8 +16,8 @@ pub use claims::*;
 pub use crud::*;
 pub use db_scheduler::{
     adopting_an_incompatible_table_names_the_column, db_scheduler_table_is_adopted,
-    mixed_fleet_with_db_scheduler_nodes, poison_rows_never_block_a_poll,
-    poll_failures_are_listener_events,
+    migrating_a_foreign_table_names_adopt, mixed_fleet_with_db_scheduler_nodes,
+    poison_rows_never_block_a_poll, poll_failures_are_listener_events,
 };
 pub use end_to_end::*;
 pub use fairness::*;

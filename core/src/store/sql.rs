@@ -114,6 +114,11 @@ pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
         table: &TableName,
         steps: Vec<TableMigration>,
     ) -> Result<Vec<String>, StoreError>;
+
+    /// The versions recorded in the backend's migration history (`0001_base@scheduled_tasks`,
+    /// every table's), creating the history table where it does not exist yet, as
+    /// [`SqlConnector::apply`] would.
+    fn recorded(&self) -> Result<Vec<String>, StoreError>;
 }
 
 /// The generic SQL store.
@@ -374,6 +379,7 @@ impl<C: SqlConnector> StoreInfo for SqlStore<C> {
     }
 
     fn migrate(&self, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
+        self.refuse_unknown_table()?;
         let applied = self.run_migrations(up_to, &mut |steps| steps)?;
         // A migration may add levels (or the priority column): start the level cache over.
         self.wrote(None, None);

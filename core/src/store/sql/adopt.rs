@@ -208,6 +208,29 @@ impl<C: SqlConnector> SqlStore<C> {
         self.connector.apply(table, adapt(steps))
     }
 
+    /// Fails with [`StoreError::NeedsAdopt`] when the table exists but the migration history
+    /// does not record its base migration: migrating would fail on creating it, in the
+    /// database's words, where adopting is what the user needs.
+    pub(super) fn refuse_unknown_table(&self) -> Result<(), StoreError> {
+        if self.rows(&self.statements.table_columns())?.is_empty() {
+            return Ok(());
+        }
+        let base = plan(
+            self.connector.migrations(),
+            self.connector.dialect(),
+            &self.config.table,
+            Some(MIGRATION_BASE),
+        )?;
+        let recorded = self.connector.recorded()?;
+        if base.iter().all(|step| recorded.contains(&step.version)) {
+            Ok(())
+        } else {
+            Err(StoreError::NeedsAdopt {
+                table: self.config.table.to_string(),
+            })
+        }
+    }
+
     /// [`StoreInfo::adopt`] for every SQL backend.
     pub(super) fn adopt_table(&self, up_to: Option<&str>) -> Result<Adopted, StoreError> {
         let columns = decode_all(self.rows(&self.statements.table_columns())?, |r| {
