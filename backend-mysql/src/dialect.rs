@@ -147,10 +147,13 @@ impl Dialect for MysqlDialect {
 
     // `table_columns` and `index_columns` keep the `information_schema` defaults.
 
-    /// `DATETIME` holds the UTC wall-clock values docket binds; `TIMESTAMP` would convert
-    /// through the session time zone.
+    /// `DATETIME` holds the UTC wall-clock values docket binds. `TIMESTAMP` (the type of
+    /// db-scheduler's DDL for years) converts through the session time zone, which is UTC on
+    /// docket's connections (`+00:00` unless `MysqlOptions::session_time_zone` says otherwise),
+    /// so it stores the instants docket binds, and other clients read them right in any
+    /// session zone. Its range ends in January 2038.
     fn timestamp_types(&self) -> &'static [&'static str] {
-        &["datetime"]
+        &["datetime", "timestamp"]
     }
 
     fn max_insert_rows(&self) -> usize {

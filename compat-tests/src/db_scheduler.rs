@@ -4,7 +4,7 @@
 //! table. Only the shapes: no code of db-scheduler is reused.
 
 use crate::harness::Foreign;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset, NaiveDateTime, Utc};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::records::JAVA_SERIALIZATION_MAGIC;
 use docket_core::{Execution, ExecutionKey, StoreError, TableName};
@@ -26,6 +26,9 @@ pub struct DbSchedulerNode<'f> {
     pub name: String,
     /// db-scheduler's `orderByPriority`: inserts name `priority`, due-queries order by it.
     pub priority: bool,
+    /// The session's time zone, in which the node binds and reads times (see
+    /// [`DbSchedulerNode::in_zone`]); `None`: UTC.
+    zone: Option<FixedOffset>,
 }
 
 impl<'f> DbSchedulerNode<'f> {
@@ -36,6 +39,32 @@ impl<'f> DbSchedulerNode<'f> {
             table,
             name: name.to_owned(),
             priority,
+            zone: None,
+        }
+    }
+
+    /// The node with its session in `offset` (`-05:00`; the foreign connection must have that
+    /// session time zone): times are bound and read as that zone's wall-clock values, as a
+    /// JDBC driver in such a session does. `None`, or an offset that does not parse: UTC.
+    pub fn in_zone(mut self, offset: Option<&str>) -> Self {
+        self.zone = offset.and_then(|o| o.parse::<FixedOffset>().ok());
+        self
+    }
+
+    /// `at` as the session zone's wall-clock value, carried in a UTC value for binding.
+    fn wall_clock(&self, at: DateTime<Utc>) -> DateTime<Utc> {
+        match self.zone {
+            Some(zone) => at.with_timezone(&zone).naive_local().and_utc(),
+            None => at,
+        }
+    }
+
+    /// The instant a wall-clock value read in the session's zone stands for.
+    fn instant(&self, read: DateTime<Utc>) -> DateTime<Utc> {
+        let naive: NaiveDateTime = read.naive_utc();
+        match self.zone {
+            Some(zone) => (naive - zone).and_utc(),
+            None => read,
         }
     }
 
@@ -67,7 +96,7 @@ impl<'f> DbSchedulerNode<'f> {
             Value::from(key.task_name.as_str()),
             Value::from(key.task_instance.as_str()),
             Value::Bytes(data),
-            Value::from(at),
+            Value::from(self.wall_clock(at)),
             Value::Bool(false),
             Value::BigInt(1),
         ];
@@ -267,6 +296,17 @@ impl<'f> DbSchedulerNode<'f> {
             .bind(key.task_name.as_str())
             .push(" AND task_instance = ")
             .bind(key.task_instance.as_str());
-        Ok(self.executions(self.foreign.query(&w.finish())?)?.pop())
+        let mut row = self.executions(self.foreign.query(&w.finish())?)?.pop();
+        if let Some(e) = &mut row {
+            e.execution_time = self.instant(e.execution_time);
+            for t in [
+                &mut e.last_success,
+                &mut e.last_failure,
+                &mut e.last_heartbeat,
+            ] {
+                *t = t.map(|t| self.instant(t));
+            }
+        }
+        Ok(row)
     }
 }

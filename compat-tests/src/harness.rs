@@ -57,6 +57,18 @@ pub trait Space: Send + Sync {
     /// The column types and constraints of db-scheduler's published DDL for this database
     /// (`<database>_tables.sql` of its repository); [`DbSchedulerTypes::ddl`] writes it.
     fn db_scheduler_types(&self) -> DbSchedulerTypes;
+    /// Every DDL db-scheduler published for this database that a team may bring (older
+    /// releases' column types too), the current one first. Default: the current one.
+    fn db_scheduler_variants(&self) -> Vec<DbSchedulerTypes> {
+        vec![self.db_scheduler_types()]
+    }
+    /// [`Space::foreign`] with the session time zone `time_zone` (a fixed offset such as
+    /// `-05:00`; `None` as `foreign`). Default: `foreign`, for databases whose time columns do
+    /// not convert through the session's zone.
+    fn foreign_in(&self, time_zone: Option<&str>) -> Box<dyn Foreign> {
+        let _ = time_zone;
+        self.foreign()
+    }
     /// Statements that make the row `key` of `table` one docket cannot decode, with a value
     /// this database accepts (such as PostgreSQL's `-infinity`), and the column that fails.
     /// Run in one session ([`Foreign::transaction`]).
@@ -104,6 +116,11 @@ pub struct DbSchedulerTypes {
     pub primary_key: &'static str,
     /// Prefix of the index names.
     pub index_prefix: &'static str,
+    /// The session time zone of the db-scheduler node writing into this DDL's table, as a
+    /// fixed UTC offset such as `-05:00` (`None`: UTC). Its driver binds times as wall-clock
+    /// values of that zone, as a JDBC driver in that session does; zone-converting columns
+    /// (MySQL's `TIMESTAMP`) store the same instants whatever the zone.
+    pub node_time_zone: Option<&'static str>,
 }
 
 impl DbSchedulerTypes {
@@ -126,6 +143,7 @@ impl DbSchedulerTypes {
         ],
         primary_key: "task_name, task_instance",
         index_prefix: "",
+        node_time_zone: None,
     };
 
     /// The DDL of table `scheduled_tasks` (quoted by `dialect`), with or without `priority`.

@@ -97,8 +97,12 @@ impl Space for MysqlSpace {
     }
 
     fn foreign(&self) -> Box<dyn Foreign> {
+        self.foreign_in(None)
+    }
+
+    fn foreign_in(&self, time_zone: Option<&str>) -> Box<dyn Foreign> {
         Box::new(
-            self.connect(StoreConfig::default(), None)
+            self.connect(StoreConfig::default(), time_zone)
                 .connector()
                 .clone()
                 .with_statement_cache(false),
@@ -111,6 +115,19 @@ impl Space for MysqlSpace {
             time: "DATETIME(6)",
             ..DbSchedulerTypes::COMMON
         }
+    }
+
+    /// Today's `DATETIME(6)` DDL, and the `TIMESTAMP(6)` one db-scheduler shipped for years
+    /// (most production tables have it), written by a node whose session is not in UTC.
+    fn db_scheduler_variants(&self) -> Vec<DbSchedulerTypes> {
+        vec![
+            self.db_scheduler_types(),
+            DbSchedulerTypes {
+                time: "TIMESTAMP(6)",
+                node_time_zone: Some("-05:00"),
+                ..DbSchedulerTypes::COMMON
+            },
+        ]
     }
 
     fn reject_updates(&self, table: &TableName, instance: &'static str) -> Vec<String> {

@@ -4,7 +4,7 @@
 
 use super::{counting_task, strings, WORK};
 use crate::db_scheduler::{java_serialized_hello, DbSchedulerNode};
-use crate::harness::{Ctx, Foreign, Harness, Need, Space, Toggle};
+use crate::harness::{Ctx, DbSchedulerTypes, Foreign, Harness, Need, Space, Toggle};
 use chrono::Duration;
 use docket_core::dialect::{Rendered, SqlWriter};
 use docket_core::store::Adopted;
@@ -96,16 +96,26 @@ pub fn db_scheduler_table_is_adopted(h: &dyn Harness, t: Toggle) {
 /// execution, with a clear error; rows of unknown tasks stay untouched. Then (priority off:
 /// after the priority migration) a priority-on scheduler runs db-scheduler rows with
 /// priorities in priority order.
+///
+/// Run for every DDL variant the backend lists ([`Space::db_scheduler_variants`]), each
+/// written by a node in that variant's session time zone.
 pub fn adoption_flow(h: &dyn Harness, t: Toggle, adopt: Adopt<'_>) {
+    for types in h.space().db_scheduler_variants() {
+        adoption_flow_on(h, t, adopt, types);
+    }
+}
+
+fn adoption_flow_on(h: &dyn Harness, t: Toggle, adopt: Adopt<'_>, types: DbSchedulerTypes) {
     let space = h.space();
-    let foreign = space.foreign();
-    let ddl = space.db_scheduler_types().ddl(foreign.dialect(), t.on());
+    let foreign = space.foreign_in(types.node_time_zone);
+    let ddl = types.ddl(foreign.dialect(), t.on());
     for stmt in &ddl.table {
         foreign.batch(stmt).expect("db-scheduler's DDL runs");
     }
     let clock = ManualClock::new(Ctx::t0());
     let t0 = clock.now();
-    let node = DbSchedulerNode::new(&*foreign, TableName::default(), "db-scheduler-1", t.on());
+    let node = DbSchedulerNode::new(&*foreign, TableName::default(), "db-scheduler-1", t.on())
+        .in_zone(types.node_time_zone);
     let json = Some(b"\"hello\"".to_vec());
     let rows = [
         (
@@ -204,6 +214,20 @@ pub fn adoption_flow(h: &dyn Harness, t: Toggle, adopt: Adopt<'_>) {
         .unwrap()
         .expect("retried later");
     assert_eq!((java.picked, java.consecutive_failures), (false, 1));
+    // The instants docket wrote (the retry time, the failure) read the same from the node's
+    // session, whatever its time zone.
+    let docket_view = space
+        .store(StoreConfig::default(), None)
+        .execution_get(&key("report", "java"))
+        .unwrap()
+        .expect("retried later");
+    assert_eq!(
+        (java.execution_time, java.last_failure),
+        (docket_view.execution_time, docket_view.last_failure),
+        "{}",
+        types.time
+    );
+    assert_eq!(docket_view.last_failure, Some(t0), "{}", types.time);
     assert_eq!(
         node.count().unwrap(),
         3,
@@ -230,7 +254,8 @@ pub fn adoption_flow(h: &dyn Harness, t: Toggle, adopt: Adopt<'_>) {
             "up to date"
         );
     }
-    let node = DbSchedulerNode::new(&*foreign, TableName::default(), "db-scheduler-1", true);
+    let node = DbSchedulerNode::new(&*foreign, TableName::default(), "db-scheduler-1", true)
+        .in_zone(types.node_time_zone);
     for (id, priority) in [("p10", Some(10)), ("p90", Some(90)), ("none", None)] {
         node.insert(&key("email", id), None, t0, priority).unwrap();
     }
