@@ -65,6 +65,21 @@ fn secs(d: Duration) -> String {
     format!("{:+.2}s", d.num_milliseconds() as f64 / 1000.0)
 }
 
+/// How a poll of `config` claims, in words: the strategy and its claim size.
+fn claim_rule(config: &SchedulerConfig) -> String {
+    let (_, upper) = config.polling.limits(config.threads);
+    match config.polling {
+        PollingStrategy::LockAndFetch { .. } => format!(
+            "lock-and-fetch claims up to {upper} per poll, less what is still queued, in one \
+             UPDATE ... RETURNING"
+        ),
+        PollingStrategy::FetchAndLockOnExecute { .. } => format!(
+            "fetch-and-lock-on-execute reads up to {upper} due executions per poll and claims \
+             each right before it runs"
+        ),
+    }
+}
+
 /// Why `cur` was handed out right after `prev`, which was claimed by a due-query run at
 /// `prev_now`.
 fn why(
@@ -154,16 +169,19 @@ pub fn run() -> Result<(), CliError> {
         },
     );
     let events = Mutex::new(tx);
+    let config = SchedulerConfig {
+        threads: THREADS,
+        polling: PollingStrategy::lock_and_fetch(),
+        polling_interval: StdDuration::from_millis(50),
+        shutdown_max_wait: StdDuration::from_secs(10),
+        scheduler_name: "demo".to_owned(),
+        ..SchedulerConfig::default()
+    };
+    // The narration reads the configuration the scheduler runs, never a copy of it.
+    let (threads, claim) = (config.threads, claim_rule(&config));
     let scheduler = Scheduler::builder(Arc::new(sqlite))
         .tasks([report, upload, heartbeat])
-        .config(SchedulerConfig {
-            threads: THREADS,
-            polling: PollingStrategy::lock_and_fetch(),
-            polling_interval: StdDuration::from_millis(50),
-            shutdown_max_wait: StdDuration::from_secs(10),
-            scheduler_name: "demo".to_owned(),
-            ..SchedulerConfig::default()
-        })
+        .config(config)
         .listener(Arc::new(move |e: &SchedulerEvent| {
             let at = started.elapsed();
             let event = match e {
@@ -266,10 +284,7 @@ pub fn run() -> Result<(), CliError> {
         .unwrap_or_else(PoisonError::into_inner)
         .drain(..)
         .collect();
-    say!(
-        "\nhand-out order, as the database claimed it ({THREADS} worker threads; lock-and-fetch \
-         claims up to {THREADS} per poll in one UPDATE ... RETURNING):"
-    );
+    say!("\nhand-out order, as the database claimed it ({threads} worker threads; {claim}):");
     let mut prev: Option<(&Execution, DateTime<Utc>)> = None;
     let mut seen = HashSet::new();
     let mut n = 0;
@@ -323,7 +338,7 @@ pub fn run() -> Result<(), CliError> {
         .map(|e| format!("{}/{}", e.task_name, e.task_instance))
         .collect();
     say!(
-        "\nran {n} executions in {:.2}s on {THREADS} threads; none was claimed twice. Left in the \
+        "\nran {n} executions in {:.2}s on {threads} threads; none was claimed twice. Left in the \
          table: {} (a recurring task always keeps its next run). Scheduler stopped{}.",
         elapsed.as_secs_f64(),
         if left.is_empty() {

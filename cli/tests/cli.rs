@@ -155,15 +155,35 @@ fn help_lists_every_command() {
 
 #[test]
 fn demo_runs_a_scheduler_and_explains_the_order() {
-    docket()
-        .arg("demo")
-        .env_remove("DOCKET_POSTGRES_URL")
-        .assert()
-        .success()
-        .stdout(contains("hand-out order"))
-        .stdout(contains("higher priority goes first"))
-        .stdout(contains("exponential backoff"))
-        .stdout(contains("none was claimed twice"));
+    let out = stdout_of(docket().arg("demo").env_remove("DOCKET_POSTGRES_URL"));
+    for said in [
+        "hand-out order",
+        "higher priority goes first",
+        "exponential backoff",
+        "none was claimed twice",
+    ] {
+        assert!(out.contains(said), "{said:?} in {out}");
+    }
+    // The narration states the claim size the scheduler runs with: no poll claims more.
+    let number_after = |text: &str, word: &str| -> Vec<usize> {
+        text.split(word)
+            .skip(1)
+            .filter_map(|rest| {
+                rest.split(|c: char| !c.is_ascii_digit())
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+    };
+    let most = number_after(&out, "claims up to ");
+    let claimed = number_after(&out, "claimed ");
+    assert_eq!(most.len(), 1, "{out}");
+    assert!(!claimed.is_empty(), "{out}");
+    assert!(
+        claimed.iter().all(|n| *n <= most[0]),
+        "{claimed:?} > {most:?}: {out}"
+    );
 }
 
 #[test]
