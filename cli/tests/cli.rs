@@ -1083,6 +1083,41 @@ fn postgres_enqueue_and_list_in_a_custom_order() {
         .stderr(contains("score:int").and(contains("not text, number or timestamp")));
 }
 
+/// CSV cells enqueued without `--order` are stored as text (`{"score":"2"}`); `queue --order
+/// score:number:desc` still hands them out as numbers (3, 2, 1), as OPENJSON's typed columns
+/// read them, on every live backend.
+#[test]
+fn custom_order_over_csv_text_reads_numbers() {
+    for harness in [
+        &backends::Postgres as &dyn docket_compat_tests::Harness,
+        &backends::Mysql,
+        &backends::Sqlite,
+    ] {
+        let space = harness.space();
+        let url = space.url();
+        migrate_all(&url);
+        let dir = tempfile::tempdir().unwrap();
+        let file = csv_file(
+            &dir,
+            "s.csv",
+            "id,score\none,1\nthree,3\nword,lots\ntwo,2\n",
+        );
+        enqueue_cmd(&url, "t", &file).assert().success();
+        let listed = stdout_of(worker_queue_cmd(&url, "w", "t").args([
+            "--order",
+            "score:number:desc",
+            "--json",
+        ]));
+        let items: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
+        assert_eq!(
+            item_ids(&items),
+            ["three", "two", "one", "word"],
+            "{}",
+            harness.name()
+        );
+    }
+}
+
 /// A fresh, fully migrated PostgreSQL schema, its URL, and a temporary directory for files.
 fn migrated_pg_and_dir() -> (PgSchema, String, tempfile::TempDir) {
     let space = PgSchema::new();
