@@ -592,7 +592,7 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
             "oracle",
             "FOR UPDATE SKIP LOCKED",
             "JSON_VALUE(custom_attributes, '$.\"team\".stringOnly()' RETURNING VARCHAR2(1000))",
-            "(JSON_VALUE(custom_attributes, '$.\"score\".numberOnly()' RETURNING NUMBER)) DESC",
+            "(JSON_VALUE(custom_attributes, '$.\"score\".number()' RETURNING NUMBER)) DESC",
             14 + 2 + 3,
         ),
     ] {
