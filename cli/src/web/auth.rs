@@ -175,10 +175,59 @@ fn cookies(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
         .filter_map(|pair| pair.trim().split_once('='))
 }
 
-/// Where to go after signing in: a local path only (no open redirect).
+/// Where to go after signing in: `next` if it is a local path, else `/` (never an error, so a
+/// bad `next` cannot make signing in fail).
+///
+/// Local: starts with one `/` not followed by `/` or `\` (browsers read `//host` and `/\host`
+/// as another site), and holds visible ASCII only: no control character (browsers drop tabs
+/// and newlines, turning `/\t/host` into `//host`; CR/LF would break the header), no space,
+/// no DEL, no backslash anywhere. Links built by the pages are percent-encoded, so they pass.
 pub fn local_path(next: Option<&str>) -> String {
     match next {
-        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
+        Some(p) if is_local_path(p) => p.to_owned(),
         _ => "/".to_owned(),
+    }
+}
+
+fn is_local_path(p: &str) -> bool {
+    let mut bytes = p.bytes();
+    bytes.next() == Some(b'/')
+        && !matches!(bytes.next(), Some(b'/' | b'\\'))
+        && p.bytes().all(|b| b.is_ascii_graphic() && b != b'\\')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_local_paths_are_followed_after_sign_in() {
+        for ok in [
+            "/",
+            "/queue",
+            "/tasks/a%20b?done=x",
+            "/executions/e/%E2%80%AE",
+        ] {
+            assert_eq!(local_path(Some(ok)), ok, "{ok:?}");
+        }
+        for bad in [
+            "",
+            "queue",
+            "//evil.example",
+            "/\\evil.example",
+            "/\t/evil.example/x",
+            "/\n/evil",
+            "/x\r\nSet-Cookie: a=b",
+            "/x\u{7f}",
+            "/a b",
+            "/a\\b",
+            "/\u{e9}",
+            " /x",
+            "https://evil.example/",
+            "/\u{202e}x",
+        ] {
+            assert_eq!(local_path(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(local_path(None), "/");
     }
 }

@@ -181,16 +181,20 @@ impl Fixture {
         self.web.auth.csrf().to_owned()
     }
 
+    /// Posts the sign-in form with the right token and `next` (form-encoded).
+    async fn sign_in_to(&self, next: &str) -> Reply {
+        self.form_post(
+            "/login",
+            None,
+            Some("http://localhost"),
+            &format!("csrf={}&token={TOKEN}&next={next}", self.csrf()),
+        )
+        .await
+    }
+
     /// Signs in through the form; returns the `Cookie` header value.
     async fn sign_in(&self) -> String {
-        let r = self
-            .form_post(
-                "/login",
-                None,
-                Some("http://localhost"),
-                &format!("csrf={}&token={TOKEN}&next=%2Fqueue", self.csrf()),
-            )
-            .await;
+        let r = self.sign_in_to("%2Fqueue").await;
         assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
         assert_eq!(r.headers[header::LOCATION], "/queue");
         let cookie = r.headers[header::SET_COOKIE].to_str().unwrap();
@@ -951,4 +955,33 @@ async fn due_counting_stops_at_the_cap_and_says_so() {
     let t = f.get("/api/tasks/email").await.json();
     assert_eq!(t["row"]["counts"]["due"], 3);
     assert_eq!(t["row"]["counts"]["due_capped"], false);
+}
+
+/// `next` is followed only when it is a local path; a bad one sends to `/` and never makes
+/// signing in fail (a tab made `/\t/evil.example` a redirect to another site; CR/LF or DEL
+/// made the `Location` header invalid).
+#[tokio::test]
+async fn sign_in_redirects_only_to_local_paths() {
+    let f = Fixture::new(Some(TOKEN));
+    for (next, to) in [
+        ("%2F%09%2Fevil.example%2Fx", "/"),
+        ("%2F%2Fevil.example", "/"),
+        ("%2F%5Cevil.example", "/"),
+        ("%2Fqueue%0D%0ASet-Cookie%3A%20x%3Dy", "/"),
+        ("%2Fqueue%7F", "/"),
+        ("https%3A%2F%2Fevil.example%2F", "/"),
+        ("%2Fqueue%2Flabel%3Flimit%3D5", "/queue/label?limit=5"),
+    ] {
+        let r = f.sign_in_to(next).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{next}: {}", r.body);
+        assert_eq!(r.headers[header::LOCATION], to, "{next}");
+        assert!(r.headers.contains_key(header::SET_COOKIE), "{next}");
+    }
+    // The sign-in form carries only a local `next`.
+    let page = f.get("/login?next=%2F%09%2Fevil.example%2Fx").await;
+    assert!(
+        page.body.contains("name=\"next\" value=\"/\""),
+        "{}",
+        page.body
+    );
 }
