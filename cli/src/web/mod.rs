@@ -9,6 +9,7 @@ mod api;
 mod auth;
 mod chart;
 mod error;
+mod layers;
 mod model;
 mod pages;
 #[cfg(test)]
@@ -172,6 +173,7 @@ pub fn router(web: AppState) -> Router {
         )
         .fallback(pages::not_found)
         .with_state(web)
+        .layer(axum::middleware::from_fn(layers::security_headers))
 }
 
 fn read_token(path: &PathBuf) -> Result<String, CliError> {

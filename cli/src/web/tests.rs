@@ -985,3 +985,45 @@ async fn sign_in_redirects_only_to_local_paths() {
         page.body
     );
 }
+
+/// Every answer (pages, API, errors, the stylesheet) forbids framing and sniffing and leaks
+/// no referrer; pages and API answers are not cached.
+#[tokio::test]
+async fn every_response_carries_the_security_headers() {
+    let f = Fixture::new(Some(TOKEN));
+    for uri in [
+        "/",
+        "/queue/label",
+        "/api/overview",
+        "/no/such/page",
+        "/api/tasks/nope",
+        "/login",
+        "/style.css",
+    ] {
+        let r = f.get(uri).await;
+        let h = |name: header::HeaderName| {
+            r.headers
+                .get(&name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_else(|| panic!("{uri}: no {name}"))
+                .to_owned()
+        };
+        assert_eq!(h(header::X_FRAME_OPTIONS), "DENY", "{uri}");
+        let csp = h(header::CONTENT_SECURITY_POLICY);
+        assert!(csp.contains("frame-ancestors 'none'"), "{uri}: {csp}");
+        assert!(csp.contains("default-src 'self'"), "{uri}: {csp}");
+        assert_eq!(h(header::X_CONTENT_TYPE_OPTIONS), "nosniff", "{uri}");
+        assert_eq!(h(header::REFERRER_POLICY), "no-referrer", "{uri}");
+        let cache = h(header::CACHE_CONTROL);
+        if uri == "/style.css" {
+            assert!(cache.starts_with("max-age"), "{cache}");
+        } else {
+            assert_eq!(cache, "no-store", "{uri}");
+        }
+    }
+    // Signed in, and a redirect after an action.
+    let cookie = f.sign_in().await;
+    let r = f.get_signed_in("/queue", Some(&cookie)).await;
+    assert_eq!(r.headers[header::CACHE_CONTROL], "no-store");
+    assert_eq!(r.headers[header::X_FRAME_OPTIONS], "DENY");
+}
