@@ -21,6 +21,9 @@ pub enum WebError {
     /// The site is read-only, or the request failed the cross-site checks.
     #[error("{0}")]
     Forbidden(String),
+    /// The request's `Host` is not one this server answers to (DNS rebinding).
+    #[error("{0}")]
+    WrongHost(String),
     /// The row changed since the page was rendered, is running, or is not held by the worker.
     #[error("{0}")]
     Conflict(String),
@@ -78,6 +81,7 @@ impl WebError {
             WebError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             WebError::Forbidden(_) => StatusCode::FORBIDDEN,
             WebError::Conflict(_) => StatusCode::CONFLICT,
+            WebError::WrongHost(_) => StatusCode::MISDIRECTED_REQUEST,
             WebError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
             WebError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -91,6 +95,7 @@ impl WebError {
             WebError::Unauthorized(_) => "Sign-in required",
             WebError::Forbidden(_) => "Forbidden",
             WebError::Conflict(_) => "Conflict: nothing was changed",
+            WebError::WrongHost(_) => "Unknown host name",
             WebError::Store(_) => "Database unavailable",
             WebError::Internal(_) => "Server error",
         }

@@ -9,6 +9,7 @@ mod api;
 mod auth;
 mod chart;
 mod error;
+mod hosts;
 mod layers;
 mod model;
 mod pages;
@@ -49,6 +50,11 @@ pub struct Args {
     /// `docket queue --order`. Repeatable.
     #[arg(long = "order", value_name = "TYPE=KEYS", value_parser = parse_type_order)]
     orders: Vec<(String, PrimaryOrder)>,
+    /// Another host name the dashboard is reached by (NAME or NAME:PORT), e.g. behind a proxy.
+    /// Requests with any other `Host` are refused (421). By default only the listen address and,
+    /// on loopback, localhost, 127.0.0.1 and [::1] with the port. Repeatable.
+    #[arg(long = "public-host", value_name = "NAME[:PORT]", value_parser = hosts::parse_public_host)]
+    public_hosts: Vec<String>,
 }
 
 fn parse_type_order(value: &str) -> Result<(String, PrimaryOrder), String> {
@@ -69,6 +75,8 @@ pub struct Web {
     queue_config: QueueConfig,
     clock: Arc<dyn Clock>,
     auth: auth::Secrets,
+    /// `Host` values answered to.
+    hosts: hosts::Hosts,
     /// Silence after which a picked execution counts as dead.
     dead_after: chrono::Duration,
     backend: &'static str,
@@ -79,12 +87,14 @@ pub struct Web {
 pub type AppState = Arc<Web>;
 
 impl Web {
-    /// State over an open store. `token`: what writes need (`None`: read-only).
+    /// State over an open store. `token`: what writes need (`None`: read-only); `hosts`: the
+    /// `Host` values answered to.
     pub fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         queue_config: QueueConfig,
         token: Option<String>,
+        hosts: hosts::Hosts,
     ) -> Result<Self, CliError> {
         let client = SchedulerClient::with_clock(store.clone(), clock.clone())?;
         let queue = WorkQueue::with_clock(store.clone(), clock.clone(), queue_config.clone())
@@ -101,6 +111,7 @@ impl Web {
             queue_config,
             clock,
             auth: auth::Secrets::new(token)?,
+            hosts,
             dead_after,
         })
     }
@@ -124,7 +135,7 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| WebError::Internal(format!("request worker failed: {e}")))?
 }
 
-/// Every page and API route.
+/// Every page and API route, behind the `Host` check and the security headers.
 pub fn router(web: AppState) -> Router {
     Router::new()
         .route("/", get(pages::overview))
@@ -172,7 +183,11 @@ pub fn router(web: AppState) -> Router {
             post(api::worker_action),
         )
         .fallback(pages::not_found)
-        .with_state(web)
+        .with_state(web.clone())
+        .layer(axum::middleware::from_fn_with_state(
+            web,
+            layers::check_host,
+        ))
         .layer(axum::middleware::from_fn(layers::security_headers))
 }
 
@@ -202,22 +217,31 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let mut queue_config = QueueConfig::default();
     queue_config.orders.extend(args.orders.iter().cloned());
     let read_only = token.is_none();
-    let web = Arc::new(Web::new(store, Arc::new(SystemClock), queue_config, token)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {
+        // Bound first: with port 0 the allowed `Host` values need the port picked.
         let listener = tokio::net::TcpListener::bind(args.listen).await?;
         let addr = listener.local_addr()?;
+        let hosts = hosts::Hosts::new(addr, &args.public_hosts);
+        let web = Arc::new(Web::new(
+            store,
+            Arc::new(SystemClock),
+            queue_config,
+            token,
+            hosts,
+        )?);
         say!(
-            "docket web: serving {} ({}) on http://{addr}/ ({})",
+            "docket web: serving {} ({}) on http://{addr}/ ({}; host names: {})",
             web.table,
             web.backend,
             if read_only {
                 "read-only: no --token-file"
             } else {
                 "actions need the token"
-            }
+            },
+            web.hosts.list().join(", ")
         );
         axum::serve(listener, router(web))
             .with_graceful_shutdown(async {

@@ -98,6 +98,10 @@ impl Fixture {
             Arc::new(SystemClock),
             QueueConfig::default(),
             token.map(str::to_owned),
+            super::hosts::Hosts::new(
+                "127.0.0.1:80".parse().unwrap(),
+                &["dash.example".to_owned()],
+            ),
         )
         .unwrap();
         Self {
@@ -1026,4 +1030,54 @@ async fn every_response_carries_the_security_headers() {
     let r = f.get_signed_in("/queue", Some(&cookie)).await;
     assert_eq!(r.headers[header::CACHE_CONTROL], "no-store");
     assert_eq!(r.headers[header::X_FRAME_OPTIONS], "DENY");
+}
+
+/// A `Host` outside the allowlist (a rebound DNS name) is refused before any handler runs,
+/// in HTML and in JSON; the listen address's local names and `--public-host` are answered.
+#[tokio::test]
+async fn requests_for_other_host_names_are_refused() {
+    let f = Fixture::new(Some(TOKEN));
+    let with_host = |uri: &str, host: Option<&str>| {
+        let mut req = Request::get(uri);
+        if let Some(h) = host {
+            req = req.header(header::HOST, h);
+        }
+        req.body(Body::empty()).unwrap()
+    };
+    for host in [Some("evil.example"), Some("localhost:8080"), None] {
+        let r = f.send(with_host("/", host)).await;
+        assert_eq!(r.status, StatusCode::MISDIRECTED_REQUEST, "{host:?}");
+        assert!(
+            r.body.contains("does not answer to the host name"),
+            "{}",
+            r.body
+        );
+        assert_eq!(r.headers[header::X_FRAME_OPTIONS], "DENY");
+        let r = f.send(with_host("/api/overview", host)).await;
+        assert_eq!(r.status, StatusCode::MISDIRECTED_REQUEST, "{host:?}");
+        assert_eq!(r.json()["status"], 421);
+    }
+    // A write with a rebound name is refused too (nothing changed).
+    let v = f.version("email", "later");
+    let req = Request::post("/api/executions/email/later/cancel")
+        .header(header::HOST, "evil.example")
+        .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(format!(r#"{{"version":{v}}}"#)))
+        .unwrap();
+    assert_eq!(f.send(req).await.status, StatusCode::MISDIRECTED_REQUEST);
+    assert_eq!(f.version("email", "later"), v);
+    for host in [
+        "localhost",
+        "127.0.0.1:80",
+        "LocalHost:80",
+        "dash.example",
+        "dash.example:80",
+    ] {
+        assert_eq!(
+            f.send(with_host("/", Some(host))).await.status,
+            StatusCode::OK,
+            "{host}"
+        );
+    }
 }
