@@ -55,6 +55,21 @@ pub struct Args {
     /// on loopback, localhost, 127.0.0.1 and [::1] with the port. Repeatable.
     #[arg(long = "public-host", value_name = "NAME[:PORT]", value_parser = hosts::parse_public_host)]
     public_hosts: Vec<String>,
+    /// Mark the session cookie `Secure` (browsers then send it over HTTPS only). Use it when a
+    /// proxy serves the dashboard over HTTPS; docket web itself speaks plain HTTP.
+    #[arg(long)]
+    secure_cookies: bool,
+}
+
+/// Who may do what: the write token, the `Host` values answered to, cookie flags.
+#[derive(Debug, Clone)]
+pub struct Access {
+    /// What writes need (`None`: read-only).
+    pub token: Option<String>,
+    /// `Host` values answered to.
+    pub hosts: hosts::Hosts,
+    /// Whether cookies get `Secure`.
+    pub secure_cookies: bool,
 }
 
 fn parse_type_order(value: &str) -> Result<(String, PrimaryOrder), String> {
@@ -87,14 +102,12 @@ pub struct Web {
 pub type AppState = Arc<Web>;
 
 impl Web {
-    /// State over an open store. `token`: what writes need (`None`: read-only); `hosts`: the
-    /// `Host` values answered to.
+    /// State over an open store.
     pub fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         queue_config: QueueConfig,
-        token: Option<String>,
-        hosts: hosts::Hosts,
+        access: Access,
     ) -> Result<Self, CliError> {
         let client = SchedulerClient::with_clock(store.clone(), clock.clone())?;
         let queue = WorkQueue::with_clock(store.clone(), clock.clone(), queue_config.clone())
@@ -110,8 +123,8 @@ impl Web {
             queue,
             queue_config,
             clock,
-            auth: auth::Secrets::new(token)?,
-            hosts,
+            auth: auth::Secrets::new(access.token, access.secure_cookies)?,
+            hosts: access.hosts,
             dead_after,
         })
     }
@@ -225,12 +238,16 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         let listener = tokio::net::TcpListener::bind(args.listen).await?;
         let addr = listener.local_addr()?;
         let hosts = hosts::Hosts::new(addr, &args.public_hosts);
+        let access = Access {
+            token,
+            hosts,
+            secure_cookies: args.secure_cookies,
+        };
         let web = Arc::new(Web::new(
             store,
             Arc::new(SystemClock),
             queue_config,
-            token,
-            hosts,
+            access,
         )?);
         say!(
             "docket web: serving {} ({}) on http://{addr}/ ({}; host names: {})",

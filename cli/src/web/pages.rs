@@ -3,6 +3,7 @@
 
 use super::api::{ExecAction, LimitQuery, SearchQuery};
 use super::auth::{local_path, Secrets};
+
 use super::chart::backlog_svg;
 use super::error::{HtmlError, WebError};
 use super::model::{
@@ -12,7 +13,7 @@ use super::model::{
 use super::{blocking, AppState};
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use chrono::{DateTime, Utc};
@@ -120,15 +121,17 @@ fn opt_when(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Markup {
 struct Viewer {
     read_only: bool,
     signed_in: bool,
-    csrf: String,
+    /// The session's CSRF value; none for visitors who are not signed in.
+    csrf: Option<String>,
 }
 
 impl Viewer {
     fn of(auth: &Secrets, headers: &HeaderMap) -> Self {
+        let csrf = auth.session_csrf(headers);
         Self {
             read_only: auth.read_only(),
-            signed_in: auth.signed_in(headers),
-            csrf: auth.csrf().to_owned(),
+            signed_in: csrf.is_some(),
+            csrf,
         }
     }
 
@@ -137,7 +140,7 @@ impl Viewer {
     }
 
     fn csrf_field(&self) -> Markup {
-        html! { input type="hidden" name="csrf" value=(self.csrf); }
+        html! { input type="hidden" name="csrf" value=(self.csrf.as_deref().unwrap_or("")); }
     }
 
     /// What stands in for the action forms when they are not shown.
@@ -1055,31 +1058,40 @@ pub struct NextQuery {
     next: Option<String>,
 }
 
-/// `GET /login`.
+/// `GET /login`: the form, with a per-visitor CSRF value also set as a cookie.
 pub async fn login_form(
     State(web): State<AppState>,
     headers: HeaderMap,
     q: Result<Query<NextQuery>, QueryRejection>,
-) -> PageResult {
+) -> Result<Response, HtmlError> {
     let next = local_path(html_query(q)?.next.as_deref());
     let viewer = Viewer::of(&web.auth, &headers);
+    let form = if viewer.read_only {
+        None
+    } else {
+        Some(web.auth.login_form()?)
+    };
     let body = html! {
         section.card.narrow {
             h1 { "Sign in" }
-            @if viewer.read_only {
-                p.note { "This dashboard is read-only: it was started without " code { "--token-file" } "." }
-            } @else {
+            @if let Some((csrf, _)) = &form {
                 p { "Run now, reschedule, cancel and the worker actions need the token given to " code { "docket web --token-file" } "." }
                 form.stack method="post" action="/login" {
-                    (viewer.csrf_field())
+                    input type="hidden" name="csrf" value=(csrf);
                     input type="hidden" name="next" value=(next);
                     label { "Token " input type="password" name="token" autocomplete="current-password" required autofocus; }
                     button.primary type="submit" { "Sign in" }
                 }
+            } @else {
+                p.note { "This dashboard is read-only: it was started without " code { "--token-file" } "." }
             }
         }
     };
-    Ok(layout("Sign in", "", Some(&viewer), None, body))
+    let page = layout("Sign in", "", Some(&viewer), None, body);
+    Ok(match form {
+        Some((_, cookie)) => ([(header::SET_COOKIE, cookie)], page).into_response(),
+        None => page.into_response(),
+    })
 }
 
 /// Fields of the sign-in form.
@@ -1090,7 +1102,7 @@ pub struct LoginForm {
     next: Option<String>,
 }
 
-/// `POST /login`: checks the token and sets the session cookie.
+/// `POST /login`: checks the token and starts a session.
 pub async fn login(
     State(web): State<AppState>,
     headers: HeaderMap,
@@ -1098,20 +1110,16 @@ pub async fn login(
 ) -> Result<Response, HtmlError> {
     web.auth.check_origin(&headers)?;
     let f = html_form(f)?;
-    web.auth.check_csrf(&headers, &f.csrf)?;
+    web.auth.check_login_form(&headers, &f.csrf)?;
     web.auth.check_token(&f.token)?;
     let to = local_path(f.next.as_deref());
-    Ok((
-        StatusCode::SEE_OTHER,
-        [
-            (header::SET_COOKIE, web.auth.session_cookie()),
-            (header::LOCATION, to),
-        ],
-    )
-        .into_response())
+    let mut res = Redirect::to(&to).into_response();
+    let cookie = web.auth.sign_in()?;
+    set_cookie(&mut res, &cookie)?;
+    Ok(res)
 }
 
-/// `POST /logout`: clears the session cookie.
+/// `POST /logout`: ends the session (its cookie no longer works) and clears the cookie.
 pub async fn logout(
     State(web): State<AppState>,
     headers: HeaderMap,
@@ -1119,15 +1127,18 @@ pub async fn logout(
 ) -> Result<Response, HtmlError> {
     web.auth.check_origin(&headers)?;
     let f = html_form(f)?;
-    web.auth.check_csrf(&headers, &f.csrf)?;
-    Ok((
-        StatusCode::SEE_OTHER,
-        [
-            (header::SET_COOKIE, Secrets::clear_cookie()),
-            (header::LOCATION, "/?done=signed%20out".to_owned()),
-        ],
-    )
-        .into_response())
+    web.auth.check_logout(&headers, &f.csrf)?;
+    web.auth.sign_out(&headers);
+    let mut res = Redirect::to("/?done=signed%20out").into_response();
+    set_cookie(&mut res, &web.auth.clear_cookie())?;
+    Ok(res)
+}
+
+fn set_cookie(res: &mut Response, cookie: &str) -> Result<(), WebError> {
+    let value = header::HeaderValue::from_str(cookie)
+        .map_err(|e| WebError::Internal(format!("cookie header: {e}")))?;
+    res.headers_mut().append(header::SET_COOKIE, value);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -97,11 +97,14 @@ impl Fixture {
             store.clone(),
             Arc::new(SystemClock),
             QueueConfig::default(),
-            token.map(str::to_owned),
-            super::hosts::Hosts::new(
-                "127.0.0.1:80".parse().unwrap(),
-                &["dash.example".to_owned()],
-            ),
+            super::Access {
+                token: token.map(str::to_owned),
+                hosts: super::hosts::Hosts::new(
+                    "127.0.0.1:80".parse().unwrap(),
+                    &["dash.example".to_owned()],
+                ),
+                secure_cookies: false,
+            },
         )
         .unwrap();
         Self {
@@ -181,17 +184,30 @@ impl Fixture {
             .await
     }
 
-    fn csrf(&self) -> String {
-        self.web.auth.csrf().to_owned()
+    /// The sign-in form's CSRF value and the `Cookie` header value that pairs with it.
+    async fn login_form(&self) -> (String, String) {
+        let r = self.get("/login").await;
+        let set = r.headers[header::SET_COOKIE].to_str().unwrap();
+        let cookie = set.split(';').next().unwrap().to_owned();
+        (hidden_csrf(&r.body).expect("a CSRF field"), cookie)
+    }
+
+    /// The session's CSRF value, as its pages carry it.
+    async fn csrf_of(&self, cookie: &str) -> String {
+        let page = self.get_signed_in("/login", Some(cookie)).await;
+        // The sign-out form in the header carries the session's value.
+        let at = page.body.find("action=\"/logout\"").expect("signed in");
+        hidden_csrf(&page.body[at..]).expect("a CSRF field")
     }
 
     /// Posts the sign-in form with the right token and `next` (form-encoded).
     async fn sign_in_to(&self, next: &str) -> Reply {
+        let (csrf, cookie) = self.login_form().await;
         self.form_post(
             "/login",
-            None,
+            Some(&cookie),
             Some("http://localhost"),
-            &format!("csrf={}&token={TOKEN}&next={next}", self.csrf()),
+            &format!("csrf={csrf}&token={TOKEN}&next={next}"),
         )
         .await
     }
@@ -203,12 +219,21 @@ impl Fixture {
         assert_eq!(r.headers[header::LOCATION], "/queue");
         let cookie = r.headers[header::SET_COOKIE].to_str().unwrap();
         assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+        assert!(cookie.contains("Path=/;") && !cookie.contains("Secure"));
         assert!(
             !cookie.contains(TOKEN),
             "the cookie must not hold the token"
         );
         cookie.split(';').next().unwrap().to_owned()
     }
+}
+
+/// The value of the first hidden `csrf` field in `html`.
+fn hidden_csrf(html: &str) -> Option<String> {
+    let marker = "name=\"csrf\" value=\"";
+    let at = html.find(marker)? + marker.len();
+    let len = html[at..].find('"')?;
+    Some(html[at..at + len].to_owned())
 }
 
 /// Cookie, Origin, form body, expected status, expected words.
@@ -407,17 +432,12 @@ async fn read_only_site_refuses_every_write() {
             "/executions/email/high/cancel",
             None,
             None,
-            &format!("csrf={}&version={v}", f.csrf()),
+            &format!("csrf=x&version={v}"),
         )
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     let r = f
-        .form_post(
-            "/login",
-            None,
-            None,
-            &format!("csrf={}&token={TOKEN}", f.csrf()),
-        )
+        .form_post("/login", None, None, &format!("csrf=x&token={TOKEN}"))
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     let r = f
@@ -547,31 +567,42 @@ async fn forms_need_sign_in_csrf_and_same_origin() {
     let key = ExecutionKey::new("email", "low");
     let before = f.store.execution_get(&key).unwrap().unwrap();
     let v = before.version;
-    let csrf = f.csrf();
     let url = "/executions/email/low/reschedule";
-    let good = format!("csrf={csrf}&version={v}&at=2030-01-02T03%3A04");
 
-    // Sign-in: wrong CSRF, wrong token, cross-site origin.
+    // Sign-in: wrong CSRF, no CSRF cookie, wrong token, cross-site origin.
+    let (login_csrf, login_cookie) = f.login_form().await;
+    let lc = Some(login_cookie.as_str());
     let r = f
-        .form_post("/login", None, None, &format!("csrf=bad&token={TOKEN}"))
+        .form_post("/login", lc, None, &format!("csrf=bad&token={TOKEN}"))
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     let r = f
-        .form_post("/login", None, None, &format!("csrf={csrf}&token=nope"))
+        .form_post(
+            "/login",
+            None,
+            None,
+            &format!("csrf={login_csrf}&token={TOKEN}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = f
+        .form_post("/login", lc, None, &format!("csrf={login_csrf}&token=nope"))
         .await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     assert!(r.body.contains("wrong token"));
     let r = f
         .form_post(
             "/login",
-            None,
+            lc,
             Some("http://evil.example"),
-            &format!("csrf={csrf}&token={TOKEN}"),
+            &format!("csrf={login_csrf}&token={TOKEN}"),
         )
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert!(r.body.contains("cross-site request refused"));
     let cookie = f.sign_in().await;
+    let csrf = f.csrf_of(&cookie).await;
+    let good = format!("csrf={csrf}&version={v}&at=2030-01-02T03%3A04");
 
     // Not signed in; a forged cookie; cross-site; no CSRF; malformed; stale.
     let cases: [Case<'_>; 6] = [
@@ -845,7 +876,7 @@ async fn two_workers_take_submit_skip_and_give_back_through_the_api() {
 async fn the_worker_page_takes_and_submits_through_forms() {
     let f = Fixture::new(Some(TOKEN));
     let cookie = f.sign_in().await;
-    let csrf = f.csrf();
+    let csrf = f.csrf_of(&cookie).await;
     let r = f
         .form_post(
             "/queue/label/workers/w1/next",
@@ -1080,4 +1111,65 @@ async fn requests_for_other_host_names_are_refused() {
             "{host}"
         );
     }
+}
+
+/// Each sign-in gets its own random session and CSRF value; signing out ends the session on
+/// the server, so the old cookie (even replayed) no longer works; visitors who are not signed
+/// in are shown no CSRF value that a write would accept.
+#[tokio::test]
+async fn sessions_are_per_sign_in_and_sign_out_revokes_them() {
+    let f = Fixture::new(Some(TOKEN));
+    let (a, b) = (f.sign_in().await, f.sign_in().await);
+    assert_ne!(a, b, "every sign-in gets its own session id");
+    let (csrf_a, csrf_b) = (f.csrf_of(&a).await, f.csrf_of(&b).await);
+    assert_ne!(csrf_a, csrf_b, "every session has its own CSRF value");
+    let run_now = |cookie: &str, csrf: &str| {
+        let v = f.version("email", "later");
+        let (cookie, body) = (cookie.to_owned(), format!("csrf={csrf}&version={v}"));
+        let f = &f;
+        async move {
+            f.form_post(
+                "/executions/email/later/run-now",
+                Some(&cookie),
+                None,
+                &body,
+            )
+            .await
+        }
+    };
+    // Session b's CSRF value does not pass with session a's cookie.
+    assert_eq!(run_now(&a, &csrf_b).await.status, StatusCode::FORBIDDEN);
+
+    // Anonymous pages carry no CSRF value; the sign-in form's does not pass for a write.
+    for uri in ["/", "/executions/email/later", "/queue/label/workers/w1"] {
+        assert_eq!(hidden_csrf(&f.get(uri).await.body), None, "{uri}");
+    }
+    let (login_csrf, _) = f.login_form().await;
+    assert_eq!(run_now(&a, &login_csrf).await.status, StatusCode::FORBIDDEN);
+
+    // Sign out a: its cookie no longer signs in, b's still does.
+    let r = f
+        .form_post(
+            "/logout",
+            Some(&a),
+            Some("http://localhost"),
+            &format!("csrf={csrf_a}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let cleared = r.headers[header::SET_COOKIE].to_str().unwrap();
+    assert!(cleared.starts_with("docket_session=;") && cleared.contains("Max-Age=0"));
+    let r = run_now(&a, &csrf_a).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    let page = f.get_signed_in("/executions/email/later", Some(&a)).await;
+    assert!(
+        page.body.contains("Sign in with the token"),
+        "{}",
+        page.body
+    );
+    assert_eq!(hidden_csrf(&page.body), None);
+    let v = f.version("email", "later");
+    let r = run_now(&b, &csrf_b).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert!(f.version("email", "later") > v);
 }
