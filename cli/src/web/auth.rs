@@ -14,9 +14,11 @@
 //! A restart forgets every session: browsers sign in again and open forms must be reloaded.
 
 use super::error::WebError;
+use super::limit::{FailureLimit, Limits};
 use crate::error::CliError;
 use axum::http::{header, HeaderMap};
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
@@ -97,6 +99,8 @@ pub struct Secrets {
     sessions: Mutex<Sessions>,
     /// Whether cookies get `Secure` (`--secure-cookies`: served over HTTPS by a proxy).
     secure_cookies: bool,
+    /// Wrong tokens, per client and in total.
+    failures: FailureLimit,
 }
 
 impl std::fmt::Debug for Secrets {
@@ -142,6 +146,7 @@ impl Secrets {
                 idle,
             }),
             secure_cookies,
+            failures: FailureLimit::new(Limits::default()),
         })
     }
 
@@ -218,11 +223,19 @@ impl Secrets {
         })
     }
 
-    /// Checks a token typed into the sign-in form.
-    pub fn check_token(&self, given: &str) -> Result<(), WebError> {
-        if same(given.trim(), self.writable()?) {
+    /// Checks a token typed into the sign-in form by `client` (`429` after too many wrong
+    /// ones, even for the right one: a guess must not be told apart while blocked).
+    pub fn check_token(&self, given: &str, client: Option<IpAddr>) -> Result<(), WebError> {
+        let token = self.writable()?;
+        self.failures.check(client)?;
+        self.compare(given, token, client)
+    }
+
+    fn compare(&self, given: &str, token: &str, client: Option<IpAddr>) -> Result<(), WebError> {
+        if same(given.trim(), token) {
             Ok(())
         } else {
+            self.failures.failed(client);
             Err(WebError::Unauthorized("wrong token".into()))
         }
     }
@@ -268,10 +281,16 @@ impl Secrets {
         }
     }
 
-    /// An API write: `Authorization: Bearer <token>` (and a same-origin `Origin`, if any).
-    pub fn check_bearer(&self, headers: &HeaderMap) -> Result<(), WebError> {
+    /// An API write by `client`: `Authorization: Bearer <token>` (and a same-origin `Origin`,
+    /// if any); wrong tokens count as in [`Secrets::check_token`].
+    pub fn check_bearer(
+        &self,
+        headers: &HeaderMap,
+        client: Option<IpAddr>,
+    ) -> Result<(), WebError> {
         self.check_origin(headers)?;
         let token = self.writable()?;
+        self.failures.check(client)?;
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -279,11 +298,7 @@ impl Secrets {
             .ok_or_else(|| {
                 WebError::Unauthorized("missing header Authorization: Bearer <token>".into())
             })?;
-        if same(given.trim(), token) {
-            Ok(())
-        } else {
-            Err(WebError::Unauthorized("wrong token".into()))
-        }
+        self.compare(given, token, client)
     }
 
     /// Refuses a request whose `Origin` (when present) is not this server's `Host`.

@@ -1,7 +1,7 @@
 //! What a request can fail with, as an HTML page ([`HtmlError`]) or a JSON body ([`ApiError`]),
 //! both with the same 4xx/5xx status.
 
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use docket_core::{DocketError, StoreError};
 
@@ -24,6 +24,14 @@ pub enum WebError {
     /// The request's `Host` is not one this server answers to (DNS rebinding).
     #[error("{0}")]
     WrongHost(String),
+    /// Too many wrong tokens: wait `retry_after_secs`.
+    #[error("{message}")]
+    TooManyRequests {
+        /// What to tell the client.
+        message: String,
+        /// When to try again.
+        retry_after_secs: u64,
+    },
     /// The row changed since the page was rendered, is running, or is not held by the worker.
     #[error("{0}")]
     Conflict(String),
@@ -82,6 +90,7 @@ impl WebError {
             WebError::Forbidden(_) => StatusCode::FORBIDDEN,
             WebError::Conflict(_) => StatusCode::CONFLICT,
             WebError::WrongHost(_) => StatusCode::MISDIRECTED_REQUEST,
+            WebError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             WebError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
             WebError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -96,6 +105,7 @@ impl WebError {
             WebError::Forbidden(_) => "Forbidden",
             WebError::Conflict(_) => "Conflict: nothing was changed",
             WebError::WrongHost(_) => "Unknown host name",
+            WebError::TooManyRequests { .. } => "Too many attempts",
             WebError::Store(_) => "Database unavailable",
             WebError::Internal(_) => "Server error",
         }
@@ -112,9 +122,24 @@ impl<E: Into<WebError>> From<E> for HtmlError {
     }
 }
 
+impl WebError {
+    /// `Retry-After` on a `429`.
+    fn with_retry_after(&self, mut res: Response) -> Response {
+        if let WebError::TooManyRequests {
+            retry_after_secs, ..
+        } = self
+        {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+        }
+        res
+    }
+}
+
 impl IntoResponse for HtmlError {
     fn into_response(self) -> Response {
-        (self.0.status(), super::pages::error_page(&self.0)).into_response()
+        let res = (self.0.status(), super::pages::error_page(&self.0)).into_response();
+        self.0.with_retry_after(res)
     }
 }
 
@@ -135,7 +160,8 @@ impl IntoResponse for ApiError {
             "error": self.0.to_string(),
             "status": status.as_u16(),
         });
-        (status, axum::Json(body)).into_response()
+        self.0
+            .with_retry_after((status, axum::Json(body)).into_response())
     }
 }
 

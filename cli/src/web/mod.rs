@@ -11,6 +11,7 @@ mod chart;
 mod error;
 mod hosts;
 mod layers;
+mod limit;
 mod model;
 mod pages;
 #[cfg(test)]
@@ -204,15 +205,21 @@ pub fn router(web: AppState) -> Router {
         .layer(axum::middleware::from_fn(layers::security_headers))
 }
 
+/// Shortest token accepted: a short one could be guessed despite the sign-in rate limit.
+pub const MIN_TOKEN_LEN: usize = 16;
+
 fn read_token(path: &PathBuf) -> Result<String, CliError> {
     let text = std::fs::read_to_string(path).map_err(|source| CliError::File {
         path: path.clone(),
         source,
     })?;
     let token = text.trim();
-    if token.is_empty() {
+    let len = token.chars().count();
+    if len < MIN_TOKEN_LEN {
         return Err(CliError::Web(format!(
-            "the token file {} is empty",
+            "the token in {} has {len} characters; at least {MIN_TOKEN_LEN} are needed \
+             (e.g. head -c 24 /dev/urandom | base64 > {})",
+            path.display(),
             path.display()
         )));
     }
@@ -260,7 +267,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             },
             web.hosts.list().join(", ")
         );
-        axum::serve(listener, router(web))
+        let app = router(web).into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(listener, app)
             .with_graceful_shutdown(async {
                 // Without a signal handler the process is stopped by the signal itself.
                 if tokio::signal::ctrl_c().await.is_err() {

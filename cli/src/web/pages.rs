@@ -6,6 +6,7 @@ use super::auth::{local_path, Secrets};
 
 use super::chart::backlog_svg;
 use super::error::{HtmlError, WebError};
+use super::limit::ClientIp;
 use super::model::{
     check_worker, AssignmentView, Counts, ExecutionView, ItemView, Meta, State as ExecState,
     WorkerAction, HELD_SCAN, LIST_LIMIT,
@@ -1106,12 +1107,13 @@ pub struct LoginForm {
 pub async fn login(
     State(web): State<AppState>,
     headers: HeaderMap,
+    ClientIp(client): ClientIp,
     f: Result<Form<LoginForm>, FormRejection>,
 ) -> Result<Response, HtmlError> {
     web.auth.check_origin(&headers)?;
     let f = html_form(f)?;
     web.auth.check_login_form(&headers, &f.csrf)?;
-    web.auth.check_token(&f.token)?;
+    web.auth.check_token(&f.token, client)?;
     let to = local_path(f.next.as_deref());
     let mut res = Redirect::to(&to).into_response();
     let cookie = web.auth.sign_in()?;

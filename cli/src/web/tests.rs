@@ -1173,3 +1173,81 @@ async fn sessions_are_per_sign_in_and_sign_out_revokes_them() {
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     assert!(f.version("email", "later") > v);
 }
+
+/// A token shorter than 16 characters is refused at start-up with a clear error.
+#[test]
+fn short_tokens_are_refused_at_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("token");
+    for (text, ok) in [
+        ("", false),
+        ("short\n", false),
+        ("  fifteen-chars!  \n", false),
+        ("sixteen-chars-ok\n", true),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        match super::read_token(&path) {
+            Ok(t) => assert!(ok && t == text.trim(), "{text:?}"),
+            Err(e) => {
+                assert!(!ok, "{text:?}: {e}");
+                assert!(e.to_string().contains("at least 16"), "{e}");
+            }
+        }
+    }
+}
+
+/// Wrong tokens are counted per client address: past 10 in the window, that address gets
+/// `429` with `Retry-After` (even with the right token), through the API and the sign-in
+/// form; another address is not blocked.
+#[tokio::test]
+async fn wrong_tokens_are_rate_limited_per_client() {
+    use axum::extract::ConnectInfo;
+    let f = Fixture::new(Some(TOKEN));
+    let from = |ip: [u8; 4], token: &str| {
+        let mut req = Request::post("/api/queue/label/workers/w1/next")
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap();
+        req.extensions_mut()
+            .insert(ConnectInfo(std::net::SocketAddr::from((ip, 40000))));
+        f.send(req)
+    };
+    let attacker = [10, 0, 0, 66];
+    for n in 0..10 {
+        let r = from(attacker, &format!("guess-{n}")).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{n}");
+    }
+    let r = from(attacker, TOKEN).await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
+    let retry: u64 = r.headers[header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=300).contains(&retry), "{retry}");
+    assert_eq!(r.json()["status"], 429);
+    // Nothing was taken by the blocked request; another address is served.
+    assert!(f
+        .queue()
+        .assignments(&ExecutionKey::new("label", "rec1"))
+        .unwrap()
+        .is_empty());
+    assert_eq!(from([10, 0, 0, 7], TOKEN).await.status, StatusCode::OK);
+
+    // The sign-in form from the blocked address: 429 page with Retry-After.
+    let (csrf, cookie) = f.login_form().await;
+    let mut req = Request::post("/login")
+        .header(header::HOST, "localhost")
+        .header(header::COOKIE, cookie)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(format!("csrf={csrf}&token={TOKEN}")))
+        .unwrap();
+    req.extensions_mut()
+        .insert(ConnectInfo(std::net::SocketAddr::from((attacker, 40001))));
+    let r = f.send(req).await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
+    assert!(r.headers.contains_key(header::RETRY_AFTER));
+    assert!(r.body.contains("too many wrong tokens"));
+    assert!(!r.headers.contains_key(header::SET_COOKIE), "not signed in");
+}
