@@ -5,8 +5,8 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use docket_core::{DocketError, StoreError};
 
-/// A request's failure. Every variant but [`WebError::Store`] and [`WebError::Internal`] is the
-/// client's: a 4xx, and nothing was changed.
+/// A request's failure. Every variant but [`WebError::Store`], [`WebError::TimedOut`] and
+/// [`WebError::Internal`] is the client's: a 4xx, and nothing was changed.
 #[derive(Debug, thiserror::Error)]
 pub enum WebError {
     /// No such task, execution, item or page.
@@ -40,6 +40,9 @@ pub enum WebError {
     /// [`WebError::Conflict`] instead (see the `From<StoreError>` impl).
     #[error("database: {0}")]
     Store(StoreError),
+    /// The request took longer than the server's request timeout.
+    #[error("{0}")]
+    TimedOut(String),
     /// Something on the server side failed (a worker thread, a configuration).
     #[error("{0}")]
     Internal(String),
@@ -91,7 +94,7 @@ impl WebError {
             WebError::Conflict(_) => StatusCode::CONFLICT,
             WebError::WrongHost(_) => StatusCode::MISDIRECTED_REQUEST,
             WebError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            WebError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            WebError::Store(_) | WebError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
             WebError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -107,6 +110,7 @@ impl WebError {
             WebError::WrongHost(_) => "Unknown host name",
             WebError::TooManyRequests { .. } => "Too many attempts",
             WebError::Store(_) => "Database unavailable",
+            WebError::TimedOut(_) => "Timed out",
             WebError::Internal(_) => "Server error",
         }
     }

@@ -56,7 +56,7 @@ pub async fn check_host(State(web): State<AppState>, req: Request, next: Next) -
 }
 
 /// An error as JSON under `/api/`, else as a page.
-fn error_response(path: &str, e: WebError) -> Response {
+pub fn error_response(path: &str, e: WebError) -> Response {
     if path.starts_with("/api/") {
         ApiError(e).into_response()
     } else {

@@ -14,6 +14,7 @@ mod layers;
 mod limit;
 mod model;
 mod pages;
+mod serve;
 #[cfg(test)]
 mod tests;
 
@@ -149,7 +150,8 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| WebError::Internal(format!("request worker failed: {e}")))?
 }
 
-/// Every page and API route, behind the `Host` check and the security headers.
+/// Every page and API route, behind the request timeout, the `Host` check and the security
+/// headers.
 pub fn router(web: AppState) -> Router {
     Router::new()
         .route("/", get(pages::overview))
@@ -198,6 +200,10 @@ pub fn router(web: AppState) -> Router {
         )
         .fallback(pages::not_found)
         .with_state(web.clone())
+        .layer(axum::middleware::from_fn_with_state(
+            serve::REQUEST_TIMEOUT,
+            serve::request_timeout,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             web,
             layers::check_host,
@@ -267,15 +273,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             },
             web.hosts.list().join(", ")
         );
-        let app = router(web).into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                // Without a signal handler the process is stopped by the signal itself.
-                if tokio::signal::ctrl_c().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            })
-            .await?;
+        let shutdown = async {
+            // Without a signal handler the process is stopped by the signal itself.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        serve::serve(listener, router(web), serve::HEADER_READ_TIMEOUT, shutdown).await;
         Ok(())
     })
 }

@@ -1251,3 +1251,86 @@ async fn wrong_tokens_are_rate_limited_per_client() {
     assert!(r.body.contains("too many wrong tokens"));
     assert!(!r.headers.contains_key(header::SET_COOKIE), "not signed in");
 }
+
+/// A request slower than the request timeout is answered `503` (with the security headers);
+/// the real router carries the 30 s limit.
+#[tokio::test]
+async fn slow_requests_time_out() {
+    use axum::routing::get;
+    let slow = axum::Router::new()
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                "late"
+            }),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            std::time::Duration::from_millis(50),
+            super::serve::request_timeout,
+        ));
+    let started = std::time::Instant::now();
+    let res = slow
+        .oneshot(Request::get("/slow").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    assert_eq!(
+        super::serve::REQUEST_TIMEOUT,
+        std::time::Duration::from_secs(30)
+    );
+}
+
+/// Over a real socket: a client that sends half its headers, or keeps a connection idle after
+/// a request, is disconnected after the header read timeout; peers get their address passed on.
+#[tokio::test]
+async fn slow_and_idle_connections_are_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let f = Fixture::new(Some(TOKEN));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limit = std::time::Duration::from_millis(300);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(super::serve::serve(
+        listener,
+        router(f.web.clone()),
+        limit,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    /// Reads until the server closes the connection; panics if it stays open for 3 s.
+    async fn read_to_close(s: &mut tokio::net::TcpStream) -> String {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(3);
+        loop {
+            match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+                Ok(Ok(0) | Err(_)) => return String::from_utf8_lossy(&got).into_owned(),
+                Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+                Err(_) => panic!("connection still open after 3 s"),
+            }
+        }
+    }
+    // Half a request: closed without an answer.
+    let started = std::time::Instant::now();
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
+    let got = read_to_close(&mut s).await;
+    assert!(started.elapsed() >= limit, "{:?}", started.elapsed());
+    assert!(!got.contains("200 OK"), "{got}");
+    // A whole request on a kept-alive connection: answered, then closed once idle.
+    let started = std::time::Instant::now();
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /style.css HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let got = read_to_close(&mut s).await;
+    assert!(got.starts_with("HTTP/1.1 200 OK"), "{got}");
+    assert!(started.elapsed() >= limit);
+    stop.send(()).unwrap();
+    server.await.unwrap();
+}
