@@ -236,6 +236,15 @@ pub async fn not_found() -> HtmlError {
     HtmlError(WebError::NotFound("there is no such page".into()))
 }
 
+/// "Showing `shown` of `total` `what`" when a list was cut, with a hint where to look.
+fn more(shown: usize, total: usize, what: &str, hint: &str) -> Markup {
+    html! {
+        @if shown < total {
+            p.note.more { "Showing " (shown) " of " (total) " " (what) ": " (hint) "." }
+        }
+    }
+}
+
 fn flash(done: Option<&str>) -> Markup {
     let known = [
         "run now",
@@ -394,27 +403,13 @@ pub async fn overview(
     let o = blocking(&web, |w| w.overview()).await?;
     let viewer = Viewer::of(&web.auth, &headers);
     let now = o.meta.now;
-    let mut total = Counts::default();
-    for t in &o.tasks {
-        total.total += t.counts.total;
-        total.due += t.counts.due;
-        total.due_capped |= t.counts.due_capped;
-        total.running += t.counts.running;
-        total.failing += t.counts.failing;
-        total.dead += t.counts.dead;
-    }
-    total.scheduled = o
-        .tasks
-        .iter()
-        .map(|t| t.counts.scheduled)
-        .sum::<Option<i64>>();
     let body = html! {
         div.title {
             h1 { "Scheduler" }
-            p.sub { (o.tasks.len()) " tasks · " (total.total) " executions" }
+            p.sub { (o.tasks_total) " tasks · " (o.totals.total) " executions" }
         }
         (flash(q.done.as_deref()))
-        (stat_cards(&total))
+        (stat_cards(&o.totals))
         div.grid {
             section.card.wide {
                 h2 { "Tasks" span.sub { "counts by state" } }
@@ -441,6 +436,7 @@ pub async fn overview(
                             }
                         }
                     }
+                    (more(o.tasks.len(), o.tasks_total, "tasks", "find one by name with the search"))
                 }
             }
             (backlog_card(&o.backlog, "all tasks"))
@@ -453,6 +449,7 @@ pub async fn overview(
             section.card.alert {
                 h2 { "Dead" span.sub { "picked, no heartbeat for " (span(o.meta.dead_after_secs)) " or more: a scheduler will revive them" } }
                 (picked_table(&o.dead, ""))
+                (more(o.dead.len(), o.dead_total, "dead executions", "open a task for its own"))
             }
         }
         section.card {
@@ -468,6 +465,7 @@ pub async fn overview(
                         a href=(type_url(t)) { (t) }
                     }
                 }
+                (more(o.queue_types.len(), o.queue_types_total, "task types", "see the work queue page"))
             }
         }
         (viewer.no_actions("/", "run, reschedule or cancel executions"))
@@ -512,6 +510,9 @@ pub async fn task(
         section.card {
             h2 { "Running and dead" }
             (picked_table(&t.picked, "Nothing of this task is running."))
+            @if t.dead_total > LIST_LIMIT as usize {
+                p.note { "Showing the first " (LIST_LIMIT) " of " (t.dead_total) " dead executions." }
+            }
         }
         section.card {
             h2 { "Failing" }
@@ -657,6 +658,7 @@ pub async fn search(
             }
             p.sub { (hits) " found for instance " code { (r.instance.as_deref().unwrap_or("")) }
                 @if let Some(t) = &r.task { " in " code { (t) } } }
+            (more(r.names_searched, r.names_total, "task names searched", "give a task to search in it"))
             @if !r.executions.is_empty() {
                 h2 { "Executions" }
                 (executions_table(&r.executions, now, ""))
@@ -713,7 +715,12 @@ fn items_table(items: &[ItemView], assignments: bool) -> Markup {
                         td { (time(i.available_at)) }
                         td.num { (i.assignments) " / " (i.max_assignments) }
                         td.mono { (i.held_by.as_deref().unwrap_or("—")) }
-                        @if assignments { td { (assignment_chips(i.assignment_list.as_deref().unwrap_or(&[]))) } }
+                        @if assignments { td {
+                            @let list = i.assignment_list.as_deref().unwrap_or(&[]);
+                            (assignment_chips(list))
+                            @let total = i.assignments_total.unwrap_or(0);
+                            @if list.len() < total { a href=(item_url(&i.task_type, &i.item)) { "+" (total - list.len()) " more" } }
+                        } }
                     }
                 }
             }
@@ -751,6 +758,7 @@ pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResul
                             }
                         }
                     }
+                    (more(p.types.len(), p.types_total, "task types", "search for one by name"))
                 }
             }
         }
@@ -865,6 +873,7 @@ pub async fn item(
                             }
                         }
                     }
+                    (more(list.len(), i.assignments_total.unwrap_or(0), "assignments", "the rest are not shown"))
                 }
             }
         }
