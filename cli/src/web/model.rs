@@ -11,7 +11,7 @@ use super::{Web, WebError};
 use chrono::{DateTime, Utc};
 use docket_core::queue::{Assignment, Item, MAX_WORKER_LEN};
 use docket_core::store::{DueParams, Guard, ListFilter};
-use docket_core::{Execution, ExecutionKey, QueueConfig, WorkQueue};
+use docket_core::{DocketError, Execution, ExecutionKey, QueueConfig, StoreError, WorkQueue};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -320,6 +320,10 @@ pub struct ItemView {
     /// Its assignments in all (where listed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assignments_total: Option<usize>,
+    /// Why its assignments could not be listed (e.g. `unknown: assignment status "WEIRD"`, a
+    /// row this version does not know); the rest of the item is shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignments_unreadable: Option<String>,
 }
 
 /// Work-queue task types with their counts.
@@ -818,15 +822,24 @@ impl Web {
                 .map(|e| e.version)
                 .ok_or_else(|| item_missing(&item.key))?,
         };
-        let (assignment_list, assignments_total) = match assignments {
-            Some(shown) => {
-                let all = queue.assignments(&item.key)?;
-                let total = all.len();
-                let list = all.into_iter().take(shown).map(AssignmentView::from);
-                (Some(list.collect()), Some(total))
+        let (mut assignment_list, mut assignments_total, mut assignments_unreadable) =
+            (None, None, None);
+        if let Some(shown) = assignments {
+            match queue.assignments(&item.key) {
+                Ok(all) => {
+                    assignments_total = Some(all.len());
+                    let list = all.into_iter().take(shown).map(AssignmentView::from);
+                    assignment_list = Some(list.collect());
+                }
+                // One row this version cannot read (a status written by hand or by a newer
+                // version) must not take the page down: say so instead of the list.
+                Err(DocketError::Store(StoreError::Decode { column, reason })) => {
+                    assignments_unreadable = Some(format!("unknown: {reason} (column {column})"));
+                    assignment_list = Some(Vec::new());
+                }
+                Err(e) => return Err(e.into()),
             }
-            None => (None, None),
-        };
+        }
         Ok(ItemView {
             record: serde_json::to_value(item.record)
                 .map_err(|e| WebError::Internal(format!("record key: {e}")))?,
@@ -841,6 +854,7 @@ impl Web {
             version,
             assignment_list,
             assignments_total,
+            assignments_unreadable,
         })
     }
 

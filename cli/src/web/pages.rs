@@ -118,6 +118,38 @@ fn opt_when(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Markup {
     }
 }
 
+/// Whether `c` is shown as an escape: control characters, and the invisible format characters
+/// that reorder or hide text (bidi embeddings, overrides and isolates such as U+202E, marks,
+/// zero-width characters, the BOM), with which a name could pass for another.
+fn hidden_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}'
+        )
+}
+
+/// `value` with every [`hidden_char`] written as a visible `\u{202E}`-style escape.
+fn visible(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if hidden_char(c) {
+            out.push_str(&format!("\\u{{{:04X}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A value from the database or the request as page text: escaped by maud, hidden characters
+/// made [`visible`], and isolated in `<bdi>` so a right-to-left name cannot reorder the text
+/// around it.
+fn shown(value: &str) -> Markup {
+    html! { bdi { (visible(value)) } }
+}
+
 /// Who is looking: decides whether action forms are shown.
 struct Viewer {
     read_only: bool,
@@ -169,7 +201,7 @@ fn layout(
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · docket" }
+                title { (visible(title)) " · docket" }
                 link rel="stylesheet" href="/style.css";
             }
             body {
@@ -224,7 +256,7 @@ pub fn error_page(e: &WebError) -> Markup {
             section.card.error {
                 p.code { (status.as_u16()) }
                 h1 { (e.title()) }
-                p.message { (e.to_string()) }
+                p.message { (shown(&e.to_string())) }
                 p { a href="/" { "Back to the overview" } }
             }
         },
@@ -314,8 +346,8 @@ fn executions_table(rows: &[ExecutionView], now: DateTime<Utc>, empty: &str) -> 
                 tbody {
                     @for e in rows {
                         tr {
-                            td { a href=(task_url(&e.task)) { (e.task) } }
-                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (e.instance) } }
+                            td { a href=(task_url(&e.task)) { (shown(&e.task)) } }
+                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (shown(&e.instance)) } }
                             td { (state_badge(e.state)) }
                             td { (when(e.execution_time, now)) }
                             td { @match e.priority { Some(p) => (p), None => span.muted { "—" } } }
@@ -338,9 +370,9 @@ fn picked_table(rows: &[ExecutionView], empty: &str) -> Markup {
                 tbody {
                     @for e in rows {
                         tr {
-                            td { a href=(task_url(&e.task)) { (e.task) } }
-                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (e.instance) } }
-                            td.mono { (e.picked_by.as_deref().unwrap_or("?")) }
+                            td { a href=(task_url(&e.task)) { (shown(&e.task)) } }
+                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (shown(&e.instance)) } }
+                            td.mono { (shown(e.picked_by.as_deref().unwrap_or("?"))) }
                             td { @match e.heartbeat_age_secs { Some(a) => (span(a)), None => span.muted { "no heartbeat" } } }
                             td { (state_badge(e.state)) }
                         }
@@ -361,8 +393,8 @@ fn failing_table(rows: &[ExecutionView], now: DateTime<Utc>) -> Markup {
                 tbody {
                     @for e in rows {
                         tr {
-                            td { a href=(task_url(&e.task)) { (e.task) } }
-                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (e.instance) } }
+                            td { a href=(task_url(&e.task)) { (shown(&e.task)) } }
+                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (shown(&e.instance)) } }
                             td.num.bad { (e.consecutive_failures) }
                             td { (opt_when(e.last_failure, now)) }
                             td { (opt_when(e.last_success, now)) }
@@ -421,7 +453,7 @@ pub async fn overview(
                         tbody {
                             @for t in &o.tasks {
                                 tr {
-                                    td { a href=(task_url(&t.task)) { (t.task) } }
+                                    td { a href=(task_url(&t.task)) { (shown(&t.task)) } }
                                     @if t.counts.due_capped {
                                         td.num.due { "≥ " (t.counts.due) }
                                     } @else {
@@ -462,7 +494,7 @@ pub async fn overview(
                 p { "Task types in this table: "
                     @for (i, t) in o.queue_types.iter().enumerate() {
                         @if i > 0 { ", " }
-                        a href=(type_url(t)) { (t) }
+                        a href=(type_url(t)) { (shown(t)) }
                     }
                 }
                 (more(o.queue_types.len(), o.queue_types_total, "task types", "see the work queue page"))
@@ -492,7 +524,7 @@ pub async fn task(
     let now = t.meta.now;
     let body = html! {
         p.crumbs { a href="/" { "Scheduler" } " / " }
-        div.title { h1 { (t.row.task) } p.sub { (t.row.counts.total) " executions" } }
+        div.title { h1 { (shown(&t.row.task)) } p.sub { (t.row.counts.total) " executions" } }
         (flash(q.done.as_deref()))
         (stat_cards(&t.row.counts))
         div.grid {
@@ -543,18 +575,18 @@ pub async fn execution(
     let here = exec_url(&e.task, &e.instance);
     let picked = matches!(e.state, ExecState::Running | ExecState::Dead);
     let body = html! {
-        p.crumbs { a href="/" { "Scheduler" } " / " a href=(task_url(&e.task)) { (e.task) } " / " }
-        div.title { h1.mono { (e.instance) } (state_badge(e.state)) }
+        p.crumbs { a href="/" { "Scheduler" } " / " a href=(task_url(&e.task)) { (shown(&e.task)) } " / " }
+        div.title { h1.mono { (shown(&e.instance)) } (state_badge(e.state)) }
         (flash(q.done.as_deref()))
         div.grid {
             section.card {
                 h2 { "Execution" }
                 dl {
-                    dt { "Task" } dd { a href=(task_url(&e.task)) { (e.task) } }
-                    dt { "Instance" } dd.mono { (e.instance) }
+                    dt { "Task" } dd { a href=(task_url(&e.task)) { (shown(&e.task)) } }
+                    dt { "Instance" } dd.mono { (shown(&e.instance)) }
                     dt { "Execution time" } dd { (time(e.execution_time)) " UTC · " (when(e.execution_time, now)) }
                     dt { "Priority" } dd { @match e.priority { Some(p) => (p), None => span.muted { "—" } } }
-                    dt { "Picked by" } dd.mono { (e.picked_by.as_deref().unwrap_or("—")) }
+                    dt { "Picked by" } dd.mono { (shown(e.picked_by.as_deref().unwrap_or("—"))) }
                     dt { "Last heartbeat" } dd { (opt_when(e.last_heartbeat, now)) }
                     dt { "Last success" } dd { (opt_when(e.last_success, now)) }
                     dt { "Last failure" } dd { (opt_when(e.last_failure, now)) }
@@ -656,8 +688,8 @@ pub async fn search(
                 input type="search" name="instance" placeholder="Instance or item id" value=(r.instance.as_deref().unwrap_or("")) aria-label="Instance";
                 button type="submit" { "Search" }
             }
-            p.sub { (hits) " found for instance " code { (r.instance.as_deref().unwrap_or("")) }
-                @if let Some(t) = &r.task { " in " code { (t) } } }
+            p.sub { (hits) " found for instance " code { (shown(r.instance.as_deref().unwrap_or(""))) }
+                @if let Some(t) = &r.task { " in " code { (shown(t)) } } }
             (more(r.names_searched, r.names_total, "task names searched", "give a task to search in it"))
             @if !r.executions.is_empty() {
                 h2 { "Executions" }
@@ -682,8 +714,8 @@ fn attributes(item: &ItemView) -> Markup {
         @if let Some(map) = item.attributes.as_object().filter(|m| !m.is_empty()) {
             dl.attrs {
                 @for (name, value) in map {
-                    dt { (name) }
-                    dd { @match value.as_str() { Some(s) => (s), None => (value.to_string()) } }
+                    dt { (shown(name)) }
+                    dd { @match value.as_str() { Some(s) => (shown(s)), None => (shown(&value.to_string())) } }
                 }
             }
         }
@@ -694,7 +726,7 @@ fn assignment_chips(list: &[AssignmentView]) -> Markup {
     html! {
         @for a in list {
             span class=(format!("chip st-{}", a.status.to_ascii_lowercase())) title=(format!("deadline {} UTC", time(a.deadline))) {
-                (a.worker) " " b { (a.status) }
+                (shown(&a.worker)) " " b { (a.status) }
             }
         }
     }
@@ -710,14 +742,15 @@ fn items_table(items: &[ItemView], assignments: bool) -> Markup {
             tbody {
                 @for i in items {
                     tr {
-                        td { a.mono href=(item_url(&i.task_type, &i.item)) { (i.item) } }
-                        td { code { (record(i)) } }
+                        td { a.mono href=(item_url(&i.task_type, &i.item)) { (shown(&i.item)) } }
+                        td { code { (shown(&record(i))) } }
                         td { (time(i.available_at)) }
                         td.num { (i.assignments) " / " (i.max_assignments) }
-                        td.mono { (i.held_by.as_deref().unwrap_or("—")) }
+                        td.mono { (shown(i.held_by.as_deref().unwrap_or("—"))) }
                         @if assignments { td {
                             @let list = i.assignment_list.as_deref().unwrap_or(&[]);
                             (assignment_chips(list))
+                            @if let Some(why) = &i.assignments_unreadable { span.chip.bad title=(visible(why)) { (shown(why)) } }
                             @let total = i.assignments_total.unwrap_or(0);
                             @if list.len() < total { a href=(item_url(&i.task_type, &i.item)) { "+" (total - list.len()) " more" } }
                         } }
@@ -737,7 +770,7 @@ pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResul
         div.title { h1 { "Work queue" } p.sub { "items worked by people, per task type" } }
         section.card {
             @if let Some(reason) = &p.unavailable {
-                p.empty { "No work queue on this table: " (reason) }
+                p.empty { "No work queue on this table: " (shown(reason)) }
             } @else if p.types.is_empty() {
                 p.empty { "No work-queue items in this table yet (" code { "docket enqueue" } " adds some)." }
             } @else {
@@ -746,7 +779,7 @@ pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResul
                     tbody {
                         @for t in &p.types {
                             tr {
-                                td { a href=(type_url(&t.task_type)) { (t.task_type) } }
+                                td { a href=(type_url(&t.task_type)) { (shown(&t.task_type)) } }
                                 td.num { (t.items) }
                                 td { (opt_when(t.first_arrival, now)) }
                                 td {
@@ -784,7 +817,7 @@ pub async fn queue_type(
     let viewer = Viewer::of(&web.auth, &headers);
     let body = html! {
         p.crumbs { a href="/queue" { "Work queue" } " / " }
-        div.title { h1 { (p.task_type) } p.sub { (p.total) " items" } }
+        div.title { h1 { (shown(&p.task_type)) } p.sub { (p.total) " items" } }
         section.card {
             form.inline method="get" action=(format!("{}/workers", type_url(&p.task_type))) {
                 label { "What does a worker see? " input type="text" name="worker" placeholder="worker name" required; }
@@ -799,12 +832,12 @@ pub async fn queue_type(
                     tbody {
                         @for w in &p.worker_lists {
                             tr {
-                                td { a.mono href=(worker_url(&p.task_type, &w.worker)) { (w.worker) } }
+                                td { a.mono href=(worker_url(&p.task_type, &w.worker)) { (shown(&w.worker)) } }
                                 td.mono {
                                     @if w.items.is_empty() { span.muted { "nothing" } }
                                     @for (n, item) in w.items.iter().enumerate() {
                                         @if n > 0 { ", " }
-                                        a href=(item_url(&p.task_type, item)) { (item) }
+                                        a href=(item_url(&p.task_type, item)) { (shown(item)) }
                                     }
                                 }
                             }
@@ -841,16 +874,16 @@ pub async fn item(
     let viewer = Viewer::of(&web.auth, &headers);
     let i = &p.item;
     let body = html! {
-        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&i.task_type)) { (i.task_type) } " / " }
-        div.title { h1.mono { (i.item) } }
+        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&i.task_type)) { (shown(&i.task_type)) } " / " }
+        div.title { h1.mono { (shown(&i.item)) } }
         div.grid {
             section.card {
                 h2 { "Item" }
                 dl {
-                    dt { "Record key" } dd { code { (record(i)) } }
+                    dt { "Record key" } dd { code { (shown(&record(i))) } }
                     dt { "Arrived" } dd { (time(i.available_at)) " UTC" }
                     dt { "Assignments" } dd { (i.assignments) " of " (i.max_assignments) }
-                    dt { "Held by" } dd.mono { (i.held_by.as_deref().unwrap_or("—")) }
+                    dt { "Held by" } dd.mono { (shown(i.held_by.as_deref().unwrap_or("—"))) }
                     dt { "Attributes" } dd { @if i.attributes.as_object().is_some_and(|m| m.is_empty()) { span.muted { "none" } } @else { (attributes(i)) } }
                     dt { "Payload" } dd { @match i.data_bytes { Some(n) => { (n) " bytes" }, None => span.muted { "none" } } }
                     dt { "Version" } dd.mono { (i.version) }
@@ -859,13 +892,15 @@ pub async fn item(
             section.card {
                 h2 { "Assignments" }
                 @let list = i.assignment_list.as_deref().unwrap_or(&[]);
-                @if list.is_empty() { p.empty { "Nobody has worked on it yet." } } @else {
+                @if let Some(why) = &i.assignments_unreadable {
+                    p.note.bad { "Assignments not shown: " (shown(why)) }
+                } @else if list.is_empty() { p.empty { "Nobody has worked on it yet." } } @else {
                     table {
                         thead { tr { th { "Worker" } th { "Status" } th { "Deadline" } th { "Updated" } } }
                         tbody {
                             @for a in list {
                                 tr {
-                                    td { a.mono href=(worker_url(&i.task_type, &a.worker)) { (a.worker) } }
+                                    td { a.mono href=(worker_url(&i.task_type, &a.worker)) { (shown(&a.worker)) } }
                                     td { span class=(format!("chip st-{}", a.status.to_ascii_lowercase())) { b { (a.status) } } }
                                     td { (time(a.deadline)) " UTC" }
                                     td { (time(a.updated_at)) " UTC" }
@@ -920,8 +955,8 @@ pub async fn worker(
         (86_400, "1 day"),
     ];
     let body = html! {
-        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&p.task_type)) { (p.task_type) } " / worker" }
-        div.title { h1 { "Worker " span.mono { (p.worker) } } p.sub { "task type " (p.task_type) } }
+        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&p.task_type)) { (shown(&p.task_type)) } " / worker" }
+        div.title { h1 { "Worker " span.mono { (shown(&p.worker)) } } p.sub { "task type " (shown(&p.task_type)) } }
         (flash(q.done.as_deref()))
         section.card.worker {
             h2 { "Your items" span.sub { "held by you" } }
@@ -931,8 +966,8 @@ pub async fn worker(
             @for i in &p.held {
                 article.held data-item=(i.item) {
                     div.head {
-                        span.mono.big { (i.item) }
-                        code { (record(i)) }
+                        span.mono.big { (shown(&i.item)) }
+                        code { (shown(&record(i))) }
                         span.muted { "assignment " (i.assignments) " of " (i.max_assignments) }
                     }
                     (attributes(i))
@@ -989,8 +1024,8 @@ pub async fn worker(
                         @for (n, i) in p.list.iter().enumerate() {
                             tr {
                                 td.num { (n + 1) }
-                                td { a.mono href=(item_url(&i.task_type, &i.item)) { (i.item) } }
-                                td { code { (record(i)) } }
+                                td { a.mono href=(item_url(&i.task_type, &i.item)) { (shown(&i.item)) } }
+                                td { code { (shown(&record(i))) } }
                                 td { (time(i.available_at)) }
                                 td.num { (i.assignments) " / " (i.max_assignments) }
                             }

@@ -1409,3 +1409,91 @@ async fn lists_are_capped_whatever_the_table_size() {
     let r = f.get("/api/search?task=t249&instance=one").await.json();
     assert_eq!(r["executions"][0]["task"], "t249");
 }
+
+/// An assignment whose status this version does not know (written by hand) no longer takes
+/// the item and task-type pages down (they answered 503): they say what they could not read.
+#[tokio::test]
+async fn an_unknown_assignment_status_is_shown_not_fatal() {
+    use diesel::{Connection, RunQueryDsl};
+    let f = Fixture::new(None);
+    f.queue().next_for("w1", "label").unwrap().unwrap();
+    let db = f._dir.path().join("web.db");
+    let mut conn = diesel::SqliteConnection::establish(&db.display().to_string()).unwrap();
+    let changed = diesel::sql_query(
+        "UPDATE scheduled_tasks_assignments SET status = 'WEIRD' WHERE task_instance = 'rec1'",
+    )
+    .execute(&mut conn)
+    .unwrap();
+    assert_eq!(changed, 1);
+    for uri in ["/queue/label/items/rec1", "/queue/label"] {
+        let page = f.get(uri).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.body);
+        assert!(page.body.contains("unknown: "), "{uri}");
+        assert!(page.body.contains("WEIRD"), "{uri}");
+    }
+    let item = f.get("/api/queue/label/items/rec1").await;
+    assert_eq!(item.status, StatusCode::OK, "{}", item.body);
+    let why = item.json()["item"]["assignments_unreadable"].clone();
+    assert!(why.as_str().unwrap().contains("WEIRD"), "{why}");
+    assert_eq!(f.get("/api/queue/label").await.status, StatusCode::OK);
+}
+
+/// Names with a right-to-left override or other invisible characters are shown with the
+/// character as a visible escape, isolated in `<bdi>`: `abc\u{202E}exe.txt` cannot pass for
+/// `abctxt.exe`.
+#[tokio::test]
+async fn bidi_and_control_characters_in_names_are_made_visible() {
+    use diesel::{Connection, RunQueryDsl};
+    const SPOOF: TaskDescriptor = TaskDescriptor::new("spoof");
+    let f = Fixture::new(None);
+    let client = SchedulerClient::new(f.store.clone()).unwrap();
+    client.schedule(SPOOF.instance("x")).unwrap();
+    // The scheduler refuses control characters in ids; a row written by SQL may have them.
+    let db = f._dir.path().join("web.db");
+    let mut conn = diesel::SqliteConnection::establish(&db.display().to_string()).unwrap();
+    let changed = diesel::sql_query(
+        "UPDATE scheduled_tasks SET task_instance = 'abc' || char(8238) || 'exe.txt' || \
+         char(8203) || char(7) WHERE task_name = 'spoof'",
+    )
+    .execute(&mut conn)
+    .unwrap();
+    assert_eq!(changed, 1);
+    for uri in [
+        "/tasks/spoof",
+        "/executions/spoof/abc%E2%80%AEexe.txt%E2%80%8B%07",
+        "/search?instance=abc%E2%80%AEexe.txt%E2%80%8B%07",
+    ] {
+        let page = f.get(uri).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.body);
+        // Only a search box may hold the id as typed (so it can be searched again).
+        let text = without_attribute_values(&page.body);
+        assert!(!text.contains('\u{202E}'), "{uri}: raw U+202E");
+        assert!(
+            !text.contains('\u{200B}') && !text.contains('\u{7}'),
+            "{uri}"
+        );
+        assert!(
+            text.contains("<bdi>abc\\u{202E}exe.txt\\u{200B}\\u{0007}</bdi>"),
+            "{uri}: {}",
+            page.body
+        );
+    }
+    // The link still carries the real id, percent-encoded.
+    let page = f.get("/tasks/spoof").await;
+    assert!(page
+        .body
+        .contains("/executions/spoof/abc%E2%80%AEexe.txt%E2%80%8B%07"));
+}
+
+/// `html` without the values of `value="..."` attributes.
+fn without_attribute_values(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    while let Some(at) = rest.find("value=\"") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 7..];
+        rest = after.find('"').map_or("", |end| &after[end + 1..]);
+    }
+    out.push_str(rest);
+    out
+}
