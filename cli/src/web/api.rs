@@ -2,6 +2,7 @@
 //! writes need `Authorization: Bearer <token>` and the row's `version`.
 
 use super::error::{ApiError, WebError};
+use super::limit::ClientIp;
 use super::model::{
     parse_time, ExecutionView, ItemPage, ItemView, Overview, QueuePage, QueueTypePage,
     SearchResult, TaskPage, WorkerAction, WorkerPage,
@@ -177,10 +178,11 @@ pub async fn execution_action(
     State(web): State<AppState>,
     Path((task, instance, action)): Path<(String, String, String)>,
     headers: HeaderMap,
+    ClientIp(client): ClientIp,
     b: Result<Json<ActionBody>, JsonRejection>,
 ) -> ApiResult<Done<ExecutionView>> {
     let action = ExecAction::parse(&action)?;
-    web.auth.check_bearer(&headers)?;
+    web.auth.check_bearer(&headers, client)?;
     let b = body(b)?;
     let key = ExecutionKey::new(task, instance);
     let row = action.apply(&web, key, b.version, b.at.as_deref()).await?;
@@ -231,8 +233,9 @@ pub async fn worker_next(
     State(web): State<AppState>,
     Path((task_type, worker)): Path<(String, String)>,
     headers: HeaderMap,
+    ClientIp(client): ClientIp,
 ) -> ApiResult<Done<ItemView>> {
-    web.auth.check_bearer(&headers)?;
+    web.auth.check_bearer(&headers, client)?;
     let row = blocking(&web, move |w| w.take_next(&task_type, &worker)).await?;
     Ok(Json(Done {
         done: if row.is_some() {
@@ -250,10 +253,11 @@ pub async fn worker_action(
     State(web): State<AppState>,
     Path((task_type, worker, item, action)): Path<(String, String, String, String)>,
     headers: HeaderMap,
+    ClientIp(client): ClientIp,
     b: Result<Json<WorkerBody>, JsonRejection>,
 ) -> ApiResult<Done<ItemView>> {
     let action = WorkerAction::parse(&action)?;
-    web.auth.check_bearer(&headers)?;
+    web.auth.check_bearer(&headers, client)?;
     let b = body(b)?;
     let key = ExecutionKey::new(task_type, item);
     let hide_for = b.hide_for_secs.map(std::time::Duration::from_secs);

@@ -1,44 +1,121 @@
-//! The token that writes need, the session cookie a browser gets for it, and the cross-site
-//! request checks every form POST passes.
+//! The token that writes need, the sessions a browser gets for it, and the cross-site request
+//! checks every form POST passes.
 //!
-//! - Browsers sign in once with the token (`POST /login`) and get a cookie holding a random
-//!   per-process session key (never the token itself), `HttpOnly; SameSite=Strict`.
+//! - Browsers sign in with the token (`POST /login`) and get a cookie holding a random session
+//!   id (never the token itself), `HttpOnly; SameSite=Strict; Path=/` (and `Secure` with
+//!   `--secure-cookies`). Sessions live in memory: at most [`MAX_SESSIONS`], each forgotten
+//!   after [`SESSION_IDLE`] without a request, and at sign-out.
+//! - Each session has its own CSRF value, carried by every form and checked on POST. Visitors
+//!   who are not signed in get none; the sign-in form carries a per-visitor value that is also
+//!   set as a short-lived cookie (`docket_login`) and is good for signing in only.
 //! - API clients send `Authorization: Bearer <token>` (no cookie is read on `/api/`).
-//! - Every form carries a random per-process CSRF value checked on POST, and a POST whose
-//!   `Origin` names another host than `Host` is refused.
+//! - A POST whose `Origin` names another host than `Host` is refused.
 //!
-//! A restart makes new secrets: browsers sign in again and open forms must be reloaded.
+//! A restart forgets every session: browsers sign in again and open forms must be reloaded.
 
 use super::error::WebError;
+use super::limit::{FailureLimit, Limits};
 use crate::error::CliError;
 use axum::http::{header, HeaderMap};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 
 /// Name of the session cookie.
 pub const COOKIE: &str = "docket_session";
+/// Name of the cookie holding the sign-in form's CSRF value.
+pub const LOGIN_COOKIE: &str = "docket_login";
+/// Sessions kept at once; signing in past it forgets the least recently used one.
+pub const MAX_SESSIONS: usize = 1000;
+/// A session unused this long is forgotten.
+pub const SESSION_IDLE: Duration = Duration::from_secs(8 * 3600);
+/// How long the sign-in form's CSRF cookie lives.
+const LOGIN_FORM_SECS: u64 = 3600;
 
-/// The per-process secrets.
+/// One signed-in browser.
+struct Session {
+    csrf: String,
+    last_seen: Instant,
+}
+
+/// Sessions by id, bounded in number and idle time.
+struct Sessions {
+    by_id: HashMap<String, Session>,
+    max: usize,
+    idle: Duration,
+}
+
+impl Sessions {
+    fn expired(&self, s: &Session, now: Instant) -> bool {
+        now.duration_since(s.last_seen) >= self.idle
+    }
+
+    /// The CSRF value of a live session (and marks it used).
+    fn touch(&mut self, id: &str, now: Instant) -> Option<String> {
+        // Ids are 256 random bits: a lookup's timing tells nothing usable about other ids.
+        let expired = self.expired(self.by_id.get(id)?, now);
+        if expired {
+            self.by_id.remove(id);
+            return None;
+        }
+        let s = self.by_id.get_mut(id)?;
+        s.last_seen = now;
+        Some(s.csrf.clone())
+    }
+
+    fn insert(&mut self, id: String, csrf: String, now: Instant) {
+        if self.by_id.len() >= self.max {
+            let idle = self.idle;
+            self.by_id
+                .retain(|_, s| now.duration_since(s.last_seen) < idle);
+        }
+        while self.by_id.len() >= self.max {
+            let oldest = self
+                .by_id
+                .iter()
+                .min_by_key(|(_, s)| s.last_seen)
+                .map(|(id, _)| id.clone());
+            match oldest {
+                Some(id) => self.by_id.remove(&id),
+                None => break,
+            };
+        }
+        self.by_id.insert(
+            id,
+            Session {
+                csrf,
+                last_seen: now,
+            },
+        );
+    }
+}
+
+/// The token and the sessions.
 pub struct Secrets {
     /// What writes need; `None`: the site is read-only.
     token: Option<String>,
-    /// Hidden field of every form.
-    csrf: String,
-    /// Value of the session cookie after signing in.
-    session: String,
+    sessions: Mutex<Sessions>,
+    /// Whether cookies get `Secure` (`--secure-cookies`: served over HTTPS by a proxy).
+    secure_cookies: bool,
+    /// Wrong tokens, per client and in total.
+    failures: FailureLimit,
 }
 
 impl std::fmt::Debug for Secrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Secrets")
             .field("read_only", &self.token.is_none())
+            .field("secure_cookies", &self.secure_cookies)
             .finish_non_exhaustive()
     }
 }
 
-fn random_hex() -> Result<String, CliError> {
+fn random_hex() -> Result<String, WebError> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)
-        .map_err(|e| CliError::Web(format!("no random numbers from the OS: {e}")))?;
+        .map_err(|e| WebError::Internal(format!("no random numbers from the OS: {e}")))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -47,12 +124,29 @@ fn same(a: &str, b: &str) -> bool {
 }
 
 impl Secrets {
-    /// Fresh secrets for `token`.
-    pub fn new(token: Option<String>) -> Result<Self, CliError> {
+    /// No session yet. `token`: what writes need (`None`: read-only).
+    pub fn new(token: Option<String>, secure_cookies: bool) -> Result<Self, CliError> {
+        Self::with_limits(token, secure_cookies, MAX_SESSIONS, SESSION_IDLE)
+    }
+
+    /// As [`Secrets::new`] with other session limits (tests).
+    pub fn with_limits(
+        token: Option<String>,
+        secure_cookies: bool,
+        max: usize,
+        idle: Duration,
+    ) -> Result<Self, CliError> {
+        // Fail at start-up, not at the first sign-in, if the OS has no random numbers.
+        random_hex().map_err(|e| CliError::Web(e.to_string()))?;
         Ok(Self {
             token,
-            csrf: random_hex()?,
-            session: random_hex()?,
+            sessions: Mutex::new(Sessions {
+                by_id: HashMap::new(),
+                max: max.max(1),
+                idle,
+            }),
+            secure_cookies,
+            failures: FailureLimit::new(Limits::default()),
         })
     }
 
@@ -61,22 +155,64 @@ impl Secrets {
         self.token.is_none()
     }
 
-    /// The CSRF value forms carry.
-    pub fn csrf(&self) -> &str {
-        &self.csrf
+    fn sessions(&self) -> MutexGuard<'_, Sessions> {
+        // A panic while holding the lock leaves the map consistent (no multi-step updates).
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The `Set-Cookie` value that signs a browser in.
-    pub fn session_cookie(&self) -> String {
-        format!(
-            "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict",
-            self.session
-        )
+    fn cookie(&self, name: &str, value: &str, path: &str, max_age: Option<u64>) -> String {
+        let mut c = format!("{name}={value}; Path={path}; HttpOnly; SameSite=Strict");
+        if let Some(secs) = max_age {
+            c.push_str(&format!("; Max-Age={secs}"));
+        }
+        if self.secure_cookies {
+            c.push_str("; Secure");
+        }
+        c
     }
 
-    /// The `Set-Cookie` value that signs a browser out.
-    pub fn clear_cookie() -> String {
-        format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+    /// Starts a session (the token was checked); returns its `Set-Cookie` value.
+    pub fn sign_in(&self) -> Result<String, WebError> {
+        let id = random_hex()?;
+        let csrf = random_hex()?;
+        self.sessions().insert(id.clone(), csrf, Instant::now());
+        Ok(self.cookie(COOKIE, &id, "/", None))
+    }
+
+    /// Ends the request's session, if any: its cookie no longer signs in.
+    pub fn sign_out(&self, headers: &HeaderMap) {
+        let mut sessions = self.sessions();
+        for id in cookie_values(headers, COOKIE) {
+            sessions.by_id.remove(id);
+        }
+    }
+
+    /// The `Set-Cookie` value that removes the session cookie from the browser.
+    pub fn clear_cookie(&self) -> String {
+        self.cookie(COOKIE, "", "/", Some(0))
+    }
+
+    /// A fresh CSRF value for the sign-in form and the `Set-Cookie` value that pairs with it.
+    pub fn login_form(&self) -> Result<(String, String), WebError> {
+        let value = random_hex()?;
+        let cookie = self.cookie(LOGIN_COOKIE, &value, "/login", Some(LOGIN_FORM_SECS));
+        Ok((value, cookie))
+    }
+
+    /// The CSRF value of the request's live session; `None`: not signed in.
+    pub fn session_csrf(&self, headers: &HeaderMap) -> Option<String> {
+        self.token.as_ref()?;
+        let now = Instant::now();
+        let mut sessions = self.sessions();
+        cookie_values(headers, COOKIE).find_map(|id| sessions.touch(id, now))
+    }
+
+    /// Whether the request carries the cookie of a live session.
+    #[cfg(test)]
+    pub fn signed_in(&self, headers: &HeaderMap) -> bool {
+        self.session_csrf(headers).is_some()
     }
 
     fn writable(&self) -> Result<&str, WebError> {
@@ -87,50 +223,74 @@ impl Secrets {
         })
     }
 
-    /// Checks a token typed into the sign-in form.
-    pub fn check_token(&self, given: &str) -> Result<(), WebError> {
-        if same(given.trim(), self.writable()?) {
+    /// Checks a token typed into the sign-in form by `client` (`429` after too many wrong
+    /// ones, even for the right one: a guess must not be told apart while blocked).
+    pub fn check_token(&self, given: &str, client: Option<IpAddr>) -> Result<(), WebError> {
+        let token = self.writable()?;
+        self.failures.check(client)?;
+        self.compare(given, token, client)
+    }
+
+    fn compare(&self, given: &str, token: &str, client: Option<IpAddr>) -> Result<(), WebError> {
+        if same(given.trim(), token) {
             Ok(())
         } else {
+            self.failures.failed(client);
             Err(WebError::Unauthorized("wrong token".into()))
         }
     }
 
-    /// Whether the request carries a valid session cookie.
-    pub fn signed_in(&self, headers: &HeaderMap) -> bool {
-        self.token.is_some()
-            && cookies(headers).any(|(name, value)| name == COOKIE && same(value, &self.session))
-    }
-
-    /// A browser form POST: same origin, the right CSRF value, the site writable, signed in.
+    /// A browser form POST: same origin, the site writable, signed in, and the session's CSRF
+    /// value.
     pub fn check_form(&self, headers: &HeaderMap, csrf: &str) -> Result<(), WebError> {
-        self.check_csrf(headers, csrf)?;
-        self.writable()?;
-        if !self.signed_in(headers) {
-            return Err(WebError::Unauthorized(
-                "sign in with the dashboard's token first".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Same origin and the right CSRF value (the sign-in form: no session yet).
-    pub fn check_csrf(&self, headers: &HeaderMap, csrf: &str) -> Result<(), WebError> {
         self.check_origin(headers)?;
-        if !same(csrf, &self.csrf) {
-            return Err(WebError::Forbidden(
-                "the form's CSRF token is missing or stale (was the server restarted?); \
-                 reload the page and try again"
-                    .into(),
+        self.writable()?;
+        let Some(expected) = self.session_csrf(headers) else {
+            return Err(WebError::Unauthorized(
+                "sign in with the dashboard's token first (or again: the session ended)".into(),
             ));
+        };
+        if same(csrf, &expected) {
+            Ok(())
+        } else {
+            Err(stale_csrf())
         }
-        Ok(())
     }
 
-    /// An API write: `Authorization: Bearer <token>` (and a same-origin `Origin`, if any).
-    pub fn check_bearer(&self, headers: &HeaderMap) -> Result<(), WebError> {
+    /// The sign-in form: same origin, the site writable, and the form's CSRF value equal to
+    /// the `docket_login` cookie set with the form.
+    pub fn check_login_form(&self, headers: &HeaderMap, csrf: &str) -> Result<(), WebError> {
+        self.check_origin(headers)?;
+        self.writable()?;
+        let paired =
+            !csrf.is_empty() && cookie_values(headers, LOGIN_COOKIE).any(|v| same(v, csrf));
+        if paired {
+            Ok(())
+        } else {
+            Err(stale_csrf())
+        }
+    }
+
+    /// Sign-out: same origin and, when the session is live, its CSRF value (a stale or missing
+    /// session needs none: there is nothing left to end).
+    pub fn check_logout(&self, headers: &HeaderMap, csrf: &str) -> Result<(), WebError> {
+        self.check_origin(headers)?;
+        match self.session_csrf(headers) {
+            Some(expected) if !same(csrf, &expected) => Err(stale_csrf()),
+            _ => Ok(()),
+        }
+    }
+
+    /// An API write by `client`: `Authorization: Bearer <token>` (and a same-origin `Origin`,
+    /// if any); wrong tokens count as in [`Secrets::check_token`].
+    pub fn check_bearer(
+        &self,
+        headers: &HeaderMap,
+        client: Option<IpAddr>,
+    ) -> Result<(), WebError> {
         self.check_origin(headers)?;
         let token = self.writable()?;
+        self.failures.check(client)?;
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -138,11 +298,7 @@ impl Secrets {
             .ok_or_else(|| {
                 WebError::Unauthorized("missing header Authorization: Bearer <token>".into())
             })?;
-        if same(given.trim(), token) {
-            Ok(())
-        } else {
-            Err(WebError::Unauthorized("wrong token".into()))
-        }
+        self.compare(given, token, client)
     }
 
     /// Refuses a request whose `Origin` (when present) is not this server's `Host`.
@@ -165,6 +321,21 @@ impl Secrets {
     }
 }
 
+fn stale_csrf() -> WebError {
+    WebError::Forbidden(
+        "the form's CSRF token is missing or stale (signed out, or the server restarted?); \
+         reload the page and try again"
+            .into(),
+    )
+}
+
+/// The values of the request's cookies named `name`.
+fn cookie_values<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item = &'a str> {
+    cookies(headers)
+        .filter(move |(n, _)| *n == name)
+        .map(|(_, v)| v)
+}
+
 /// The request's cookies as (name, value) pairs.
 fn cookies(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
     headers
@@ -175,10 +346,126 @@ fn cookies(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
         .filter_map(|pair| pair.trim().split_once('='))
 }
 
-/// Where to go after signing in: a local path only (no open redirect).
+/// Where to go after signing in: `next` if it is a local path, else `/` (never an error, so a
+/// bad `next` cannot make signing in fail).
+///
+/// Local: starts with one `/` not followed by `/` or `\` (browsers read `//host` and `/\host`
+/// as another site), and holds visible ASCII only: no control character (browsers drop tabs
+/// and newlines, turning `/\t/host` into `//host`; CR/LF would break the header), no space,
+/// no DEL, no backslash anywhere. Links built by the pages are percent-encoded, so they pass.
 pub fn local_path(next: Option<&str>) -> String {
     match next {
-        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
+        Some(p) if is_local_path(p) => p.to_owned(),
         _ => "/".to_owned(),
+    }
+}
+
+fn is_local_path(p: &str) -> bool {
+    let mut bytes = p.bytes();
+    bytes.next() == Some(b'/')
+        && !matches!(bytes.next(), Some(b'/' | b'\\'))
+        && p.bytes().all(|b| b.is_ascii_graphic() && b != b'\\')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn with_cookie(set_cookie: &str) -> HeaderMap {
+        let pair = set_cookie.split(';').next().unwrap_or_default();
+        let mut h = HeaderMap::new();
+        h.insert(header::COOKIE, HeaderValue::from_str(pair).unwrap());
+        h
+    }
+
+    #[test]
+    fn sessions_are_random_per_sign_in_and_end_at_sign_out() {
+        let s = Secrets::new(Some("0123456789abcdef".into()), false).unwrap();
+        let (a, b) = (s.sign_in().unwrap(), s.sign_in().unwrap());
+        assert_ne!(a, b);
+        assert!(a.starts_with("docket_session=") && a.len() > 64 + 15);
+        assert!(a.contains("; Path=/; HttpOnly; SameSite=Strict") && !a.contains("Secure"));
+        let (ha, hb) = (with_cookie(&a), with_cookie(&b));
+        let (ca, cb) = (s.session_csrf(&ha).unwrap(), s.session_csrf(&hb).unwrap());
+        assert_ne!(ca, cb, "each session has its own CSRF value");
+        assert!(s.check_form(&ha, &ca).is_ok());
+        assert!(matches!(
+            s.check_form(&ha, &cb),
+            Err(WebError::Forbidden(_))
+        ));
+        s.sign_out(&ha);
+        assert!(!s.signed_in(&ha));
+        assert!(matches!(
+            s.check_form(&ha, &ca),
+            Err(WebError::Unauthorized(_))
+        ));
+        assert!(s.signed_in(&hb));
+    }
+
+    #[test]
+    fn sessions_are_bounded_and_expire_when_idle() {
+        let s = Secrets::with_limits(Some("t".into()), true, 2, Duration::from_secs(3600)).unwrap();
+        let cookies: Vec<String> = (0..3).map(|_| s.sign_in().unwrap()).collect();
+        assert!(cookies[0].ends_with("; Secure"));
+        assert!(
+            !s.signed_in(&with_cookie(&cookies[0])),
+            "the oldest is forgotten"
+        );
+        assert!(s.signed_in(&with_cookie(&cookies[1])));
+        assert!(s.signed_in(&with_cookie(&cookies[2])));
+        assert_eq!(s.sessions().by_id.len(), 2);
+        let s = Secrets::with_limits(Some("t".into()), false, 2, Duration::ZERO).unwrap();
+        let c = s.sign_in().unwrap();
+        assert!(!s.signed_in(&with_cookie(&c)), "idle for the limit: gone");
+        assert!(s.sessions().by_id.is_empty());
+    }
+
+    #[test]
+    fn the_sign_in_forms_value_is_good_for_signing_in_only() {
+        let s = Secrets::new(Some("0123456789abcdef".into()), false).unwrap();
+        let (value, cookie) = s.login_form().unwrap();
+        assert!(cookie.contains("docket_login=") && cookie.contains("Path=/login"));
+        let h = with_cookie(&cookie);
+        assert!(s.check_login_form(&h, &value).is_ok());
+        assert!(s.check_login_form(&h, "other").is_err());
+        assert!(s.check_login_form(&HeaderMap::new(), &value).is_err());
+        assert!(s.check_login_form(&HeaderMap::new(), "").is_err());
+        // Not a session: no form write passes with it.
+        assert!(matches!(
+            s.check_form(&h, &value),
+            Err(WebError::Unauthorized(_))
+        ));
+    }
+
+    #[test]
+    fn only_local_paths_are_followed_after_sign_in() {
+        for ok in [
+            "/",
+            "/queue",
+            "/tasks/a%20b?done=x",
+            "/executions/e/%E2%80%AE",
+        ] {
+            assert_eq!(local_path(Some(ok)), ok, "{ok:?}");
+        }
+        for bad in [
+            "",
+            "queue",
+            "//evil.example",
+            "/\\evil.example",
+            "/\t/evil.example/x",
+            "/\n/evil",
+            "/x\r\nSet-Cookie: a=b",
+            "/x\u{7f}",
+            "/a b",
+            "/a\\b",
+            "/\u{e9}",
+            " /x",
+            "https://evil.example/",
+            "/\u{202e}x",
+        ] {
+            assert_eq!(local_path(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(local_path(None), "/");
     }
 }

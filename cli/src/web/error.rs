@@ -1,12 +1,12 @@
 //! What a request can fail with, as an HTML page ([`HtmlError`]) or a JSON body ([`ApiError`]),
 //! both with the same 4xx/5xx status.
 
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use docket_core::{DocketError, StoreError};
 
-/// A request's failure. Every variant but [`WebError::Store`] and [`WebError::Internal`] is the
-/// client's: a 4xx, and nothing was changed.
+/// A request's failure. Every variant but [`WebError::Store`], [`WebError::TimedOut`] and
+/// [`WebError::Internal`] is the client's: a 4xx, and nothing was changed.
 #[derive(Debug, thiserror::Error)]
 pub enum WebError {
     /// No such task, execution, item or page.
@@ -21,6 +21,17 @@ pub enum WebError {
     /// The site is read-only, or the request failed the cross-site checks.
     #[error("{0}")]
     Forbidden(String),
+    /// The request's `Host` is not one this server answers to (DNS rebinding).
+    #[error("{0}")]
+    WrongHost(String),
+    /// Too many wrong tokens: wait `retry_after_secs`.
+    #[error("{message}")]
+    TooManyRequests {
+        /// What to tell the client.
+        message: String,
+        /// When to try again.
+        retry_after_secs: u64,
+    },
     /// The row changed since the page was rendered, is running, or is not held by the worker.
     #[error("{0}")]
     Conflict(String),
@@ -29,6 +40,9 @@ pub enum WebError {
     /// [`WebError::Conflict`] instead (see the `From<StoreError>` impl).
     #[error("database: {0}")]
     Store(StoreError),
+    /// The request took longer than the server's request timeout.
+    #[error("{0}")]
+    TimedOut(String),
     /// Something on the server side failed (a worker thread, a configuration).
     #[error("{0}")]
     Internal(String),
@@ -78,7 +92,9 @@ impl WebError {
             WebError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             WebError::Forbidden(_) => StatusCode::FORBIDDEN,
             WebError::Conflict(_) => StatusCode::CONFLICT,
-            WebError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            WebError::WrongHost(_) => StatusCode::MISDIRECTED_REQUEST,
+            WebError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            WebError::Store(_) | WebError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
             WebError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -91,7 +107,10 @@ impl WebError {
             WebError::Unauthorized(_) => "Sign-in required",
             WebError::Forbidden(_) => "Forbidden",
             WebError::Conflict(_) => "Conflict: nothing was changed",
+            WebError::WrongHost(_) => "Unknown host name",
+            WebError::TooManyRequests { .. } => "Too many attempts",
             WebError::Store(_) => "Database unavailable",
+            WebError::TimedOut(_) => "Timed out",
             WebError::Internal(_) => "Server error",
         }
     }
@@ -107,9 +126,24 @@ impl<E: Into<WebError>> From<E> for HtmlError {
     }
 }
 
+impl WebError {
+    /// `Retry-After` on a `429`.
+    fn with_retry_after(&self, mut res: Response) -> Response {
+        if let WebError::TooManyRequests {
+            retry_after_secs, ..
+        } = self
+        {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+        }
+        res
+    }
+}
+
 impl IntoResponse for HtmlError {
     fn into_response(self) -> Response {
-        (self.0.status(), super::pages::error_page(&self.0)).into_response()
+        let res = (self.0.status(), super::pages::error_page(&self.0)).into_response();
+        self.0.with_retry_after(res)
     }
 }
 
@@ -130,7 +164,8 @@ impl IntoResponse for ApiError {
             "error": self.0.to_string(),
             "status": status.as_u16(),
         });
-        (status, axum::Json(body)).into_response()
+        self.0
+            .with_retry_after((status, axum::Json(body)).into_response())
     }
 }
 

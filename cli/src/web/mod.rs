@@ -9,8 +9,12 @@ mod api;
 mod auth;
 mod chart;
 mod error;
+mod hosts;
+mod layers;
+mod limit;
 mod model;
 mod pages;
+mod serve;
 #[cfg(test)]
 mod tests;
 
@@ -48,6 +52,26 @@ pub struct Args {
     /// `docket queue --order`. Repeatable.
     #[arg(long = "order", value_name = "TYPE=KEYS", value_parser = parse_type_order)]
     orders: Vec<(String, PrimaryOrder)>,
+    /// Another host name the dashboard is reached by (NAME or NAME:PORT), e.g. behind a proxy.
+    /// Requests with any other `Host` are refused (421). By default only the listen address and,
+    /// on loopback, localhost, 127.0.0.1 and [::1] with the port. Repeatable.
+    #[arg(long = "public-host", value_name = "NAME[:PORT]", value_parser = hosts::parse_public_host)]
+    public_hosts: Vec<String>,
+    /// Mark the session cookie `Secure` (browsers then send it over HTTPS only). Use it when a
+    /// proxy serves the dashboard over HTTPS; docket web itself speaks plain HTTP.
+    #[arg(long)]
+    secure_cookies: bool,
+}
+
+/// Who may do what: the write token, the `Host` values answered to, cookie flags.
+#[derive(Debug, Clone)]
+pub struct Access {
+    /// What writes need (`None`: read-only).
+    pub token: Option<String>,
+    /// `Host` values answered to.
+    pub hosts: hosts::Hosts,
+    /// Whether cookies get `Secure`.
+    pub secure_cookies: bool,
 }
 
 fn parse_type_order(value: &str) -> Result<(String, PrimaryOrder), String> {
@@ -68,6 +92,8 @@ pub struct Web {
     queue_config: QueueConfig,
     clock: Arc<dyn Clock>,
     auth: auth::Secrets,
+    /// `Host` values answered to.
+    hosts: hosts::Hosts,
     /// Silence after which a picked execution counts as dead.
     dead_after: chrono::Duration,
     backend: &'static str,
@@ -78,12 +104,12 @@ pub struct Web {
 pub type AppState = Arc<Web>;
 
 impl Web {
-    /// State over an open store. `token`: what writes need (`None`: read-only).
+    /// State over an open store.
     pub fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         queue_config: QueueConfig,
-        token: Option<String>,
+        access: Access,
     ) -> Result<Self, CliError> {
         let client = SchedulerClient::with_clock(store.clone(), clock.clone())?;
         let queue = WorkQueue::with_clock(store.clone(), clock.clone(), queue_config.clone())
@@ -99,7 +125,8 @@ impl Web {
             queue,
             queue_config,
             clock,
-            auth: auth::Secrets::new(token)?,
+            auth: auth::Secrets::new(access.token, access.secure_cookies)?,
+            hosts: access.hosts,
             dead_after,
         })
     }
@@ -123,7 +150,8 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| WebError::Internal(format!("request worker failed: {e}")))?
 }
 
-/// Every page and API route.
+/// Every page and API route, behind the request timeout, the `Host` check and the security
+/// headers.
 pub fn router(web: AppState) -> Router {
     Router::new()
         .route("/", get(pages::overview))
@@ -171,8 +199,20 @@ pub fn router(web: AppState) -> Router {
             post(api::worker_action),
         )
         .fallback(pages::not_found)
-        .with_state(web)
+        .with_state(web.clone())
+        .layer(axum::middleware::from_fn_with_state(
+            serve::REQUEST_TIMEOUT,
+            serve::request_timeout,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            web,
+            layers::check_host,
+        ))
+        .layer(axum::middleware::from_fn(layers::security_headers))
 }
+
+/// Shortest token accepted: a short one could be guessed despite the sign-in rate limit.
+pub const MIN_TOKEN_LEN: usize = 16;
 
 fn read_token(path: &PathBuf) -> Result<String, CliError> {
     let text = std::fs::read_to_string(path).map_err(|source| CliError::File {
@@ -180,9 +220,12 @@ fn read_token(path: &PathBuf) -> Result<String, CliError> {
         source,
     })?;
     let token = text.trim();
-    if token.is_empty() {
+    let len = token.chars().count();
+    if len < MIN_TOKEN_LEN {
         return Err(CliError::Web(format!(
-            "the token file {} is empty",
+            "the token in {} has {len} characters; at least {MIN_TOKEN_LEN} are needed \
+             (e.g. head -c 24 /dev/urandom | base64 > {})",
+            path.display(),
             path.display()
         )));
     }
@@ -200,31 +243,43 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let mut queue_config = QueueConfig::default();
     queue_config.orders.extend(args.orders.iter().cloned());
     let read_only = token.is_none();
-    let web = Arc::new(Web::new(store, Arc::new(SystemClock), queue_config, token)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {
+        // Bound first: with port 0 the allowed `Host` values need the port picked.
         let listener = tokio::net::TcpListener::bind(args.listen).await?;
         let addr = listener.local_addr()?;
+        let hosts = hosts::Hosts::new(addr, &args.public_hosts);
+        let access = Access {
+            token,
+            hosts,
+            secure_cookies: args.secure_cookies,
+        };
+        let web = Arc::new(Web::new(
+            store,
+            Arc::new(SystemClock),
+            queue_config,
+            access,
+        )?);
         say!(
-            "docket web: serving {} ({}) on http://{addr}/ ({})",
+            "docket web: serving {} ({}) on http://{addr}/ ({}; host names: {})",
             web.table,
             web.backend,
             if read_only {
                 "read-only: no --token-file"
             } else {
                 "actions need the token"
-            }
+            },
+            web.hosts.list().join(", ")
         );
-        axum::serve(listener, router(web))
-            .with_graceful_shutdown(async {
-                // Without a signal handler the process is stopped by the signal itself.
-                if tokio::signal::ctrl_c().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            })
-            .await?;
+        let shutdown = async {
+            // Without a signal handler the process is stopped by the signal itself.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        serve::serve(listener, router(web), serve::HEADER_READ_TIMEOUT, shutdown).await;
         Ok(())
     })
 }

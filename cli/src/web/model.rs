@@ -11,7 +11,7 @@ use super::{Web, WebError};
 use chrono::{DateTime, Utc};
 use docket_core::queue::{Assignment, Item, MAX_WORKER_LEN};
 use docket_core::store::{DueParams, Guard, ListFilter};
-use docket_core::{Execution, ExecutionKey, QueueConfig, WorkQueue};
+use docket_core::{DocketError, Execution, ExecutionKey, QueueConfig, StoreError, WorkQueue};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -29,6 +29,15 @@ pub const HELD_SCAN: i64 = 100;
 pub const WORKER_LIST: i64 = 20;
 /// Workers whose lists a task type's page shows.
 pub const WORKER_LISTS: usize = 10;
+/// Rows of the task and task-type tables (overview, work-queue page), and task names a search
+/// looks an instance up in (one primary-key lookup each).
+pub const NAME_ROWS: usize = 200;
+/// Picked executions read to find [`LIST_LIMIT`] running ones among the dead.
+pub const PICKED_SCAN: i64 = 2000;
+/// Assignments shown per item on an item's page; on a task type's page, [`CHIPS`].
+pub const ASSIGNMENT_ROWS: usize = 100;
+/// Assignments shown per item in a task type's item table.
+pub const CHIPS: usize = 10;
 
 /// The state of one execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -191,18 +200,26 @@ pub struct Meta {
 pub struct Overview {
     /// Facts.
     pub meta: Meta,
-    /// Per task counts.
+    /// Counts of all tasks together.
+    pub totals: Counts,
+    /// Per task counts (the first [`NAME_ROWS`] tasks by name).
     pub tasks: Vec<TaskRow>,
+    /// Scheduler tasks in the table (`tasks` holds at most [`NAME_ROWS`]).
+    pub tasks_total: usize,
     /// Due backlog by priority, all tasks.
     pub backlog: Backlog,
     /// Running executions (heartbeat fresh), longest silent first.
     pub running: Vec<ExecutionView>,
-    /// Dead executions.
+    /// Dead executions (at most [`LIST_LIMIT`]).
     pub dead: Vec<ExecutionView>,
-    /// Executions whose last run failed.
+    /// Dead executions in all.
+    pub dead_total: usize,
+    /// Executions whose last run failed (at most [`LIST_LIMIT`]; `totals.failing` in all).
     pub failing: Vec<ExecutionView>,
-    /// Work-queue task types in the table.
+    /// Work-queue task types in the table (at most [`NAME_ROWS`]).
     pub queue_types: Vec<String>,
+    /// Work-queue task types in all.
+    pub queue_types_total: usize,
 }
 
 /// One task's page.
@@ -216,8 +233,10 @@ pub struct TaskPage {
     pub backlog: Backlog,
     /// Its executions in hand-out order (at most [`LIST_LIMIT`]).
     pub executions: Vec<ExecutionView>,
-    /// Its running and dead executions.
+    /// Its running and dead executions (at most [`LIST_LIMIT`] of each).
     pub picked: Vec<ExecutionView>,
+    /// Its dead executions in all.
+    pub dead_total: usize,
     /// Its failing executions.
     pub failing: Vec<ExecutionView>,
 }
@@ -231,8 +250,14 @@ pub struct SearchResult {
     pub task: Option<String>,
     /// Instance asked for.
     pub instance: Option<String>,
-    /// Executions with that instance id (in that task, or in any).
+    /// Executions with that instance id (in that task, or in any of the first [`NAME_ROWS`]
+    /// task names).
     pub executions: Vec<ExecutionView>,
+    /// Task names and types looked in.
+    pub names_searched: usize,
+    /// Task names and types in the table (more than `names_searched`: name a task to search
+    /// in it).
+    pub names_total: usize,
     /// Work-queue items with that id.
     pub items: Vec<ItemView>,
     /// With only a task given: that scheduler task (see its page).
@@ -288,9 +313,17 @@ pub struct ItemView {
     pub data_bytes: Option<usize>,
     /// Fencing token: worker actions must send it back.
     pub version: i64,
-    /// Its assignments (only where listed).
+    /// Its assignments (only where listed; at most [`ASSIGNMENT_ROWS`], or [`CHIPS`] on a
+    /// task type's page).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assignment_list: Option<Vec<AssignmentView>>,
+    /// Its assignments in all (where listed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignments_total: Option<usize>,
+    /// Why its assignments could not be listed (e.g. `unknown: assignment status "WEIRD"`, a
+    /// row this version does not know); the rest of the item is shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignments_unreadable: Option<String>,
 }
 
 /// Work-queue task types with their counts.
@@ -300,8 +333,10 @@ pub struct QueuePage {
     pub meta: Meta,
     /// Why there is no work queue, if there is none.
     pub unavailable: Option<String>,
-    /// Task types.
+    /// Task types (at most [`NAME_ROWS`]).
     pub types: Vec<QueueTypeRow>,
+    /// Task types in all.
+    pub types_total: usize,
 }
 
 /// One task type.
@@ -453,25 +488,30 @@ impl Web {
         Ok((backlog, per_task))
     }
 
-    /// Picked executions (running and dead) of the scheduler tasks, at most [`LIST_LIMIT`]
-    /// running ones plus every dead one.
-    fn picked(
-        &self,
-        tasks: &HashSet<&String>,
-        now: DateTime<Utc>,
-    ) -> Result<(Vec<ExecutionView>, Vec<ExecutionView>), WebError> {
-        let dead: Vec<ExecutionView> = self
-            .store
-            .execution_get_dead(now - self.dead_after)?
-            .into_iter()
-            .filter(|e| tasks.contains(&e.task_name))
-            .map(|e| self.view(e, now))
-            .collect();
+    /// Picked executions of the scheduler tasks: at most [`LIST_LIMIT`] running and dead ones
+    /// each, and the dead ones per task. The store's dead query has no limit: its rows are
+    /// counted, not kept.
+    fn picked(&self, tasks: &HashSet<&String>, now: DateTime<Utc>) -> Result<Picked, WebError> {
+        let mut dead = Vec::new();
+        let mut dead_per_task: HashMap<String, i64> = HashMap::new();
+        let mut dead_total = 0;
+        for e in self.store.execution_get_dead(now - self.dead_after)? {
+            if !tasks.contains(&e.task_name) {
+                continue;
+            }
+            dead_total += 1;
+            *dead_per_task.entry(e.task_name.clone()).or_default() += 1;
+            if dead.len() < LIST_LIMIT as usize {
+                dead.push(self.view(e, now));
+            }
+        }
+        // Dead rows are picked too: read past them, but never more than PICKED_SCAN rows.
+        let scan = (LIST_LIMIT + dead_total as i64).min(PICKED_SCAN);
         let mut running: Vec<ExecutionView> = self
             .client
             .list_scheduled(&ListFilter {
                 picked: Some(true),
-                limit: Some(LIST_LIMIT + dead.len() as i64),
+                limit: Some(scan),
                 ..ListFilter::default()
             })?
             .into_iter()
@@ -481,7 +521,12 @@ impl Web {
             .collect();
         running.truncate(LIST_LIMIT as usize);
         running.sort_by_key(|v| std::cmp::Reverse(v.heartbeat_age_secs));
-        Ok((running, dead))
+        Ok(Picked {
+            running,
+            dead,
+            dead_total,
+            dead_per_task,
+        })
     }
 
     fn failing(
@@ -508,14 +553,10 @@ impl Web {
         &self,
         summary: Vec<docket_core::store::TaskSummary>,
         tasks: &HashSet<&String>,
-        dead: &[ExecutionView],
+        dead_per_task: &HashMap<String, i64>,
         due: &HashMap<String, i64>,
         capped: bool,
     ) -> Vec<TaskRow> {
-        let mut dead_per_task: HashMap<&str, i64> = HashMap::new();
-        for d in dead {
-            *dead_per_task.entry(d.task.as_str()).or_default() += 1;
-        }
         summary
             .into_iter()
             .filter(|s| tasks.contains(&s.task_name))
@@ -523,10 +564,7 @@ impl Web {
                 let due = due.get(&s.task_name).copied().unwrap_or(0);
                 let unpicked = s.total - s.picked;
                 let due_capped = capped && due < unpicked;
-                let dead = dead_per_task
-                    .get(s.task_name.as_str())
-                    .copied()
-                    .unwrap_or(0);
+                let dead = dead_per_task.get(&s.task_name).copied().unwrap_or(0);
                 TaskRow {
                     counts: Counts {
                         total: s.total,
@@ -549,23 +587,39 @@ impl Web {
         let meta = self.meta();
         let now = meta.now;
         let summary = self.client.summary()?;
-        let (tasks, queue_types) =
+        let (tasks, mut queue_types) =
             self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
         let task_set: HashSet<&String> = tasks.iter().collect();
-        let (running, dead) = self.picked(&task_set, now)?;
+        let picked = self.picked(&task_set, now)?;
         let failing = self
             .failing(None, now)?
             .into_iter()
             .filter(|e| task_set.contains(&e.task))
             .collect();
         let (backlog, due) = self.backlog(&tasks, now)?;
+        let mut rows = self.rows(
+            summary,
+            &task_set,
+            &picked.dead_per_task,
+            &due,
+            backlog.capped,
+        );
+        let tasks_total = rows.len();
+        let totals = totals(&rows);
+        rows.truncate(NAME_ROWS);
+        let queue_types_total = queue_types.len();
+        queue_types.truncate(NAME_ROWS);
         Ok(Overview {
-            tasks: self.rows(summary, &task_set, &dead, &due, backlog.capped),
+            totals,
+            tasks: rows,
+            tasks_total,
             backlog,
-            running,
-            dead,
+            running: picked.running,
+            dead: picked.dead,
+            dead_total: picked.dead_total,
             failing,
             queue_types,
+            queue_types_total,
             meta,
         })
     }
@@ -583,10 +637,10 @@ impl Web {
             )));
         };
         let only: HashSet<&String> = std::iter::once(name).collect();
-        let (running, dead) = self.picked(&only, now)?;
+        let picked = self.picked(&only, now)?;
         let (backlog, due) = self.backlog(std::slice::from_ref(name), now)?;
         let row = self
-            .rows(summary, &only, &dead, &due, backlog.capped)
+            .rows(summary, &only, &picked.dead_per_task, &due, backlog.capped)
             .pop()
             .ok_or_else(|| WebError::NotFound(format!("no scheduler task {task:?}")))?;
         let executions = self
@@ -603,7 +657,8 @@ impl Web {
             backlog,
             row,
             executions,
-            picked: running.into_iter().chain(dead).collect(),
+            picked: picked.running.into_iter().chain(picked.dead).collect(),
+            dead_total: picked.dead_total,
             failing: self.failing(Some(task), now)?,
             meta,
         })
@@ -640,6 +695,8 @@ impl Web {
             task: task.clone(),
             instance: instance.clone(),
             executions: Vec::new(),
+            names_searched: 0,
+            names_total: tasks.len() + types.len(),
             items: Vec::new(),
             task_page: None,
             task_type_page: None,
@@ -662,17 +719,33 @@ impl Web {
             }
             return Ok(result);
         };
-        let wanted = |name: &String| task.as_ref().is_none_or(|t| t == name);
-        for name in tasks.iter().filter(|n| wanted(n)) {
-            if let Some(e) = self.client.get(&ExecutionKey::new(name, &instance))? {
-                result.executions.push(self.view(e, now));
-            }
+        // One primary-key lookup per name: at most NAME_ROWS of them.
+        let wanted = |name: &&String| task.as_ref().is_none_or(|t| t == *name);
+        let names: Vec<(&String, bool)> = tasks
+            .iter()
+            .filter(wanted)
+            .map(|n| (n, false))
+            .chain(types.iter().filter(wanted).map(|n| (n, true)))
+            .take(NAME_ROWS)
+            .collect();
+        result.names_searched = names.len();
+        if task.is_some() {
+            result.names_total = names.len();
         }
-        if let Ok(queue) = &self.queue {
-            for name in types.iter().filter(|n| wanted(n)) {
-                if let Some(item) = queue.item(&ExecutionKey::new(name, &instance))? {
-                    result.items.push(self.item_view(item, false, None)?);
+        for (name, is_type) in names {
+            let key = ExecutionKey::new(name, &instance);
+            match (&self.queue, is_type) {
+                (_, false) => {
+                    if let Some(e) = self.client.get(&key)? {
+                        result.executions.push(self.view(e, now));
+                    }
                 }
+                (Ok(queue), true) => {
+                    if let Some(item) = queue.item(&key)? {
+                        result.items.push(self.item_view(item, None, None)?);
+                    }
+                }
+                (Err(_), true) => {}
             }
         }
         Ok(result)
@@ -732,11 +805,12 @@ impl Web {
 
     // ---- work queue ----
 
-    /// `version`: the row's version when the caller read it already (else it is read).
+    /// `version`: the row's version when the caller read it already (else it is read);
+    /// `assignments`: how many of its assignments to list (`None`: no list).
     fn item_view(
         &self,
         item: Item,
-        with_assignments: bool,
+        assignments: Option<usize>,
         version: Option<i64>,
     ) -> Result<ItemView, WebError> {
         let queue = self.queue()?;
@@ -748,17 +822,24 @@ impl Web {
                 .map(|e| e.version)
                 .ok_or_else(|| item_missing(&item.key))?,
         };
-        let assignment_list = if with_assignments {
-            Some(
-                queue
-                    .assignments(&item.key)?
-                    .into_iter()
-                    .map(AssignmentView::from)
-                    .collect(),
-            )
-        } else {
-            None
-        };
+        let (mut assignment_list, mut assignments_total, mut assignments_unreadable) =
+            (None, None, None);
+        if let Some(shown) = assignments {
+            match queue.assignments(&item.key) {
+                Ok(all) => {
+                    assignments_total = Some(all.len());
+                    let list = all.into_iter().take(shown).map(AssignmentView::from);
+                    assignment_list = Some(list.collect());
+                }
+                // One row this version cannot read (a status written by hand or by a newer
+                // version) must not take the page down: say so instead of the list.
+                Err(DocketError::Store(StoreError::Decode { column, reason })) => {
+                    assignments_unreadable = Some(format!("unknown: {reason} (column {column})"));
+                    assignment_list = Some(Vec::new());
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         Ok(ItemView {
             record: serde_json::to_value(item.record)
                 .map_err(|e| WebError::Internal(format!("record key: {e}")))?,
@@ -772,6 +853,8 @@ impl Web {
             held_by: item.held_by,
             version,
             assignment_list,
+            assignments_total,
+            assignments_unreadable,
         })
     }
 
@@ -781,18 +864,23 @@ impl Web {
         let unavailable = self.queue.as_ref().err().cloned();
         let summary = self.client.summary()?;
         let (_, types) = self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
+        let types: HashSet<&String> = types.iter().collect();
+        let mut rows: Vec<QueueTypeRow> = summary
+            .into_iter()
+            .filter(|s| types.contains(&s.task_name))
+            .map(|s| QueueTypeRow {
+                task_type: s.task_name,
+                items: s.total,
+                first_arrival: s.next_execution_time,
+            })
+            .collect();
+        let types_total = rows.len();
+        rows.truncate(NAME_ROWS);
         Ok(QueuePage {
             meta,
             unavailable,
-            types: summary
-                .into_iter()
-                .filter(|s| types.contains(&s.task_name))
-                .map(|s| QueueTypeRow {
-                    task_type: s.task_name,
-                    items: s.total,
-                    first_arrival: s.next_execution_time,
-                })
-                .collect(),
+            types: rows,
+            types_total,
         })
     }
 
@@ -833,7 +921,7 @@ impl Web {
         &self,
         task_type: &str,
         limit: i64,
-        assignments: bool,
+        assignments: Option<usize>,
         keep: impl Fn(&Item) -> bool,
     ) -> Result<Vec<ItemView>, WebError> {
         let queue = self.queue()?;
@@ -867,7 +955,7 @@ impl Web {
             )));
         }
         let total = self.check_type(task_type)?;
-        let items = self.items_of(task_type, limit, true, |_| true)?;
+        let items = self.items_of(task_type, limit, Some(CHIPS), |_| true)?;
         let mut workers: Vec<&str> = items
             .iter()
             .flat_map(|i| i.assignment_list.iter().flatten())
@@ -905,7 +993,7 @@ impl Web {
         let item = self.queue()?.item(key)?.ok_or_else(|| item_missing(key))?;
         Ok(ItemPage {
             meta: self.meta(),
-            item: self.item_view(item, true, None)?,
+            item: self.item_view(item, Some(ASSIGNMENT_ROWS), None)?,
         })
     }
 
@@ -919,20 +1007,20 @@ impl Web {
         check_worker(worker)?;
         self.check_type_exists(task_type)?;
         let queue = self.queue()?;
-        let mut held = self.items_of(task_type, HELD_SCAN, false, |i| {
+        let mut held = self.items_of(task_type, HELD_SCAN, None, |i| {
             i.held_by.as_deref() == Some(worker)
         })?;
         if let Some(id) = also.filter(|id| !held.iter().any(|i| i.item == *id)) {
             if let Some(item) = queue.item(&ExecutionKey::new(task_type, id))? {
                 if item.held_by.as_deref() == Some(worker) {
-                    held.insert(0, self.item_view(item, false, None)?);
+                    held.insert(0, self.item_view(item, None, None)?);
                 }
             }
         }
         let list = queue
             .list_for(worker, task_type, WORKER_LIST)?
             .into_iter()
-            .map(|i| self.item_view(i, false, None))
+            .map(|i| self.item_view(i, None, None))
             .collect::<Result<_, _>>()?;
         Ok(WorkerPage {
             meta: self.meta(),
@@ -950,7 +1038,7 @@ impl Web {
         self.check_type_exists(task_type)?;
         self.queue()?
             .next_for(worker, task_type)?
-            .map(|item| self.item_view(item, true, None))
+            .map(|item| self.item_view(item, Some(ASSIGNMENT_ROWS), None))
             .transpose()
     }
 
@@ -1004,6 +1092,29 @@ impl Web {
         }
         Ok(())
     }
+}
+
+/// Picked executions as the pages show them.
+struct Picked {
+    running: Vec<ExecutionView>,
+    dead: Vec<ExecutionView>,
+    dead_total: usize,
+    dead_per_task: HashMap<String, i64>,
+}
+
+/// The counts of all `rows` together (`scheduled` only when every row has it).
+fn totals(rows: &[TaskRow]) -> Counts {
+    let mut total = Counts::default();
+    for t in rows {
+        total.total += t.counts.total;
+        total.due += t.counts.due;
+        total.due_capped |= t.counts.due_capped;
+        total.running += t.counts.running;
+        total.failing += t.counts.failing;
+        total.dead += t.counts.dead;
+    }
+    total.scheduled = rows.iter().map(|t| t.counts.scheduled).sum::<Option<i64>>();
+    total
 }
 
 /// A worker's action on an item they hold.

@@ -3,8 +3,10 @@
 
 use super::api::{ExecAction, LimitQuery, SearchQuery};
 use super::auth::{local_path, Secrets};
+
 use super::chart::backlog_svg;
 use super::error::{HtmlError, WebError};
+use super::limit::ClientIp;
 use super::model::{
     check_worker, AssignmentView, Counts, ExecutionView, ItemView, Meta, State as ExecState,
     WorkerAction, HELD_SCAN, LIST_LIMIT,
@@ -12,7 +14,7 @@ use super::model::{
 use super::{blocking, AppState};
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use chrono::{DateTime, Utc};
@@ -116,19 +118,53 @@ fn opt_when(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Markup {
     }
 }
 
+/// Whether `c` is shown as an escape: control characters, and the invisible format characters
+/// that reorder or hide text (bidi embeddings, overrides and isolates such as U+202E, marks,
+/// zero-width characters, the BOM), with which a name could pass for another.
+fn hidden_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}'
+        )
+}
+
+/// `value` with every [`hidden_char`] written as a visible `\u{202E}`-style escape.
+fn visible(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if hidden_char(c) {
+            out.push_str(&format!("\\u{{{:04X}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A value from the database or the request as page text: escaped by maud, hidden characters
+/// made [`visible`], and isolated in `<bdi>` so a right-to-left name cannot reorder the text
+/// around it.
+fn shown(value: &str) -> Markup {
+    html! { bdi { (visible(value)) } }
+}
+
 /// Who is looking: decides whether action forms are shown.
 struct Viewer {
     read_only: bool,
     signed_in: bool,
-    csrf: String,
+    /// The session's CSRF value; none for visitors who are not signed in.
+    csrf: Option<String>,
 }
 
 impl Viewer {
     fn of(auth: &Secrets, headers: &HeaderMap) -> Self {
+        let csrf = auth.session_csrf(headers);
         Self {
             read_only: auth.read_only(),
-            signed_in: auth.signed_in(headers),
-            csrf: auth.csrf().to_owned(),
+            signed_in: csrf.is_some(),
+            csrf,
         }
     }
 
@@ -137,7 +173,7 @@ impl Viewer {
     }
 
     fn csrf_field(&self) -> Markup {
-        html! { input type="hidden" name="csrf" value=(self.csrf); }
+        html! { input type="hidden" name="csrf" value=(self.csrf.as_deref().unwrap_or("")); }
     }
 
     /// What stands in for the action forms when they are not shown.
@@ -165,7 +201,7 @@ fn layout(
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · docket" }
+                title { (visible(title)) " · docket" }
                 link rel="stylesheet" href="/style.css";
             }
             body {
@@ -220,7 +256,7 @@ pub fn error_page(e: &WebError) -> Markup {
             section.card.error {
                 p.code { (status.as_u16()) }
                 h1 { (e.title()) }
-                p.message { (e.to_string()) }
+                p.message { (shown(&e.to_string())) }
                 p { a href="/" { "Back to the overview" } }
             }
         },
@@ -230,6 +266,15 @@ pub fn error_page(e: &WebError) -> Markup {
 /// Any unknown path.
 pub async fn not_found() -> HtmlError {
     HtmlError(WebError::NotFound("there is no such page".into()))
+}
+
+/// "Showing `shown` of `total` `what`" when a list was cut, with a hint where to look.
+fn more(shown: usize, total: usize, what: &str, hint: &str) -> Markup {
+    html! {
+        @if shown < total {
+            p.note.more { "Showing " (shown) " of " (total) " " (what) ": " (hint) "." }
+        }
+    }
 }
 
 fn flash(done: Option<&str>) -> Markup {
@@ -301,8 +346,8 @@ fn executions_table(rows: &[ExecutionView], now: DateTime<Utc>, empty: &str) -> 
                 tbody {
                     @for e in rows {
                         tr {
-                            td { a href=(task_url(&e.task)) { (e.task) } }
-                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (e.instance) } }
+                            td { a href=(task_url(&e.task)) { (shown(&e.task)) } }
+                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (shown(&e.instance)) } }
                             td { (state_badge(e.state)) }
                             td { (when(e.execution_time, now)) }
                             td { @match e.priority { Some(p) => (p), None => span.muted { "—" } } }
@@ -325,9 +370,9 @@ fn picked_table(rows: &[ExecutionView], empty: &str) -> Markup {
                 tbody {
                     @for e in rows {
                         tr {
-                            td { a href=(task_url(&e.task)) { (e.task) } }
-                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (e.instance) } }
-                            td.mono { (e.picked_by.as_deref().unwrap_or("?")) }
+                            td { a href=(task_url(&e.task)) { (shown(&e.task)) } }
+                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (shown(&e.instance)) } }
+                            td.mono { (shown(e.picked_by.as_deref().unwrap_or("?"))) }
                             td { @match e.heartbeat_age_secs { Some(a) => (span(a)), None => span.muted { "no heartbeat" } } }
                             td { (state_badge(e.state)) }
                         }
@@ -348,8 +393,8 @@ fn failing_table(rows: &[ExecutionView], now: DateTime<Utc>) -> Markup {
                 tbody {
                     @for e in rows {
                         tr {
-                            td { a href=(task_url(&e.task)) { (e.task) } }
-                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (e.instance) } }
+                            td { a href=(task_url(&e.task)) { (shown(&e.task)) } }
+                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (shown(&e.instance)) } }
                             td.num.bad { (e.consecutive_failures) }
                             td { (opt_when(e.last_failure, now)) }
                             td { (opt_when(e.last_success, now)) }
@@ -390,27 +435,13 @@ pub async fn overview(
     let o = blocking(&web, |w| w.overview()).await?;
     let viewer = Viewer::of(&web.auth, &headers);
     let now = o.meta.now;
-    let mut total = Counts::default();
-    for t in &o.tasks {
-        total.total += t.counts.total;
-        total.due += t.counts.due;
-        total.due_capped |= t.counts.due_capped;
-        total.running += t.counts.running;
-        total.failing += t.counts.failing;
-        total.dead += t.counts.dead;
-    }
-    total.scheduled = o
-        .tasks
-        .iter()
-        .map(|t| t.counts.scheduled)
-        .sum::<Option<i64>>();
     let body = html! {
         div.title {
             h1 { "Scheduler" }
-            p.sub { (o.tasks.len()) " tasks · " (total.total) " executions" }
+            p.sub { (o.tasks_total) " tasks · " (o.totals.total) " executions" }
         }
         (flash(q.done.as_deref()))
-        (stat_cards(&total))
+        (stat_cards(&o.totals))
         div.grid {
             section.card.wide {
                 h2 { "Tasks" span.sub { "counts by state" } }
@@ -422,7 +453,7 @@ pub async fn overview(
                         tbody {
                             @for t in &o.tasks {
                                 tr {
-                                    td { a href=(task_url(&t.task)) { (t.task) } }
+                                    td { a href=(task_url(&t.task)) { (shown(&t.task)) } }
                                     @if t.counts.due_capped {
                                         td.num.due { "≥ " (t.counts.due) }
                                     } @else {
@@ -437,6 +468,7 @@ pub async fn overview(
                             }
                         }
                     }
+                    (more(o.tasks.len(), o.tasks_total, "tasks", "find one by name with the search"))
                 }
             }
             (backlog_card(&o.backlog, "all tasks"))
@@ -449,6 +481,7 @@ pub async fn overview(
             section.card.alert {
                 h2 { "Dead" span.sub { "picked, no heartbeat for " (span(o.meta.dead_after_secs)) " or more: a scheduler will revive them" } }
                 (picked_table(&o.dead, ""))
+                (more(o.dead.len(), o.dead_total, "dead executions", "open a task for its own"))
             }
         }
         section.card {
@@ -461,9 +494,10 @@ pub async fn overview(
                 p { "Task types in this table: "
                     @for (i, t) in o.queue_types.iter().enumerate() {
                         @if i > 0 { ", " }
-                        a href=(type_url(t)) { (t) }
+                        a href=(type_url(t)) { (shown(t)) }
                     }
                 }
+                (more(o.queue_types.len(), o.queue_types_total, "task types", "see the work queue page"))
             }
         }
         (viewer.no_actions("/", "run, reschedule or cancel executions"))
@@ -490,7 +524,7 @@ pub async fn task(
     let now = t.meta.now;
     let body = html! {
         p.crumbs { a href="/" { "Scheduler" } " / " }
-        div.title { h1 { (t.row.task) } p.sub { (t.row.counts.total) " executions" } }
+        div.title { h1 { (shown(&t.row.task)) } p.sub { (t.row.counts.total) " executions" } }
         (flash(q.done.as_deref()))
         (stat_cards(&t.row.counts))
         div.grid {
@@ -508,6 +542,9 @@ pub async fn task(
         section.card {
             h2 { "Running and dead" }
             (picked_table(&t.picked, "Nothing of this task is running."))
+            @if t.dead_total > LIST_LIMIT as usize {
+                p.note { "Showing the first " (LIST_LIMIT) " of " (t.dead_total) " dead executions." }
+            }
         }
         section.card {
             h2 { "Failing" }
@@ -538,18 +575,18 @@ pub async fn execution(
     let here = exec_url(&e.task, &e.instance);
     let picked = matches!(e.state, ExecState::Running | ExecState::Dead);
     let body = html! {
-        p.crumbs { a href="/" { "Scheduler" } " / " a href=(task_url(&e.task)) { (e.task) } " / " }
-        div.title { h1.mono { (e.instance) } (state_badge(e.state)) }
+        p.crumbs { a href="/" { "Scheduler" } " / " a href=(task_url(&e.task)) { (shown(&e.task)) } " / " }
+        div.title { h1.mono { (shown(&e.instance)) } (state_badge(e.state)) }
         (flash(q.done.as_deref()))
         div.grid {
             section.card {
                 h2 { "Execution" }
                 dl {
-                    dt { "Task" } dd { a href=(task_url(&e.task)) { (e.task) } }
-                    dt { "Instance" } dd.mono { (e.instance) }
+                    dt { "Task" } dd { a href=(task_url(&e.task)) { (shown(&e.task)) } }
+                    dt { "Instance" } dd.mono { (shown(&e.instance)) }
                     dt { "Execution time" } dd { (time(e.execution_time)) " UTC · " (when(e.execution_time, now)) }
                     dt { "Priority" } dd { @match e.priority { Some(p) => (p), None => span.muted { "—" } } }
-                    dt { "Picked by" } dd.mono { (e.picked_by.as_deref().unwrap_or("—")) }
+                    dt { "Picked by" } dd.mono { (shown(e.picked_by.as_deref().unwrap_or("—"))) }
                     dt { "Last heartbeat" } dd { (opt_when(e.last_heartbeat, now)) }
                     dt { "Last success" } dd { (opt_when(e.last_success, now)) }
                     dt { "Last failure" } dd { (opt_when(e.last_failure, now)) }
@@ -651,8 +688,9 @@ pub async fn search(
                 input type="search" name="instance" placeholder="Instance or item id" value=(r.instance.as_deref().unwrap_or("")) aria-label="Instance";
                 button type="submit" { "Search" }
             }
-            p.sub { (hits) " found for instance " code { (r.instance.as_deref().unwrap_or("")) }
-                @if let Some(t) = &r.task { " in " code { (t) } } }
+            p.sub { (hits) " found for instance " code { (shown(r.instance.as_deref().unwrap_or(""))) }
+                @if let Some(t) = &r.task { " in " code { (shown(t)) } } }
+            (more(r.names_searched, r.names_total, "task names searched", "give a task to search in it"))
             @if !r.executions.is_empty() {
                 h2 { "Executions" }
                 (executions_table(&r.executions, now, ""))
@@ -676,8 +714,8 @@ fn attributes(item: &ItemView) -> Markup {
         @if let Some(map) = item.attributes.as_object().filter(|m| !m.is_empty()) {
             dl.attrs {
                 @for (name, value) in map {
-                    dt { (name) }
-                    dd { @match value.as_str() { Some(s) => (s), None => (value.to_string()) } }
+                    dt { (shown(name)) }
+                    dd { @match value.as_str() { Some(s) => (shown(s)), None => (shown(&value.to_string())) } }
                 }
             }
         }
@@ -688,7 +726,7 @@ fn assignment_chips(list: &[AssignmentView]) -> Markup {
     html! {
         @for a in list {
             span class=(format!("chip st-{}", a.status.to_ascii_lowercase())) title=(format!("deadline {} UTC", time(a.deadline))) {
-                (a.worker) " " b { (a.status) }
+                (shown(&a.worker)) " " b { (a.status) }
             }
         }
     }
@@ -704,12 +742,18 @@ fn items_table(items: &[ItemView], assignments: bool) -> Markup {
             tbody {
                 @for i in items {
                     tr {
-                        td { a.mono href=(item_url(&i.task_type, &i.item)) { (i.item) } }
-                        td { code { (record(i)) } }
+                        td { a.mono href=(item_url(&i.task_type, &i.item)) { (shown(&i.item)) } }
+                        td { code { (shown(&record(i))) } }
                         td { (time(i.available_at)) }
                         td.num { (i.assignments) " / " (i.max_assignments) }
-                        td.mono { (i.held_by.as_deref().unwrap_or("—")) }
-                        @if assignments { td { (assignment_chips(i.assignment_list.as_deref().unwrap_or(&[]))) } }
+                        td.mono { (shown(i.held_by.as_deref().unwrap_or("—"))) }
+                        @if assignments { td {
+                            @let list = i.assignment_list.as_deref().unwrap_or(&[]);
+                            (assignment_chips(list))
+                            @if let Some(why) = &i.assignments_unreadable { span.chip.bad title=(visible(why)) { (shown(why)) } }
+                            @let total = i.assignments_total.unwrap_or(0);
+                            @if list.len() < total { a href=(item_url(&i.task_type, &i.item)) { "+" (total - list.len()) " more" } }
+                        } }
                     }
                 }
             }
@@ -726,7 +770,7 @@ pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResul
         div.title { h1 { "Work queue" } p.sub { "items worked by people, per task type" } }
         section.card {
             @if let Some(reason) = &p.unavailable {
-                p.empty { "No work queue on this table: " (reason) }
+                p.empty { "No work queue on this table: " (shown(reason)) }
             } @else if p.types.is_empty() {
                 p.empty { "No work-queue items in this table yet (" code { "docket enqueue" } " adds some)." }
             } @else {
@@ -735,7 +779,7 @@ pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResul
                     tbody {
                         @for t in &p.types {
                             tr {
-                                td { a href=(type_url(&t.task_type)) { (t.task_type) } }
+                                td { a href=(type_url(&t.task_type)) { (shown(&t.task_type)) } }
                                 td.num { (t.items) }
                                 td { (opt_when(t.first_arrival, now)) }
                                 td {
@@ -747,6 +791,7 @@ pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResul
                             }
                         }
                     }
+                    (more(p.types.len(), p.types_total, "task types", "search for one by name"))
                 }
             }
         }
@@ -772,7 +817,7 @@ pub async fn queue_type(
     let viewer = Viewer::of(&web.auth, &headers);
     let body = html! {
         p.crumbs { a href="/queue" { "Work queue" } " / " }
-        div.title { h1 { (p.task_type) } p.sub { (p.total) " items" } }
+        div.title { h1 { (shown(&p.task_type)) } p.sub { (p.total) " items" } }
         section.card {
             form.inline method="get" action=(format!("{}/workers", type_url(&p.task_type))) {
                 label { "What does a worker see? " input type="text" name="worker" placeholder="worker name" required; }
@@ -787,12 +832,12 @@ pub async fn queue_type(
                     tbody {
                         @for w in &p.worker_lists {
                             tr {
-                                td { a.mono href=(worker_url(&p.task_type, &w.worker)) { (w.worker) } }
+                                td { a.mono href=(worker_url(&p.task_type, &w.worker)) { (shown(&w.worker)) } }
                                 td.mono {
                                     @if w.items.is_empty() { span.muted { "nothing" } }
                                     @for (n, item) in w.items.iter().enumerate() {
                                         @if n > 0 { ", " }
-                                        a href=(item_url(&p.task_type, item)) { (item) }
+                                        a href=(item_url(&p.task_type, item)) { (shown(item)) }
                                     }
                                 }
                             }
@@ -829,16 +874,16 @@ pub async fn item(
     let viewer = Viewer::of(&web.auth, &headers);
     let i = &p.item;
     let body = html! {
-        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&i.task_type)) { (i.task_type) } " / " }
-        div.title { h1.mono { (i.item) } }
+        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&i.task_type)) { (shown(&i.task_type)) } " / " }
+        div.title { h1.mono { (shown(&i.item)) } }
         div.grid {
             section.card {
                 h2 { "Item" }
                 dl {
-                    dt { "Record key" } dd { code { (record(i)) } }
+                    dt { "Record key" } dd { code { (shown(&record(i))) } }
                     dt { "Arrived" } dd { (time(i.available_at)) " UTC" }
                     dt { "Assignments" } dd { (i.assignments) " of " (i.max_assignments) }
-                    dt { "Held by" } dd.mono { (i.held_by.as_deref().unwrap_or("—")) }
+                    dt { "Held by" } dd.mono { (shown(i.held_by.as_deref().unwrap_or("—"))) }
                     dt { "Attributes" } dd { @if i.attributes.as_object().is_some_and(|m| m.is_empty()) { span.muted { "none" } } @else { (attributes(i)) } }
                     dt { "Payload" } dd { @match i.data_bytes { Some(n) => { (n) " bytes" }, None => span.muted { "none" } } }
                     dt { "Version" } dd.mono { (i.version) }
@@ -847,13 +892,15 @@ pub async fn item(
             section.card {
                 h2 { "Assignments" }
                 @let list = i.assignment_list.as_deref().unwrap_or(&[]);
-                @if list.is_empty() { p.empty { "Nobody has worked on it yet." } } @else {
+                @if let Some(why) = &i.assignments_unreadable {
+                    p.note.bad { "Assignments not shown: " (shown(why)) }
+                } @else if list.is_empty() { p.empty { "Nobody has worked on it yet." } } @else {
                     table {
                         thead { tr { th { "Worker" } th { "Status" } th { "Deadline" } th { "Updated" } } }
                         tbody {
                             @for a in list {
                                 tr {
-                                    td { a.mono href=(worker_url(&i.task_type, &a.worker)) { (a.worker) } }
+                                    td { a.mono href=(worker_url(&i.task_type, &a.worker)) { (shown(&a.worker)) } }
                                     td { span class=(format!("chip st-{}", a.status.to_ascii_lowercase())) { b { (a.status) } } }
                                     td { (time(a.deadline)) " UTC" }
                                     td { (time(a.updated_at)) " UTC" }
@@ -861,6 +908,7 @@ pub async fn item(
                             }
                         }
                     }
+                    (more(list.len(), i.assignments_total.unwrap_or(0), "assignments", "the rest are not shown"))
                 }
             }
         }
@@ -907,8 +955,8 @@ pub async fn worker(
         (86_400, "1 day"),
     ];
     let body = html! {
-        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&p.task_type)) { (p.task_type) } " / worker" }
-        div.title { h1 { "Worker " span.mono { (p.worker) } } p.sub { "task type " (p.task_type) } }
+        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&p.task_type)) { (shown(&p.task_type)) } " / worker" }
+        div.title { h1 { "Worker " span.mono { (shown(&p.worker)) } } p.sub { "task type " (shown(&p.task_type)) } }
         (flash(q.done.as_deref()))
         section.card.worker {
             h2 { "Your items" span.sub { "held by you" } }
@@ -918,8 +966,8 @@ pub async fn worker(
             @for i in &p.held {
                 article.held data-item=(i.item) {
                     div.head {
-                        span.mono.big { (i.item) }
-                        code { (record(i)) }
+                        span.mono.big { (shown(&i.item)) }
+                        code { (shown(&record(i))) }
                         span.muted { "assignment " (i.assignments) " of " (i.max_assignments) }
                     }
                     (attributes(i))
@@ -976,8 +1024,8 @@ pub async fn worker(
                         @for (n, i) in p.list.iter().enumerate() {
                             tr {
                                 td.num { (n + 1) }
-                                td { a.mono href=(item_url(&i.task_type, &i.item)) { (i.item) } }
-                                td { code { (record(i)) } }
+                                td { a.mono href=(item_url(&i.task_type, &i.item)) { (shown(&i.item)) } }
+                                td { code { (shown(&record(i))) } }
                                 td { (time(i.available_at)) }
                                 td.num { (i.assignments) " / " (i.max_assignments) }
                             }
@@ -1055,31 +1103,40 @@ pub struct NextQuery {
     next: Option<String>,
 }
 
-/// `GET /login`.
+/// `GET /login`: the form, with a per-visitor CSRF value also set as a cookie.
 pub async fn login_form(
     State(web): State<AppState>,
     headers: HeaderMap,
     q: Result<Query<NextQuery>, QueryRejection>,
-) -> PageResult {
+) -> Result<Response, HtmlError> {
     let next = local_path(html_query(q)?.next.as_deref());
     let viewer = Viewer::of(&web.auth, &headers);
+    let form = if viewer.read_only {
+        None
+    } else {
+        Some(web.auth.login_form()?)
+    };
     let body = html! {
         section.card.narrow {
             h1 { "Sign in" }
-            @if viewer.read_only {
-                p.note { "This dashboard is read-only: it was started without " code { "--token-file" } "." }
-            } @else {
+            @if let Some((csrf, _)) = &form {
                 p { "Run now, reschedule, cancel and the worker actions need the token given to " code { "docket web --token-file" } "." }
                 form.stack method="post" action="/login" {
-                    (viewer.csrf_field())
+                    input type="hidden" name="csrf" value=(csrf);
                     input type="hidden" name="next" value=(next);
                     label { "Token " input type="password" name="token" autocomplete="current-password" required autofocus; }
                     button.primary type="submit" { "Sign in" }
                 }
+            } @else {
+                p.note { "This dashboard is read-only: it was started without " code { "--token-file" } "." }
             }
         }
     };
-    Ok(layout("Sign in", "", Some(&viewer), None, body))
+    let page = layout("Sign in", "", Some(&viewer), None, body);
+    Ok(match form {
+        Some((_, cookie)) => ([(header::SET_COOKIE, cookie)], page).into_response(),
+        None => page.into_response(),
+    })
 }
 
 /// Fields of the sign-in form.
@@ -1090,28 +1147,25 @@ pub struct LoginForm {
     next: Option<String>,
 }
 
-/// `POST /login`: checks the token and sets the session cookie.
+/// `POST /login`: checks the token and starts a session.
 pub async fn login(
     State(web): State<AppState>,
     headers: HeaderMap,
+    ClientIp(client): ClientIp,
     f: Result<Form<LoginForm>, FormRejection>,
 ) -> Result<Response, HtmlError> {
     web.auth.check_origin(&headers)?;
     let f = html_form(f)?;
-    web.auth.check_csrf(&headers, &f.csrf)?;
-    web.auth.check_token(&f.token)?;
+    web.auth.check_login_form(&headers, &f.csrf)?;
+    web.auth.check_token(&f.token, client)?;
     let to = local_path(f.next.as_deref());
-    Ok((
-        StatusCode::SEE_OTHER,
-        [
-            (header::SET_COOKIE, web.auth.session_cookie()),
-            (header::LOCATION, to),
-        ],
-    )
-        .into_response())
+    let mut res = Redirect::to(&to).into_response();
+    let cookie = web.auth.sign_in()?;
+    set_cookie(&mut res, &cookie)?;
+    Ok(res)
 }
 
-/// `POST /logout`: clears the session cookie.
+/// `POST /logout`: ends the session (its cookie no longer works) and clears the cookie.
 pub async fn logout(
     State(web): State<AppState>,
     headers: HeaderMap,
@@ -1119,15 +1173,18 @@ pub async fn logout(
 ) -> Result<Response, HtmlError> {
     web.auth.check_origin(&headers)?;
     let f = html_form(f)?;
-    web.auth.check_csrf(&headers, &f.csrf)?;
-    Ok((
-        StatusCode::SEE_OTHER,
-        [
-            (header::SET_COOKIE, Secrets::clear_cookie()),
-            (header::LOCATION, "/?done=signed%20out".to_owned()),
-        ],
-    )
-        .into_response())
+    web.auth.check_logout(&headers, &f.csrf)?;
+    web.auth.sign_out(&headers);
+    let mut res = Redirect::to("/?done=signed%20out").into_response();
+    set_cookie(&mut res, &web.auth.clear_cookie())?;
+    Ok(res)
+}
+
+fn set_cookie(res: &mut Response, cookie: &str) -> Result<(), WebError> {
+    let value = header::HeaderValue::from_str(cookie)
+        .map_err(|e| WebError::Internal(format!("cookie header: {e}")))?;
+    res.headers_mut().append(header::SET_COOKIE, value);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -97,7 +97,14 @@ impl Fixture {
             store.clone(),
             Arc::new(SystemClock),
             QueueConfig::default(),
-            token.map(str::to_owned),
+            super::Access {
+                token: token.map(str::to_owned),
+                hosts: super::hosts::Hosts::new(
+                    "127.0.0.1:80".parse().unwrap(),
+                    &["dash.example".to_owned()],
+                ),
+                secure_cookies: false,
+            },
         )
         .unwrap();
         Self {
@@ -177,30 +184,56 @@ impl Fixture {
             .await
     }
 
-    fn csrf(&self) -> String {
-        self.web.auth.csrf().to_owned()
+    /// The sign-in form's CSRF value and the `Cookie` header value that pairs with it.
+    async fn login_form(&self) -> (String, String) {
+        let r = self.get("/login").await;
+        let set = r.headers[header::SET_COOKIE].to_str().unwrap();
+        let cookie = set.split(';').next().unwrap().to_owned();
+        (hidden_csrf(&r.body).expect("a CSRF field"), cookie)
+    }
+
+    /// The session's CSRF value, as its pages carry it.
+    async fn csrf_of(&self, cookie: &str) -> String {
+        let page = self.get_signed_in("/login", Some(cookie)).await;
+        // The sign-out form in the header carries the session's value.
+        let at = page.body.find("action=\"/logout\"").expect("signed in");
+        hidden_csrf(&page.body[at..]).expect("a CSRF field")
+    }
+
+    /// Posts the sign-in form with the right token and `next` (form-encoded).
+    async fn sign_in_to(&self, next: &str) -> Reply {
+        let (csrf, cookie) = self.login_form().await;
+        self.form_post(
+            "/login",
+            Some(&cookie),
+            Some("http://localhost"),
+            &format!("csrf={csrf}&token={TOKEN}&next={next}"),
+        )
+        .await
     }
 
     /// Signs in through the form; returns the `Cookie` header value.
     async fn sign_in(&self) -> String {
-        let r = self
-            .form_post(
-                "/login",
-                None,
-                Some("http://localhost"),
-                &format!("csrf={}&token={TOKEN}&next=%2Fqueue", self.csrf()),
-            )
-            .await;
+        let r = self.sign_in_to("%2Fqueue").await;
         assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
         assert_eq!(r.headers[header::LOCATION], "/queue");
         let cookie = r.headers[header::SET_COOKIE].to_str().unwrap();
         assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+        assert!(cookie.contains("Path=/;") && !cookie.contains("Secure"));
         assert!(
             !cookie.contains(TOKEN),
             "the cookie must not hold the token"
         );
         cookie.split(';').next().unwrap().to_owned()
     }
+}
+
+/// The value of the first hidden `csrf` field in `html`.
+fn hidden_csrf(html: &str) -> Option<String> {
+    let marker = "name=\"csrf\" value=\"";
+    let at = html.find(marker)? + marker.len();
+    let len = html[at..].find('"')?;
+    Some(html[at..at + len].to_owned())
 }
 
 /// Cookie, Origin, form body, expected status, expected words.
@@ -399,17 +432,12 @@ async fn read_only_site_refuses_every_write() {
             "/executions/email/high/cancel",
             None,
             None,
-            &format!("csrf={}&version={v}", f.csrf()),
+            &format!("csrf=x&version={v}"),
         )
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     let r = f
-        .form_post(
-            "/login",
-            None,
-            None,
-            &format!("csrf={}&token={TOKEN}", f.csrf()),
-        )
+        .form_post("/login", None, None, &format!("csrf=x&token={TOKEN}"))
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     let r = f
@@ -539,31 +567,42 @@ async fn forms_need_sign_in_csrf_and_same_origin() {
     let key = ExecutionKey::new("email", "low");
     let before = f.store.execution_get(&key).unwrap().unwrap();
     let v = before.version;
-    let csrf = f.csrf();
     let url = "/executions/email/low/reschedule";
-    let good = format!("csrf={csrf}&version={v}&at=2030-01-02T03%3A04");
 
-    // Sign-in: wrong CSRF, wrong token, cross-site origin.
+    // Sign-in: wrong CSRF, no CSRF cookie, wrong token, cross-site origin.
+    let (login_csrf, login_cookie) = f.login_form().await;
+    let lc = Some(login_cookie.as_str());
     let r = f
-        .form_post("/login", None, None, &format!("csrf=bad&token={TOKEN}"))
+        .form_post("/login", lc, None, &format!("csrf=bad&token={TOKEN}"))
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     let r = f
-        .form_post("/login", None, None, &format!("csrf={csrf}&token=nope"))
+        .form_post(
+            "/login",
+            None,
+            None,
+            &format!("csrf={login_csrf}&token={TOKEN}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = f
+        .form_post("/login", lc, None, &format!("csrf={login_csrf}&token=nope"))
         .await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     assert!(r.body.contains("wrong token"));
     let r = f
         .form_post(
             "/login",
-            None,
+            lc,
             Some("http://evil.example"),
-            &format!("csrf={csrf}&token={TOKEN}"),
+            &format!("csrf={login_csrf}&token={TOKEN}"),
         )
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert!(r.body.contains("cross-site request refused"));
     let cookie = f.sign_in().await;
+    let csrf = f.csrf_of(&cookie).await;
+    let good = format!("csrf={csrf}&version={v}&at=2030-01-02T03%3A04");
 
     // Not signed in; a forged cookie; cross-site; no CSRF; malformed; stale.
     let cases: [Case<'_>; 6] = [
@@ -837,7 +876,7 @@ async fn two_workers_take_submit_skip_and_give_back_through_the_api() {
 async fn the_worker_page_takes_and_submits_through_forms() {
     let f = Fixture::new(Some(TOKEN));
     let cookie = f.sign_in().await;
-    let csrf = f.csrf();
+    let csrf = f.csrf_of(&cookie).await;
     let r = f
         .form_post(
             "/queue/label/workers/w1/next",
@@ -951,4 +990,510 @@ async fn due_counting_stops_at_the_cap_and_says_so() {
     let t = f.get("/api/tasks/email").await.json();
     assert_eq!(t["row"]["counts"]["due"], 3);
     assert_eq!(t["row"]["counts"]["due_capped"], false);
+}
+
+/// `next` is followed only when it is a local path; a bad one sends to `/` and never makes
+/// signing in fail (a tab made `/\t/evil.example` a redirect to another site; CR/LF or DEL
+/// made the `Location` header invalid).
+#[tokio::test]
+async fn sign_in_redirects_only_to_local_paths() {
+    let f = Fixture::new(Some(TOKEN));
+    for (next, to) in [
+        ("%2F%09%2Fevil.example%2Fx", "/"),
+        ("%2F%2Fevil.example", "/"),
+        ("%2F%5Cevil.example", "/"),
+        ("%2Fqueue%0D%0ASet-Cookie%3A%20x%3Dy", "/"),
+        ("%2Fqueue%7F", "/"),
+        ("https%3A%2F%2Fevil.example%2F", "/"),
+        ("%2Fqueue%2Flabel%3Flimit%3D5", "/queue/label?limit=5"),
+    ] {
+        let r = f.sign_in_to(next).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{next}: {}", r.body);
+        assert_eq!(r.headers[header::LOCATION], to, "{next}");
+        assert!(r.headers.contains_key(header::SET_COOKIE), "{next}");
+    }
+    // The sign-in form carries only a local `next`.
+    let page = f.get("/login?next=%2F%09%2Fevil.example%2Fx").await;
+    assert!(
+        page.body.contains("name=\"next\" value=\"/\""),
+        "{}",
+        page.body
+    );
+}
+
+/// Every answer (pages, API, errors, the stylesheet) forbids framing and sniffing and leaks
+/// no referrer; pages and API answers are not cached.
+#[tokio::test]
+async fn every_response_carries_the_security_headers() {
+    let f = Fixture::new(Some(TOKEN));
+    for uri in [
+        "/",
+        "/queue/label",
+        "/api/overview",
+        "/no/such/page",
+        "/api/tasks/nope",
+        "/login",
+        "/style.css",
+    ] {
+        let r = f.get(uri).await;
+        let h = |name: header::HeaderName| {
+            r.headers
+                .get(&name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_else(|| panic!("{uri}: no {name}"))
+                .to_owned()
+        };
+        assert_eq!(h(header::X_FRAME_OPTIONS), "DENY", "{uri}");
+        let csp = h(header::CONTENT_SECURITY_POLICY);
+        assert!(csp.contains("frame-ancestors 'none'"), "{uri}: {csp}");
+        assert!(csp.contains("default-src 'self'"), "{uri}: {csp}");
+        assert_eq!(h(header::X_CONTENT_TYPE_OPTIONS), "nosniff", "{uri}");
+        assert_eq!(h(header::REFERRER_POLICY), "no-referrer", "{uri}");
+        let cache = h(header::CACHE_CONTROL);
+        if uri == "/style.css" {
+            assert!(cache.starts_with("max-age"), "{cache}");
+        } else {
+            assert_eq!(cache, "no-store", "{uri}");
+        }
+    }
+    // Signed in, and a redirect after an action.
+    let cookie = f.sign_in().await;
+    let r = f.get_signed_in("/queue", Some(&cookie)).await;
+    assert_eq!(r.headers[header::CACHE_CONTROL], "no-store");
+    assert_eq!(r.headers[header::X_FRAME_OPTIONS], "DENY");
+}
+
+/// A `Host` outside the allowlist (a rebound DNS name) is refused before any handler runs,
+/// in HTML and in JSON; the listen address's local names and `--public-host` are answered.
+#[tokio::test]
+async fn requests_for_other_host_names_are_refused() {
+    let f = Fixture::new(Some(TOKEN));
+    let with_host = |uri: &str, host: Option<&str>| {
+        let mut req = Request::get(uri);
+        if let Some(h) = host {
+            req = req.header(header::HOST, h);
+        }
+        req.body(Body::empty()).unwrap()
+    };
+    for host in [Some("evil.example"), Some("localhost:8080"), None] {
+        let r = f.send(with_host("/", host)).await;
+        assert_eq!(r.status, StatusCode::MISDIRECTED_REQUEST, "{host:?}");
+        assert!(
+            r.body.contains("does not answer to the host name"),
+            "{}",
+            r.body
+        );
+        assert_eq!(r.headers[header::X_FRAME_OPTIONS], "DENY");
+        let r = f.send(with_host("/api/overview", host)).await;
+        assert_eq!(r.status, StatusCode::MISDIRECTED_REQUEST, "{host:?}");
+        assert_eq!(r.json()["status"], 421);
+    }
+    // A write with a rebound name is refused too (nothing changed).
+    let v = f.version("email", "later");
+    let req = Request::post("/api/executions/email/later/cancel")
+        .header(header::HOST, "evil.example")
+        .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(format!(r#"{{"version":{v}}}"#)))
+        .unwrap();
+    assert_eq!(f.send(req).await.status, StatusCode::MISDIRECTED_REQUEST);
+    assert_eq!(f.version("email", "later"), v);
+    for host in [
+        "localhost",
+        "127.0.0.1:80",
+        "LocalHost:80",
+        "dash.example",
+        "dash.example:80",
+    ] {
+        assert_eq!(
+            f.send(with_host("/", Some(host))).await.status,
+            StatusCode::OK,
+            "{host}"
+        );
+    }
+}
+
+/// Each sign-in gets its own random session and CSRF value; signing out ends the session on
+/// the server, so the old cookie (even replayed) no longer works; visitors who are not signed
+/// in are shown no CSRF value that a write would accept.
+#[tokio::test]
+async fn sessions_are_per_sign_in_and_sign_out_revokes_them() {
+    let f = Fixture::new(Some(TOKEN));
+    let (a, b) = (f.sign_in().await, f.sign_in().await);
+    assert_ne!(a, b, "every sign-in gets its own session id");
+    let (csrf_a, csrf_b) = (f.csrf_of(&a).await, f.csrf_of(&b).await);
+    assert_ne!(csrf_a, csrf_b, "every session has its own CSRF value");
+    let run_now = |cookie: &str, csrf: &str| {
+        let v = f.version("email", "later");
+        let (cookie, body) = (cookie.to_owned(), format!("csrf={csrf}&version={v}"));
+        let f = &f;
+        async move {
+            f.form_post(
+                "/executions/email/later/run-now",
+                Some(&cookie),
+                None,
+                &body,
+            )
+            .await
+        }
+    };
+    // Session b's CSRF value does not pass with session a's cookie.
+    assert_eq!(run_now(&a, &csrf_b).await.status, StatusCode::FORBIDDEN);
+
+    // Anonymous pages carry no CSRF value; the sign-in form's does not pass for a write.
+    for uri in ["/", "/executions/email/later", "/queue/label/workers/w1"] {
+        assert_eq!(hidden_csrf(&f.get(uri).await.body), None, "{uri}");
+    }
+    let (login_csrf, _) = f.login_form().await;
+    assert_eq!(run_now(&a, &login_csrf).await.status, StatusCode::FORBIDDEN);
+
+    // Sign out a: its cookie no longer signs in, b's still does.
+    let r = f
+        .form_post(
+            "/logout",
+            Some(&a),
+            Some("http://localhost"),
+            &format!("csrf={csrf_a}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let cleared = r.headers[header::SET_COOKIE].to_str().unwrap();
+    assert!(cleared.starts_with("docket_session=;") && cleared.contains("Max-Age=0"));
+    let r = run_now(&a, &csrf_a).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    let page = f.get_signed_in("/executions/email/later", Some(&a)).await;
+    assert!(
+        page.body.contains("Sign in with the token"),
+        "{}",
+        page.body
+    );
+    assert_eq!(hidden_csrf(&page.body), None);
+    let v = f.version("email", "later");
+    let r = run_now(&b, &csrf_b).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert!(f.version("email", "later") > v);
+}
+
+/// A token shorter than 16 characters is refused at start-up with a clear error.
+#[test]
+fn short_tokens_are_refused_at_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("token");
+    for (text, ok) in [
+        ("", false),
+        ("short\n", false),
+        ("  fifteen-chars!  \n", false),
+        ("sixteen-chars-ok\n", true),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        match super::read_token(&path) {
+            Ok(t) => assert!(ok && t == text.trim(), "{text:?}"),
+            Err(e) => {
+                assert!(!ok, "{text:?}: {e}");
+                assert!(e.to_string().contains("at least 16"), "{e}");
+            }
+        }
+    }
+}
+
+/// Wrong tokens are counted per client address: past 10 in the window, that address gets
+/// `429` with `Retry-After` (even with the right token), through the API and the sign-in
+/// form; another address is not blocked.
+#[tokio::test]
+async fn wrong_tokens_are_rate_limited_per_client() {
+    use axum::extract::ConnectInfo;
+    let f = Fixture::new(Some(TOKEN));
+    let from = |ip: [u8; 4], token: &str| {
+        let mut req = Request::post("/api/queue/label/workers/w1/next")
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap();
+        req.extensions_mut()
+            .insert(ConnectInfo(std::net::SocketAddr::from((ip, 40000))));
+        f.send(req)
+    };
+    let attacker = [10, 0, 0, 66];
+    for n in 0..10 {
+        let r = from(attacker, &format!("guess-{n}")).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{n}");
+    }
+    let r = from(attacker, TOKEN).await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
+    let retry: u64 = r.headers[header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=300).contains(&retry), "{retry}");
+    assert_eq!(r.json()["status"], 429);
+    // Nothing was taken by the blocked request; another address is served.
+    assert!(f
+        .queue()
+        .assignments(&ExecutionKey::new("label", "rec1"))
+        .unwrap()
+        .is_empty());
+    assert_eq!(from([10, 0, 0, 7], TOKEN).await.status, StatusCode::OK);
+
+    // The sign-in form from the blocked address: 429 page with Retry-After.
+    let (csrf, cookie) = f.login_form().await;
+    let mut req = Request::post("/login")
+        .header(header::HOST, "localhost")
+        .header(header::COOKIE, cookie)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(format!("csrf={csrf}&token={TOKEN}")))
+        .unwrap();
+    req.extensions_mut()
+        .insert(ConnectInfo(std::net::SocketAddr::from((attacker, 40001))));
+    let r = f.send(req).await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
+    assert!(r.headers.contains_key(header::RETRY_AFTER));
+    assert!(r.body.contains("too many wrong tokens"));
+    assert!(!r.headers.contains_key(header::SET_COOKIE), "not signed in");
+}
+
+/// A request slower than the request timeout is answered `503` (with the security headers);
+/// the real router carries the 30 s limit.
+#[tokio::test]
+async fn slow_requests_time_out() {
+    use axum::routing::get;
+    let slow = axum::Router::new()
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                "late"
+            }),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            std::time::Duration::from_millis(50),
+            super::serve::request_timeout,
+        ));
+    let started = std::time::Instant::now();
+    let res = slow
+        .oneshot(Request::get("/slow").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    assert_eq!(
+        super::serve::REQUEST_TIMEOUT,
+        std::time::Duration::from_secs(30)
+    );
+}
+
+/// Over a real socket: a client that sends half its headers, or keeps a connection idle after
+/// a request, is disconnected after the header read timeout; peers get their address passed on.
+#[tokio::test]
+async fn slow_and_idle_connections_are_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let f = Fixture::new(Some(TOKEN));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limit = std::time::Duration::from_millis(300);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(super::serve::serve(
+        listener,
+        router(f.web.clone()),
+        limit,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    /// Reads until the server closes the connection; panics if it stays open for 3 s.
+    async fn read_to_close(s: &mut tokio::net::TcpStream) -> String {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(3);
+        loop {
+            match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+                Ok(Ok(0) | Err(_)) => return String::from_utf8_lossy(&got).into_owned(),
+                Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+                Err(_) => panic!("connection still open after 3 s"),
+            }
+        }
+    }
+    // Half a request: closed without an answer.
+    let started = std::time::Instant::now();
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
+    let got = read_to_close(&mut s).await;
+    assert!(started.elapsed() >= limit, "{:?}", started.elapsed());
+    assert!(!got.contains("200 OK"), "{got}");
+    // A whole request on a kept-alive connection: answered, then closed once idle.
+    let started = std::time::Instant::now();
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /style.css HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let got = read_to_close(&mut s).await;
+    assert!(got.starts_with("HTTP/1.1 200 OK"), "{got}");
+    assert!(started.elapsed() >= limit);
+    stop.send(()).unwrap();
+    server.await.unwrap();
+}
+
+/// With 2,000 dead executions and 250 tasks, every list on the overview, a task's page, the
+/// search and their JSON twins stays at its cap, says how many there are, and the pages stay
+/// small (50,000 dead executions made `/` 11 MB).
+#[tokio::test]
+async fn lists_are_capped_whatever_the_table_size() {
+    use super::model::{LIST_LIMIT, NAME_ROWS};
+    const GHOST: TaskDescriptor = TaskDescriptor::new("ghost");
+    let f = Fixture::new(None);
+    let client = SchedulerClient::new(f.store.clone()).unwrap();
+    let now = Utc::now();
+    let long_ago = now - Duration::hours(3);
+    client
+        .schedule_batch(
+            (0..2000).map(|i| GHOST.instance(format!("g{i:04}")).scheduled_to(long_ago)),
+        )
+        .unwrap();
+    // Claimed 2 h ago, never heard of since: dead.
+    let ghost = ["ghost".to_owned()];
+    let claimed = f
+        .store
+        .execution_lock_and_fetch_due(
+            &docket_core::store::DueParams {
+                now: now - Duration::hours(2),
+                task_names: &ghost,
+                limit: 5000,
+            },
+            "node-x",
+        )
+        .unwrap();
+    assert_eq!(claimed.len(), 2000);
+    client
+        .schedule_batch((0..250).map(|i| {
+            // A descriptor needs a 'static name: 250 small leaks in a test.
+            let name: &'static str = Box::leak(format!("t{i:03}").into_boxed_str());
+            TaskDescriptor::<()>::new(name)
+                .instance("one")
+                .scheduled_to(now + Duration::hours(1))
+        }))
+        .unwrap();
+
+    let o = f.get("/api/overview").await;
+    assert!(o.body.len() < 300_000, "{} bytes", o.body.len());
+    let o = o.json();
+    assert_eq!(o["dead"].as_array().unwrap().len(), LIST_LIMIT as usize);
+    assert_eq!(o["dead_total"], 2001);
+    assert_eq!(task_row(&o, "ghost")["counts"]["dead"], 2000);
+    assert_eq!(o["totals"]["dead"], 2001);
+    assert_eq!(o["tasks"].as_array().unwrap().len(), NAME_ROWS);
+    assert_eq!(o["tasks_total"], 253);
+
+    let page = f.get("/").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.len() < 300_000, "{} bytes", page.body.len());
+    assert!(page.body.matches("/executions/ghost/").count() <= LIST_LIMIT as usize);
+    assert!(
+        page.body.contains("Showing 100 of 2001 dead executions"),
+        "dead note"
+    );
+    assert!(page.body.contains("Showing 200 of 253 tasks"), "tasks note");
+
+    let t = f.get("/api/tasks/ghost").await.json();
+    assert_eq!(t["picked"].as_array().unwrap().len(), LIST_LIMIT as usize);
+    assert_eq!(t["dead_total"], 2000);
+    let page = f.get("/tasks/ghost").await;
+    assert!(page.body.len() < 300_000, "{} bytes", page.body.len());
+    assert!(page.body.contains("of 2000 dead executions"));
+
+    // Search looks an instance up in at most NAME_ROWS task names, and says so.
+    let r = f.get("/api/search?instance=one").await.json();
+    assert_eq!(r["names_searched"], NAME_ROWS);
+    assert!(r["names_total"].as_u64().unwrap() > NAME_ROWS as u64);
+    let r = f.get("/api/search?task=t249&instance=one").await.json();
+    assert_eq!(r["executions"][0]["task"], "t249");
+}
+
+/// An assignment whose status this version does not know (written by hand) no longer takes
+/// the item and task-type pages down (they answered 503): they say what they could not read.
+#[tokio::test]
+async fn an_unknown_assignment_status_is_shown_not_fatal() {
+    use diesel::{Connection, RunQueryDsl};
+    let f = Fixture::new(None);
+    f.queue().next_for("w1", "label").unwrap().unwrap();
+    let db = f._dir.path().join("web.db");
+    let mut conn = diesel::SqliteConnection::establish(&db.display().to_string()).unwrap();
+    let changed = diesel::sql_query(
+        "UPDATE scheduled_tasks_assignments SET status = 'WEIRD' WHERE task_instance = 'rec1'",
+    )
+    .execute(&mut conn)
+    .unwrap();
+    assert_eq!(changed, 1);
+    for uri in ["/queue/label/items/rec1", "/queue/label"] {
+        let page = f.get(uri).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.body);
+        assert!(page.body.contains("unknown: "), "{uri}");
+        assert!(page.body.contains("WEIRD"), "{uri}");
+    }
+    let item = f.get("/api/queue/label/items/rec1").await;
+    assert_eq!(item.status, StatusCode::OK, "{}", item.body);
+    let why = item.json()["item"]["assignments_unreadable"].clone();
+    assert!(why.as_str().unwrap().contains("WEIRD"), "{why}");
+    assert_eq!(f.get("/api/queue/label").await.status, StatusCode::OK);
+}
+
+/// Names with a right-to-left override or other invisible characters are shown with the
+/// character as a visible escape, isolated in `<bdi>`: `abc\u{202E}exe.txt` cannot pass for
+/// `abctxt.exe`.
+#[tokio::test]
+async fn bidi_and_control_characters_in_names_are_made_visible() {
+    use diesel::{Connection, RunQueryDsl};
+    const SPOOF: TaskDescriptor = TaskDescriptor::new("spoof");
+    let f = Fixture::new(None);
+    let client = SchedulerClient::new(f.store.clone()).unwrap();
+    client.schedule(SPOOF.instance("x")).unwrap();
+    // The scheduler refuses control characters in ids; a row written by SQL may have them.
+    let db = f._dir.path().join("web.db");
+    let mut conn = diesel::SqliteConnection::establish(&db.display().to_string()).unwrap();
+    let changed = diesel::sql_query(
+        "UPDATE scheduled_tasks SET task_instance = 'abc' || char(8238) || 'exe.txt' || \
+         char(8203) || char(7) WHERE task_name = 'spoof'",
+    )
+    .execute(&mut conn)
+    .unwrap();
+    assert_eq!(changed, 1);
+    for uri in [
+        "/tasks/spoof",
+        "/executions/spoof/abc%E2%80%AEexe.txt%E2%80%8B%07",
+        "/search?instance=abc%E2%80%AEexe.txt%E2%80%8B%07",
+    ] {
+        let page = f.get(uri).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.body);
+        // Only a search box may hold the id as typed (so it can be searched again).
+        let text = without_attribute_values(&page.body);
+        assert!(!text.contains('\u{202E}'), "{uri}: raw U+202E");
+        assert!(
+            !text.contains('\u{200B}') && !text.contains('\u{7}'),
+            "{uri}"
+        );
+        assert!(
+            text.contains("<bdi>abc\\u{202E}exe.txt\\u{200B}\\u{0007}</bdi>"),
+            "{uri}: {}",
+            page.body
+        );
+    }
+    // The link still carries the real id, percent-encoded.
+    let page = f.get("/tasks/spoof").await;
+    assert!(page
+        .body
+        .contains("/executions/spoof/abc%E2%80%AEexe.txt%E2%80%8B%07"));
+}
+
+/// `html` without the values of `value="..."` attributes.
+fn without_attribute_values(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    while let Some(at) = rest.find("value=\"") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 7..];
+        rest = after.find('"').map_or("", |end| &after[end + 1..]);
+    }
+    out.push_str(rest);
+    out
 }
