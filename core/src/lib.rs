@@ -25,6 +25,7 @@ pub mod ident;
 pub mod listener;
 pub mod migrate;
 pub mod ordering;
+pub mod planner;
 pub mod queue;
 pub mod records;
 pub mod runtime;

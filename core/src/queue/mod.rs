@@ -7,7 +7,6 @@
 //! in one transaction; submit, skip, return and abandon release it.
 
 mod intake;
-mod levels;
 pub use intake::{default_batch_id, validate_worker, Intake, Rejection, MAX_BATCH_NAME_LEN};
 
 #[cfg(feature = "csv")]
@@ -15,12 +14,12 @@ pub mod csv;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{DocketError, Result, StoreError};
-use crate::ordering::{CustomKey, KeyType, PrimaryOrder, PriorityMode, Stride};
+use crate::ordering::{CustomKey, KeyType, PrimaryOrder, PriorityMode};
 use crate::store::{ExecutionKey, Instrumented, QueueStore};
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use serde_json::{Map, Value as Json};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Longest worker name (`VARCHAR(128)`).
@@ -113,8 +112,6 @@ pub struct WorkQueue {
     store: Arc<dyn QueueStore>,
     clock: Arc<dyn Clock>,
     config: Arc<QueueConfig>,
-    /// The weighted mode's passes per task type, shared by clones.
-    strides: Arc<Mutex<HashMap<String, Stride>>>,
 }
 
 /// The latest instant docket stores: the end of year 9999 (MySQL's `DATETIME` range; the
@@ -184,7 +181,6 @@ impl WorkQueue {
             store,
             clock,
             config: Arc::new(config),
-            strides: Arc::default(),
         })
     }
 
@@ -319,7 +315,7 @@ impl WorkQueue {
     ) -> Result<Option<Item>> {
         self.for_worker(worker, task_type, |store, q| {
             check_deadline(until)?;
-            Ok(self.claim(store, q, until)?)
+            Ok(store.item_next_for(q, until)?)
         })
     }
 
@@ -337,6 +333,15 @@ impl WorkQueue {
         })
     }
 
+    /// The priority mode of `task_type`: its own ([`QueueConfig::modes`]) or the store's.
+    pub fn mode_of(&self, task_type: &str) -> PriorityMode {
+        self.config
+            .modes
+            .get(task_type)
+            .cloned()
+            .unwrap_or_else(|| self.store.config().ordering.mode.clone())
+    }
+
     /// Validates `worker` and `task_type`, then runs `f` (which checks its own arguments first)
     /// with what `worker` sees of the type now (its primary order, the clock's now): the query
     /// of `next_for` and `list_for`.
@@ -349,7 +354,11 @@ impl WorkQueue {
         crate::task::validate_key(task_type, "0")?;
         validate_worker(worker)?;
         let order = self.config.order_of(task_type);
-        let q = ForWorker::new(worker, task_type, &order, self.clock.now());
+        let mode = self.mode_of(task_type);
+        let q = ForWorker {
+            mode: &mode,
+            ..ForWorker::new(worker, task_type, &order, self.clock.now())
+        };
         f(&*self.store, &q)
     }
 

@@ -2,7 +2,7 @@
 
 use super::{ExecutionKey, RecordKey};
 use crate::error::{DocketError, StoreError};
-use crate::ordering::{Level, PrimaryOrder};
+use crate::ordering::{Level, PrimaryOrder, PriorityMode};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value as Json};
 
@@ -223,7 +223,12 @@ pub struct ForWorker<'a> {
     pub level: Level,
     /// Only this item (to lock one candidate by key).
     pub key: Option<&'a ExecutionKey>,
+    /// How `next_for` shares the hand-out among priority levels (the task type's mode).
+    pub mode: &'a PriorityMode,
 }
+
+/// The mode of a [`ForWorker`] made by [`ForWorker::new`].
+static STRICT: PriorityMode = PriorityMode::Strict;
 
 impl<'a> ForWorker<'a> {
     /// What `worker` may take of `task_type` at `now`: every level, every arrived item.
@@ -241,6 +246,7 @@ impl<'a> ForWorker<'a> {
             arrived_by: now,
             level: Level::Any,
             key: None,
+            mode: &STRICT,
         }
     }
 }

@@ -112,7 +112,6 @@ impl<S: QueueStore + ?Sized> QueueStore for Instrumented<S> {
         fn order_index_exists(&self, keys: &[CustomKey]) -> (String, bool);
         fn item_get(&self, key: &ExecutionKey) -> Option<Item>;
         fn item_list_for(&self, q: &ForWorker<'_>, limit: i64) -> Vec<Item>;
-        fn item_levels(&self, q: &ForWorker<'_>) -> Vec<(Level, DateTime<Utc>)>;
         fn item_extend(&self, key: &ExecutionKey, n: i32) -> bool;
         fn assignment_expired(&self, now: DateTime<Utc>) -> Vec<Assignment>;
         fn assignment_list(&self, key: &ExecutionKey) -> Vec<Assignment>;

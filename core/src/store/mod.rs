@@ -6,6 +6,7 @@
 //! from the caller's [`Clock`](crate::Clock).
 
 pub mod instrumented;
+pub mod ops;
 pub mod row;
 pub mod sql;
 
@@ -15,6 +16,7 @@ pub use crate::records::{
     PickChange, PoisonRow, TaskSummary,
 };
 pub use instrumented::Instrumented;
+pub use ops::{ExecutionOps, QueueOps};
 pub use row::{Cell, Row};
 
 use crate::dialect::Capabilities;
@@ -184,8 +186,9 @@ pub trait QueueStore: StoreInfo {
     fn order_index_exists(&self, keys: &[CustomKey]) -> Result<(String, bool), StoreError>;
     /// One item.
     fn item_get(&self, key: &ExecutionKey) -> Result<Option<Item>, StoreError>;
-    /// Claims the first item `worker` may take (see [`crate::WorkQueue::next_for`]) and records
-    /// an ACCEPTED assignment with `deadline`, in one transaction.
+    /// Claims the first item `worker` may take (see [`crate::WorkQueue::next_for`]; by the
+    /// priority mode `q.mode`) and records an ACCEPTED assignment with `deadline`, in one
+    /// transaction.
     fn item_next_for(
         &self,
         q: &ForWorker<'_>,
@@ -193,9 +196,6 @@ pub trait QueueStore: StoreInfo {
     ) -> Result<Option<Item>, StoreError>;
     /// The items `q.worker` may take, in order, without claiming.
     fn item_list_for(&self, q: &ForWorker<'_>, limit: i64) -> Result<Vec<Item>, StoreError>;
-    /// The priority levels holding items `q.worker` may take (any level, whatever `q.level`),
-    /// each with the arrival time of its longest-waiting one, highest level first, then NULL.
-    fn item_levels(&self, q: &ForWorker<'_>) -> Result<Vec<(Level, DateTime<Utc>)>, StoreError>;
     /// Raises `max_assignments` by `n`; `false` when there is no such item.
     fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError>;
     /// Ends the worker's ACCEPTED assignment on the item as `f.how` says and releases the item,

@@ -5,7 +5,7 @@
 //! Everything before the publishing statement touches only the staging table, which the
 //! session drops at the end (and the server with the session).
 
-use super::{duplicate_item, SqlConnector, SqlSession, SqlStore};
+use super::{duplicate_item, SqlConnector, SqlOps, SqlSession};
 use crate::dialect::FileLoad;
 use crate::error::{DocketError, StoreError};
 use crate::records::{ExecutionKey, NewItem};
@@ -37,7 +37,7 @@ enum ToLoader {
     Publish(Written),
 }
 
-impl<C: SqlConnector> SqlStore<C> {
+impl<C: SqlConnector> SqlOps<C> {
     /// Inserts the items of `rows` through `load`: see the module documentation. The
     /// caller's thread reads the stream and writes files; a scoped thread holds one session
     /// and loads them as they come, so reading and loading overlap.

@@ -1,27 +1,25 @@
-//! The [`Store`] for every SQL backend, written once: render with
-//! [`Statements`], run through the backend's [`SqlConnector`].
+//! The thin store for every SQL backend, written once ([`SqlOps`]): render with
+//! [`Statements`], run through the backend's [`SqlConnector`], decode the rows. With the
+//! [`Planner`](crate::planner::Planner) above it, it is the backends' [`Store`]: [`SqlStore`].
 
 mod adopt;
+mod due;
 mod intake;
-mod levels;
 mod poison;
 
+pub use crate::planner::{
+    LEVEL_CACHE_TTL_MS, MAX_HELD_BACK, MAX_PROBED_LEVELS, ORDER_INDEX_TTL_MS, POISON_HOLD_BACK_MS,
+};
 pub use adopt::AdoptPlan;
 use intake::Staged;
-use levels::LevelState;
-pub use levels::{LEVEL_CACHE_TTL_MS, MAX_PROBED_LEVELS};
-pub use poison::{MAX_HELD_BACK, POISON_HOLD_BACK_MS};
 
 use super::row::decode_all;
 use super::*;
 use crate::dialect::queue::ForWorker;
-use crate::dialect::{
-    Dialect, Due, Level, LockAndFetch, OrderIndex, OrderIndexStyle, Rendered, Statements,
-};
+use crate::dialect::{Dialect, OrderIndex, OrderIndexStyle, Rendered, Statements};
 use crate::migrate::{MigrationFile, TableMigration, MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
-use crate::ordering::PriorityMode;
+use crate::planner::{Decoded, ItemSource, Planned};
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Candidates a two-phase `next_for` reads per round (see `Capabilities::claim_locks_examined_rows`).
 const CANDIDATES: i64 = 8;
@@ -45,22 +43,6 @@ pub const COMPLETION_CHUNK: usize = 500;
 /// Most binds one row of a batched completion can take: key and version in `WHERE`, key and
 /// value per column that differs between rows.
 const COMPLETION_BINDS_PER_ROW: usize = 32;
-
-/// How long (by the clock passed in [`ForWorker::now`]) a store trusts what it found about a
-/// custom order's index, where the dialect indexes with generated columns and the queries must
-/// know whether they exist: an index created or dropped by another process is used, or no
-/// longer used, at the latest this long after (a query that fails because the columns went
-/// away asks again at once and sorts by the expressions).
-pub const ORDER_INDEX_TTL_MS: i64 = 10_000;
-
-/// What a store knows about one key set's order index.
-#[derive(Debug)]
-struct KnownIndex {
-    keys: Vec<CustomKey>,
-    index: Arc<OrderIndex>,
-    exists: bool,
-    checked_at: DateTime<Utc>,
-}
 
 /// One database session (a pooled connection, possibly inside a transaction): runs a rendered
 /// statement and returns what the database said, with errors normalized
@@ -121,20 +103,38 @@ pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
     fn recorded(&self) -> Result<Vec<String>, StoreError>;
 }
 
-/// The generic SQL store.
+/// The thin SQL store: every operation one statement or one transaction, nothing kept between
+/// calls but what the table is (see [`Statements::set_due_level_index`]).
 #[derive(Debug)]
-pub struct SqlStore<C: SqlConnector> {
+pub struct SqlOps<C: SqlConnector> {
     connector: C,
     config: StoreConfig,
     statements: Statements<'static>,
-    levels: Mutex<LevelState>,
-    poison: Mutex<poison::Quarantine>,
-    order_indexes: Mutex<Vec<KnownIndex>>,
 }
+
+/// The store every SQL backend hands out: [`SqlOps`] with the planner above it.
+pub type SqlStore<C> = Planned<SqlOps<C>>;
 
 impl<C: SqlConnector> SqlStore<C> {
     /// A store on `connector` for `config`. Call [`ExecutionStore::check_schema`] before use (the
     /// scheduler and client do).
+    pub fn new(connector: C, config: StoreConfig) -> Self {
+        Planned::over(SqlOps::new(connector, config))
+    }
+
+    /// The statements this store runs (for `explain`-style tooling).
+    pub fn statements(&self) -> &Statements<'static> {
+        &self.store().statements
+    }
+
+    /// The connector (pool).
+    pub fn connector(&self) -> &C {
+        &self.store().connector
+    }
+}
+
+impl<C: SqlConnector> SqlOps<C> {
+    /// The thin store on `connector` for `config`.
     pub fn new(connector: C, config: StoreConfig) -> Self {
         let statements = Statements::new(
             connector.dialect(),
@@ -147,24 +147,7 @@ impl<C: SqlConnector> SqlStore<C> {
             connector,
             config,
             statements,
-            levels: Mutex::new(LevelState::default()),
-            poison: Mutex::default(),
-            order_indexes: Mutex::new(Vec::new()),
         }
-    }
-
-    /// The statements this store runs (for `explain`-style tooling).
-    pub fn statements(&self) -> &Statements<'static> {
-        &self.statements
-    }
-
-    /// The connector (pool).
-    pub fn connector(&self) -> &C {
-        &self.connector
-    }
-
-    fn priority(&self) -> bool {
-        self.config.ordering.priority
     }
 
     fn rows(&self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
@@ -177,49 +160,6 @@ impl<C: SqlConnector> SqlStore<C> {
 
     fn execute(&self, stmt: Rendered) -> Result<u64, StoreError> {
         self.connector.with_session(&mut |s| s.execute(&stmt))
-    }
-
-    /// Locks due rows (skipping rows others hold) and claims those that decode, in one
-    /// transaction; rows that do not decode (poison rows) are returned apart, never claimed.
-    fn select_then_claim(
-        &self,
-        due: &Due<'_>,
-        picked_by: &str,
-    ) -> Result<(Vec<Execution>, Vec<poison::Bad>), StoreError> {
-        let select = self.statements.due_for_update_excluding(due);
-        self.connector.in_transaction(&mut |s| {
-            let (mut rows, bad) = poison::decode_executions(s.query(&select)?);
-            if rows.is_empty() {
-                return Ok((rows, bad));
-            }
-            let keys: Vec<_> = rows.iter().map(Execution::key).collect();
-            let mut claimed = 0;
-            for chunk in keys.chunks(self.connector.dialect().max_key_terms().max(1)) {
-                claimed += s.execute(&self.statements.claim_keys(chunk, picked_by, due.now))?;
-            }
-            if claimed != rows.len() as u64 {
-                return Err(StoreError::conflict(format!(
-                    "claimed {claimed} of {} locked rows",
-                    rows.len()
-                )));
-            }
-            for row in &mut rows {
-                row.picked = true;
-                row.picked_by = Some(picked_by.to_owned());
-                row.last_heartbeat = Some(due.now);
-                row.version += 1;
-            }
-            Ok((rows, bad))
-        })
-    }
-
-    /// A local update changed a row: a new time, a release or a new priority can make it due
-    /// in a level seen empty.
-    fn updated(&self, changes: &Changes) {
-        let releases = matches!(changes.pick, Some(PickChange::Release));
-        if changes.execution_time.is_some() || releases || changes.priority.is_some() {
-            self.wrote(changes.priority, changes.execution_time);
-        }
     }
 
     /// `rows` in chunks for multi-row inserts: as many rows as one statement may carry
@@ -293,9 +233,6 @@ impl<C: SqlConnector> SqlStore<C> {
             }
             Err(e) => return Err(e),
         };
-        for changes in chunk.iter().filter_map(|c| c.update.as_ref()) {
-            self.updated(changes);
-        }
         Ok(written)
     }
 
@@ -365,7 +302,7 @@ impl<C: SqlConnector> SqlStore<C> {
     }
 }
 
-impl<C: SqlConnector> StoreInfo for SqlStore<C> {
+impl<C: SqlConnector> StoreInfo for SqlOps<C> {
     fn backend(&self) -> &'static str {
         self.connector.dialect().name()
     }
@@ -381,21 +318,18 @@ impl<C: SqlConnector> StoreInfo for SqlStore<C> {
     fn migrate(&self, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
         self.refuse_unknown_table()?;
         let applied = self.run_migrations(up_to, &mut |steps| steps)?;
-        // A migration may add levels (or the priority column): start the level cache over.
-        self.wrote(None, None);
         self.learn_indexes()?;
         Ok(applied)
     }
 
     fn adopt(&self, up_to: Option<&str>) -> Result<Adopted, StoreError> {
         let adopted = self.adopt_table(up_to)?;
-        self.wrote(None, None);
         self.learn_indexes()?;
         Ok(adopted)
     }
 }
 
-impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
+impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
     fn check_schema(&self) -> Result<(), StoreError> {
         let missing = |name, feature| StoreError::MissingMigration {
             table: self.config.table.to_string(),
@@ -405,7 +339,7 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
         if !self.has_column("task_name")? {
             return Err(missing(MIGRATION_BASE, "the scheduler"));
         }
-        if self.priority() && !self.has_column("priority")? {
+        if self.config.ordering.priority && !self.has_column("priority")? {
             return Err(missing(MIGRATION_PRIORITY, "priority"));
         }
         self.learn_indexes()
@@ -414,11 +348,7 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
     // "Already exists" is decided here for every backend: an insert that adds no row (an
     // insert-if-absent clause) or that violates the key (backends without one) inserted nothing.
     fn execution_insert(&self, row: &NewExecution) -> Result<bool, StoreError> {
-        let inserted = absent_if_duplicate(self.execute(self.statements.insert(row)))? == 1;
-        if inserted {
-            self.wrote(Some(row.priority), Some(row.execution_time));
-        }
-        Ok(inserted)
+        Ok(absent_if_duplicate(self.execute(self.statements.insert(row)))? == 1)
     }
 
     // Multi-row inserts in chunks, all in one transaction. New keys are the common case, so the
@@ -453,16 +383,12 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
                 })
             })
         };
-        let inserted = match insert(&|chunk| self.statements.insert_many_new(chunk)) {
+        match insert(&|chunk| self.statements.insert_many_new(chunk)) {
             Err(StoreError::Duplicate { .. }) if skips_existing => {
-                insert(&|chunk| self.statements.insert_many(chunk))?
+                insert(&|chunk| self.statements.insert_many(chunk))
             }
-            other => other?,
-        };
-        for row in rows {
-            self.wrote(Some(row.priority), Some(row.execution_time));
+            other => other,
         }
-        Ok(inserted)
     }
 
     fn execution_get(&self, key: &ExecutionKey) -> Result<Option<Execution>, StoreError> {
@@ -476,46 +402,13 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
         self.executions(self.statements.list(filter))
     }
 
-    fn execution_fetch_due(&self, p: &DueParams<'_>) -> Result<Vec<Execution>, StoreError> {
-        if p.task_names.is_empty() || p.limit <= 0 {
-            return Ok(Vec::new());
-        }
-        self.fetch_due_sound(p)
-    }
-
-    fn execution_lock_and_fetch_due(
-        &self,
-        p: &DueParams<'_>,
-        picked_by: &str,
-    ) -> Result<Vec<Execution>, StoreError> {
-        let Some(style) = self.capabilities().lock_and_fetch else {
-            return Err(StoreError::Unsupported {
-                backend: self.backend(),
-                capability: "lock-and-fetch",
-            });
-        };
-        if p.task_names.is_empty() || p.limit <= 0 {
-            return Ok(Vec::new());
-        }
-        let mut rows = self.lock_and_fetch_sound(style, p, picked_by)?;
-        if self.config.ordering.mode == PriorityMode::Strict {
-            rows.sort_by(|a, b| a.cmp_in_hand_out_order(b, &self.config.ordering));
-        }
-        // Other modes: the order the probes chose (each level's rows in time order).
-        Ok(rows)
-    }
-
     fn execution_update(
         &self,
         key: &ExecutionKey,
         guard: Guard,
         changes: &Changes,
     ) -> Result<bool, StoreError> {
-        let updated = self.execute(self.statements.update(key, guard, changes))? == 1;
-        if updated {
-            self.updated(changes);
-        }
-        Ok(updated)
+        Ok(self.execute(self.statements.update(key, guard, changes))? == 1)
     }
 
     fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
@@ -543,15 +436,12 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
         Ok(self.execute(self.statements.delete(key, guard))? == 1)
     }
 
-    fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Result<Vec<Execution>, StoreError> {
-        // A dead row that does not decode is reported, not a failed dead-execution check.
-        let (dead, bad) = poison::decode_executions(self.rows(&self.statements.dead(older_than))?);
-        self.hold_back(bad, older_than);
-        Ok(dead)
-    }
-
-    fn execution_poisoned(&self) -> Vec<PoisonRow> {
-        self.take_poison_reports()
+    fn execution_dead(&self, older_than: DateTime<Utc>) -> Result<Decoded, StoreError> {
+        let (rows, bad) = poison::decode_executions(self.rows(&self.statements.dead(older_than))?);
+        Ok(Decoded {
+            rows,
+            poison: bad.into_iter().map(|b| b.row).collect(),
+        })
     }
 
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {
@@ -578,7 +468,7 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
     }
 }
 
-impl<C: SqlConnector> QueueStore for SqlStore<C> {
+impl<C: SqlConnector> QueueOps for SqlOps<C> {
     fn check_queue_schema(&self) -> Result<(), StoreError> {
         if !self.capabilities().work_queue {
             return Err(StoreError::Unsupported {
@@ -640,7 +530,7 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
         let index = self.statements.order_index(keys)?;
         let steps = index.columns.iter().map(|c| (&c.exists, &c.add));
         let steps: Vec<_> = steps.chain([(&index.exists, &index.create)]).collect();
-        self.converge(keys, &index.name, &steps, true)
+        self.converge(&index.name, &steps, true)
     }
 
     fn order_index_drop(&self, keys: &[CustomKey]) -> Result<IndexChange, StoreError> {
@@ -650,7 +540,7 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
             .into_iter()
             .chain(columns)
             .collect();
-        self.converge(keys, &index.name, &steps, false)
+        self.converge(&index.name, &steps, false)
     }
 
     fn order_index_exists(&self, keys: &[CustomKey]) -> Result<(String, bool), StoreError> {
@@ -664,34 +554,6 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
             .items(self.statements.item_get(key))?
             .into_iter()
             .next())
-    }
-
-    fn item_next_for(
-        &self,
-        q: &ForWorker<'_>,
-        deadline: DateTime<Utc>,
-    ) -> Result<Option<Item>, StoreError> {
-        let q = &ForWorker { key: None, ..*q };
-        self.with_order_index(q, |index| self.next_for_sorted(q, deadline, index))
-    }
-
-    fn item_list_for(&self, q: &ForWorker<'_>, limit: i64) -> Result<Vec<Item>, StoreError> {
-        self.with_order_index(q, |index| {
-            self.items(
-                self.statements
-                    .item_eligible_indexed(q, Some(limit), false, index),
-            )
-        })
-    }
-
-    fn item_levels(&self, q: &ForWorker<'_>) -> Result<Vec<(Level, DateTime<Utc>)>, StoreError> {
-        let mut levels = decode_all(self.rows(&self.statements.item_levels(q))?, |r| {
-            let level = r.opt_i16("priority")?.map_or(Level::Null, Level::Exactly);
-            Ok((level, r.timestamp("oldest")?))
-        })?;
-        // Highest first, NULL last.
-        levels.sort_by_key(|(l, _)| std::cmp::Reverse(l.priority().map_or(i32::MIN, i32::from)));
-        Ok(levels)
     }
 
     fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError> {
@@ -721,10 +583,54 @@ impl<C: SqlConnector> QueueStore for SqlStore<C> {
     }
 }
 
+impl<C: SqlConnector> ItemSource for SqlOps<C> {
+    fn item_levels(&self, q: &ForWorker<'_>) -> Result<Vec<(Level, DateTime<Utc>)>, StoreError> {
+        let mut levels = decode_all(self.rows(&self.statements.item_levels(q))?, |r| {
+            let level = r.opt_i16("priority")?.map_or(Level::Null, Level::Exactly);
+            Ok((level, r.timestamp("oldest")?))
+        })?;
+        // Highest first, NULL last.
+        levels.sort_by_key(|(l, _)| std::cmp::Reverse(l.priority().map_or(i32::MIN, i32::from)));
+        Ok(levels)
+    }
+
+    fn item_claim(
+        &self,
+        q: &ForWorker<'_>,
+        deadline: DateTime<Utc>,
+        index: Option<&OrderIndex>,
+    ) -> Result<Option<Item>, StoreError> {
+        self.next_for_sorted(q, deadline, index)
+    }
+
+    fn item_list(
+        &self,
+        q: &ForWorker<'_>,
+        limit: i64,
+        index: Option<&OrderIndex>,
+    ) -> Result<Vec<Item>, StoreError> {
+        self.items(
+            self.statements
+                .item_eligible_indexed(q, Some(limit), false, index),
+        )
+    }
+
+    fn named_order_index(&self, keys: &[CustomKey]) -> Result<Option<OrderIndex>, StoreError> {
+        if self.connector.dialect().order_index_style() != OrderIndexStyle::GeneratedColumns {
+            return Ok(None);
+        }
+        self.statements.order_index(keys).map(Some)
+    }
+
+    fn order_index_present(&self, index: &OrderIndex) -> Result<bool, StoreError> {
+        self.exists(index.exists.clone())
+    }
+}
+
 /// The work queue's helpers: intake in chunks and indexed custom orders.
-impl<C: SqlConnector> SqlStore<C> {
+impl<C: SqlConnector> SqlOps<C> {
     /// [`QueueStore::item_next_for`] with the eligible items sorted as `index` says (see
-    /// [`SqlStore::eligible`]).
+    /// [`Statements::item_eligible_indexed`]).
     fn next_for_sorted(
         &self,
         q: &ForWorker<'_>,
@@ -774,10 +680,9 @@ impl<C: SqlConnector> SqlStore<C> {
 
     /// Runs, in order, each step's statement whose object's existence (its query returns a
     /// row) is not `wanted` yet: an order index and its columns created or dropped, resumably
-    /// (MySQL DDL is not transactional). Forgets what the store knew about the index.
+    /// (MySQL DDL is not transactional).
     fn converge(
         &self,
-        keys: &[CustomKey],
         index: &str,
         steps: &[(&Rendered, &Rendered)],
         wanted: bool,
@@ -789,71 +694,11 @@ impl<C: SqlConnector> SqlStore<C> {
                 run.push(statement.sql.clone());
             }
         }
-        self.forget_order_index(keys);
         Ok(IndexChange {
             index: index.to_owned(),
             changed: !run.is_empty(),
             statements: run,
         })
-    }
-
-    /// Runs `f` with the order index of `q`'s custom keys when the queries must name it (the
-    /// dialect indexes with generated columns, and the index exists), else with `None`. If the
-    /// index went away meanwhile (its columns with it), the failed statement is run again
-    /// sorting by the expressions.
-    fn with_order_index<T>(
-        &self,
-        q: &ForWorker<'_>,
-        f: impl Fn(Option<&OrderIndex>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let Some(index) = self.ready_order_index(q)? else {
-            return f(None);
-        };
-        match f(Some(&index)) {
-            Err(StoreError::Database { .. }) if !self.exists(index.exists.clone())? => {
-                self.forget_order_index(q.order.custom_keys());
-                f(None)
-            }
-            other => other,
-        }
-    }
-
-    /// The existing order index of `q`'s custom keys, for dialects whose queries name its
-    /// columns; asked of the database at most every [`ORDER_INDEX_TTL_MS`].
-    fn ready_order_index(&self, q: &ForWorker<'_>) -> Result<Option<Arc<OrderIndex>>, StoreError> {
-        let keys = q.order.custom_keys();
-        let style = self.connector.dialect().order_index_style();
-        if keys.is_empty() || style != OrderIndexStyle::GeneratedColumns {
-            return Ok(None);
-        }
-        let ttl = chrono::Duration::milliseconds(ORDER_INDEX_TTL_MS);
-        if let Some(known) = self.known_indexes().iter().find(|k| k.keys == keys) {
-            if known.checked_at <= q.now && q.now < known.checked_at + ttl {
-                return Ok(known.exists.then(|| Arc::clone(&known.index)));
-            }
-        }
-        let index = Arc::new(self.statements.order_index(keys)?);
-        let exists = self.exists(index.exists.clone())?;
-        let mut known = self.known_indexes();
-        known.retain(|k| k.keys != keys);
-        known.push(KnownIndex {
-            keys: keys.to_vec(),
-            index: Arc::clone(&index),
-            exists,
-            checked_at: q.now,
-        });
-        Ok(exists.then_some(index))
-    }
-
-    fn forget_order_index(&self, keys: &[CustomKey]) {
-        self.known_indexes().retain(|k| k.keys != keys);
-    }
-
-    fn known_indexes(&self) -> MutexGuard<'_, Vec<KnownIndex>> {
-        // A cache: a panic elsewhere cannot leave it wrong, only stale.
-        self.order_indexes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Inserts the items of `rows` in one transaction, `per` at a time, each chunk one

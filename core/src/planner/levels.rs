@@ -1,21 +1,21 @@
 //! Which priority levels a poll reads, in which order, with how much room and up to which
-//! `execution_time` ([`PriorityMode`]: strict, weighted, aging), and the per-store level cache
-//! that keeps a poll under load to about one statement.
+//! `execution_time` ([`PriorityMode`]: strict, weighted, aging), and the level cache that keeps
+//! a poll under load to about one statement.
 //!
 //! Every mode sends the same statements: one index range `priority = ? AND execution_time <= ?`
 //! per probe. Only the probes chosen and the bound values differ, and they are chosen here, in
 //! core, so the hand-out is the same on every backend.
 
-use super::{decode_all, SqlConnector, SqlStore};
-use crate::dialect::Level;
+use super::{bands, guard, DueSource, Planner, Probe};
+use crate::dialect::Due;
 use crate::error::StoreError;
-use crate::ordering::{Aging, PriorityMode, Stride, Weights};
+use crate::ordering::{Aging, Level, PriorityMode, Stride, Weights};
 use crate::records::{DueParams, Execution, ExecutionKey};
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 use std::sync::MutexGuard;
 
-/// Most distinct priority levels probed one at a time (see `SqlStore::by_level`).
+/// Most distinct priority levels probed one at a time (see `Planner::by_level`).
 pub const MAX_PROBED_LEVELS: usize = 64;
 
 /// How long (by the clock passed in [`DueParams::now`]) a store trusts its priority-level cache:
@@ -96,6 +96,7 @@ pub(super) struct LevelState {
 
 /// One poll's reads: the rows taken so far and what it learned about levels.
 struct Poll<'p, 'n, F> {
+    src: &'p dyn DueSource,
     p: &'p DueParams<'n>,
     /// Whether a read claims what it returns (lock-and-fetch). A read that does not claim
     /// returns the same rows again, so a second read of a level asks for more and drops them.
@@ -135,7 +136,47 @@ where
     }
 }
 
-impl<C: SqlConnector> SqlStore<C> {
+impl Planner {
+    /// Due, unpicked executions (fetch-and-lock-on-execute) in hand-out order, poison rows
+    /// skipped and held back.
+    pub fn due(
+        &self,
+        src: &dyn DueSource,
+        p: &DueParams<'_>,
+    ) -> Result<Vec<Execution>, StoreError> {
+        if p.task_names.is_empty() || p.limit <= 0 {
+            return Ok(Vec::new());
+        }
+        self.by_level(src, p, false, |level, limit, due_by| {
+            self.without_poison(p.now, limit, |exclude, room| {
+                src.due_rows(&due_of(p, level, room, due_by, exclude))
+            })
+        })
+    }
+
+    /// Claims due executions (lock-and-fetch) in hand-out order: strict mode sorts the batch
+    /// by the policy; the other modes keep the order their probes chose (each level's rows in
+    /// time order). Poison rows are skipped, never left claimed, and held back.
+    pub fn claim(
+        &self,
+        src: &dyn DueSource,
+        p: &DueParams<'_>,
+        picked_by: &str,
+    ) -> Result<Vec<Execution>, StoreError> {
+        if p.task_names.is_empty() || p.limit <= 0 {
+            return Ok(Vec::new());
+        }
+        let mut rows = self.by_level(src, p, true, |level, limit, due_by| {
+            self.without_poison(p.now, limit, |exclude, room| {
+                src.claim_rows(&due_of(p, level, room, due_by, exclude), picked_by)
+            })
+        })?;
+        if self.policy.mode == PriorityMode::Strict {
+            rows.sort_by(|a, b| a.cmp_in_hand_out_order(b, &self.policy));
+        }
+        Ok(rows)
+    }
+
     /// Collects up to `p.limit` due rows by calling `slice(level, room, due_by)`. With priority
     /// off that is one call for [`Level::Any`]. With priority on, levels are probed one at a
     /// time ([`PriorityMode`] decides which, in which order, with how much room): each probe
@@ -147,21 +188,23 @@ impl<C: SqlConnector> SqlStore<C> {
     /// [`LEVEL_CACHE_TTL_MS`] (see [`LevelCache`]): a poll under load sends only the probes of
     /// levels that can have due rows, usually one statement, as with priority off. `claims`
     /// says whether `slice` claims what it returns (lock-and-fetch).
-    pub(super) fn by_level(
+    fn by_level(
         &self,
+        src: &dyn DueSource,
         p: &DueParams<'_>,
         claims: bool,
         slice: impl FnMut(Level, i64, DateTime<Utc>) -> Result<Vec<Execution>, StoreError>,
     ) -> Result<Vec<Execution>, StoreError> {
         let mut slice = slice;
-        if !self.priority() {
+        if !self.policy.priority {
             return slice(Level::Any, p.limit, p.now);
         }
-        let (plan, writes) = self.level_plan(p)?;
+        let (plan, writes) = self.level_plan(src, p)?;
         let Some(plan) = plan else {
             return slice(Level::Any, p.limit, p.now);
         };
         let mut poll = Poll {
+            src,
             p,
             claims,
             slice,
@@ -169,7 +212,7 @@ impl<C: SqlConnector> SqlStore<C> {
             seen: HashSet::new(),
             learned: Vec::new(),
         };
-        match &self.config.ordering.mode {
+        match &self.policy.mode {
             PriorityMode::Strict => self.strict(&mut poll, &plan)?,
             PriorityMode::Weighted(weights) => self.weighted(&mut poll, &plan, weights)?,
             PriorityMode::Aging(aging) => self.aging(&mut poll, &plan, aging)?,
@@ -205,7 +248,8 @@ impl<C: SqlConnector> SqlStore<C> {
                 continue;
             }
             if poll.take(level, now)?.0 == 0 {
-                poll.learned.push((level, self.next_at(level, poll.p)?));
+                poll.learned
+                    .push((level, next_at(poll.src, level, poll.p)?));
             }
         }
         Ok(())
@@ -235,7 +279,8 @@ impl<C: SqlConnector> SqlStore<C> {
             if poll.room() > 0 && !self.before_locking(poll, level, next)?.skips(now) {
                 received = poll.take(level, now)?.0;
                 if received == 0 {
-                    poll.learned.push((level, self.next_at(level, poll.p)?));
+                    poll.learned
+                        .push((level, next_at(poll.src, level, poll.p)?));
                 }
             }
             served.push((level, pass, received));
@@ -260,39 +305,27 @@ impl<C: SqlConnector> SqlStore<C> {
             .iter()
             .map(|&(level, next)| Ok((level, self.before_locking(poll, level, next)?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let lowest = plan
-            .iter()
-            .filter_map(|(l, _)| l.priority())
-            .min()
-            .map_or(0, i32::from);
-        // (level, base priority, oldest unpicked due time: `None` unknown, so the oldest).
-        let mut bands: Vec<(Level, i32, Option<DateTime<Utc>>)> = plan
-            .iter()
-            .filter(|(_, next)| !next.skips(now))
-            .map(|&(level, next)| {
-                let base = level.priority().map_or(lowest - 1, i32::from);
-                let head = match next {
-                    Next::At(t) => Some(t),
-                    _ => None,
-                };
-                (level, base, head)
-            })
+        // Each level's oldest unpicked due time: `None` unknown, so the oldest. Every level
+        // of the table sets the base of NULL, skipped ones included.
+        let heads = plan.iter().map(|&(level, next)| match next {
+            Next::At(t) => (level, Some(t)),
+            _ => (level, None),
+        });
+        let mut bands: Vec<_> = bands::bands(heads)
+            .into_iter()
+            .zip(&plan)
+            .filter(|(_, (_, next))| !next.skips(now))
+            .map(|(band, _)| band)
             .collect();
-        let top = |&(_, base, head): &(Level, i32, Option<DateTime<Utc>>)| match head {
-            None => base + i32::from(aging.cap()),
-            Some(t) => aging.effective(base, t, now),
-        };
         for _ in 0..MAX_AGING_PROBES {
             if poll.room() <= 0 {
                 break;
             }
-            // The highest effective priority any level can have; on a tie, the higher level.
-            let Some(i) = (0..bands.len()).max_by_key(|&i| (top(&bands[i]), bands[i].1)) else {
+            let Some(i) = bands::highest(&bands, aging, now) else {
                 break;
             };
-            let (level, base, _) = bands[i];
-            let band = top(&bands[i]);
-            let due_by = aging.due_by(base, band, now);
+            let level = bands[i].level;
+            let due_by = bands[i].due_by(aging, bands[i].top(aging, now), now);
             let (added, short) = poll.take(level, due_by)?;
             if !short {
                 // The batch is full; the rows taken were the level's oldest in the band.
@@ -310,7 +343,7 @@ impl<C: SqlConnector> SqlStore<C> {
             }
             // Nothing left in this band: find the level's oldest unpicked due row, and never
             // probe this band of it again in this poll (its rows may be locked by others).
-            let next = self.next_at(level, poll.p)?;
+            let next = next_at(poll.src, level, poll.p)?;
             poll.learned.push((level, next));
             let past_band = due_by + chrono::Duration::microseconds(1);
             let head = match next {
@@ -321,14 +354,14 @@ impl<C: SqlConnector> SqlStore<C> {
             if head > now {
                 bands.swap_remove(i);
             } else {
-                bands[i].2 = Some(head);
+                bands[i].head = Some(head);
             }
         }
         Ok(())
     }
 
     /// What a claiming poll (lock-and-fetch) knows of `level` before it sends a locking read
-    /// there: a level it knows nothing of is first asked with a plain read ([`Self::next_at`]),
+    /// there: a level it knows nothing of is first asked with a plain read ([`next_at`]),
     /// and what that finds is learned. A locking read of a level without due rows still walks
     /// its whole index range, and on InnoDB locks every entry there, the delete-marked entries
     /// of rows deleted but not yet purged included: after the due rows of five levels were
@@ -343,22 +376,20 @@ impl<C: SqlConnector> SqlStore<C> {
         if !poll.claims || next != Next::Probe {
             return Ok(next);
         }
-        let next = self.next_at(level, poll.p)?;
+        let next = next_at(poll.src, level, poll.p)?;
         poll.learned.push((level, next));
         Ok(next)
     }
 
-    pub(super) fn level_state(&self) -> MutexGuard<'_, LevelState> {
-        // The state is a cache: a panic elsewhere cannot leave it wrong, only stale.
-        self.levels
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn level_state(&self) -> MutexGuard<'_, LevelState> {
+        guard(&self.levels)
     }
 
     /// The levels to probe (cached or read now) and the write count they are valid for.
     #[allow(clippy::type_complexity)]
     fn level_plan(
         &self,
+        src: &dyn DueSource,
         p: &DueParams<'_>,
     ) -> Result<(Option<Vec<(Level, Next)>>, u64), StoreError> {
         let writes = {
@@ -368,7 +399,7 @@ impl<C: SqlConnector> SqlStore<C> {
             }
             state.writes
         };
-        let found = self.priority_levels()?;
+        let found = priority_levels(src)?;
         let levels = (found.len() <= MAX_PROBED_LEVELS).then(|| {
             found
                 .into_iter()
@@ -388,53 +419,10 @@ impl<C: SqlConnector> SqlStore<C> {
         Ok((levels, writes))
     }
 
-    /// The table's levels, highest first, [`MAX_PROBED_LEVELS`] + 1 at most: in one query, or
-    /// one index probe per level where the dialect lists the highest below a bound
-    /// ([`Dialect::lists_all_levels`](crate::dialect::Dialect::lists_all_levels)).
-    fn priority_levels(&self) -> Result<Vec<i16>, StoreError> {
-        let all = self.connector.dialect().lists_all_levels();
-        let mut found: Vec<i16> = Vec::new();
-        loop {
-            let stmt = self.statements.priority_levels(found.last().copied());
-            // `MAX` over no rows is one NULL row: no level below.
-            let levels = decode_all(self.rows(&stmt)?, |r| r.opt_i16("level"))?;
-            let before = found.len();
-            found.extend(levels.into_iter().flatten());
-            if all || found.len() == before || found.len() > MAX_PROBED_LEVELS {
-                return Ok(found);
-            }
-        }
-    }
-
-    /// What `level`, found without (more) rows to take at `p.now`, holds: its oldest unpicked
-    /// due row, or when its next row falls due. A skip-locked probe also comes back empty while
-    /// other claimers hold the level's rows (and one of them may roll back, or lock a row it
-    /// does not claim), so a plain read decides first: a level with a due, unpicked row stays
-    /// probed.
-    fn next_at(&self, level: Level, p: &DueParams<'_>) -> Result<Next, StoreError> {
-        let due = self.statements.due(level, p.now, p.task_names, 1);
-        // Only the time is read: a row that does not decode (a poison row) keeps the level
-        // probed instead of failing the poll.
-        let time = |rows: Vec<super::Row>, or: Next| match rows.into_iter().next() {
-            None => or,
-            Some(mut row) => row
-                .timestamp("execution_time")
-                .map_or(Next::Probe, Next::At),
-        };
-        let oldest = time(self.rows(&due)?, Next::Never);
-        if oldest != Next::Never {
-            return Ok(oldest);
-        }
-        Ok(time(
-            self.rows(&self.statements.next_at_level(level, p.now))?,
-            Next::Never,
-        ))
-    }
-
     /// A local write may have made rows of `level` (`None`: of any level) due at `at` (`None`:
     /// at any time). A level the cache does not know drops the cache.
-    pub(super) fn wrote(&self, level: Option<Option<i16>>, at: Option<DateTime<Utc>>) {
-        if !self.priority() {
+    pub fn wrote(&self, level: Option<Option<i16>>, at: Option<DateTime<Utc>>) {
+        if !self.policy.priority {
             return;
         }
         let mut state = self.level_state();
@@ -452,5 +440,53 @@ impl<C: SqlConnector> SqlStore<C> {
                 None => state.cache = None,
             },
         }
+    }
+}
+
+/// The table's levels, highest first, [`MAX_PROBED_LEVELS`] + 1 at most: in one query, or one
+/// index probe per level where the store lists the highest below a bound
+/// ([`DueSource::lists_all_levels`]).
+fn priority_levels(src: &dyn DueSource) -> Result<Vec<i16>, StoreError> {
+    let all = src.lists_all_levels();
+    let mut found: Vec<i16> = Vec::new();
+    loop {
+        let before = found.len();
+        found.extend(src.levels_below(found.last().copied())?);
+        if all || found.len() == before || found.len() > MAX_PROBED_LEVELS {
+            return Ok(found);
+        }
+    }
+}
+
+/// What `level`, found without (more) rows to take at `p.now`, holds: its oldest unpicked due
+/// row, or when its next row falls due. A skip-locked probe also comes back empty while other
+/// claimers hold the level's rows (and one of them may roll back, or lock a row it does not
+/// claim), so a plain read decides first: a level with a due, unpicked row stays probed. A row
+/// whose time does not decode (a poison row) keeps the level probed instead of failing the
+/// poll.
+fn next_at(src: &dyn DueSource, level: Level, p: &DueParams<'_>) -> Result<Next, StoreError> {
+    let next = |probe| match probe {
+        Probe::Empty => Next::Never,
+        Probe::At(t) => Next::At(t),
+        Probe::Unreadable => Next::Probe,
+    };
+    match next(src.first_due(level, p.now, p.task_names)?) {
+        Next::Never => Ok(next(src.next_due(level, p.now)?)),
+        found => Ok(found),
+    }
+}
+
+/// `p` at `level` for `room` rows due by `due_by`, leaving out `exclude`.
+fn due_of<'a>(
+    p: &'a DueParams<'_>,
+    level: Level,
+    room: i64,
+    due_by: DateTime<Utc>,
+    exclude: &'a [ExecutionKey],
+) -> Due<'a> {
+    Due {
+        exclude,
+        due_by,
+        ..Due::new(level, p.now, p.task_names, room)
     }
 }

@@ -1,0 +1,112 @@
+//! The thin store's due-queries and claims, one statement (or one claiming transaction) per
+//! call, at one priority level: what the planner's polls are made of ([`DueSource`]).
+
+use super::poison::{decode_executions, Bad};
+use super::*;
+use crate::dialect::{Due, LockAndFetch};
+use crate::planner::{DueSource, Probe};
+
+impl<C: SqlConnector> DueSource for SqlOps<C> {
+    fn levels_below(&self, below: Option<i16>) -> Result<Vec<i16>, StoreError> {
+        let stmt = self.statements.priority_levels(below);
+        // `MAX` over no rows is one NULL row: no level below.
+        let levels = decode_all(self.rows(&stmt)?, |r| r.opt_i16("level"))?;
+        Ok(levels.into_iter().flatten().collect())
+    }
+
+    fn lists_all_levels(&self) -> bool {
+        self.connector.dialect().lists_all_levels()
+    }
+
+    fn due_rows(&self, due: &Due<'_>) -> Result<Decoded, StoreError> {
+        Ok(decoded(decode_executions(
+            self.rows(&self.statements.due_excluding(due))?,
+        )))
+    }
+
+    fn claim_rows(&self, due: &Due<'_>, picked_by: &str) -> Result<Decoded, StoreError> {
+        let Some(style) = self.connector.dialect().capabilities().lock_and_fetch else {
+            return Err(StoreError::Unsupported {
+                backend: self.connector.dialect().name(),
+                capability: "lock-and-fetch",
+            });
+        };
+        let (rows, bad) = match style {
+            LockAndFetch::UpdateReturning | LockAndFetch::CteUpdateOutput => {
+                let claim = self.statements.lock_and_fetch_excluding(due, picked_by);
+                let (rows, bad) = decode_executions(self.rows(&claim)?);
+                bad.iter().for_each(|b| self.release_poison(b));
+                (rows, bad)
+            }
+            LockAndFetch::SelectThenUpdate => self.select_then_claim(due, picked_by)?,
+        };
+        Ok(decoded((rows, bad)))
+    }
+
+    fn first_due(
+        &self,
+        level: Level,
+        now: DateTime<Utc>,
+        task_names: &[String],
+    ) -> Result<Probe, StoreError> {
+        self.probe(&self.statements.due(level, now, task_names, 1))
+    }
+
+    fn next_due(&self, level: Level, now: DateTime<Utc>) -> Result<Probe, StoreError> {
+        self.probe(&self.statements.next_at_level(level, now))
+    }
+}
+
+/// Decoded rows, the poison ones by key and column.
+fn decoded((rows, bad): (Vec<Execution>, Vec<Bad>)) -> Decoded {
+    Decoded {
+        rows,
+        poison: bad.into_iter().map(|b| b.row).collect(),
+    }
+}
+
+impl<C: SqlConnector> SqlOps<C> {
+    /// The `execution_time` of the first row `stmt` returns; only the time is read.
+    fn probe(&self, stmt: &Rendered) -> Result<Probe, StoreError> {
+        Ok(match self.rows(stmt)?.into_iter().next() {
+            None => Probe::Empty,
+            Some(mut row) => row
+                .timestamp("execution_time")
+                .map_or(Probe::Unreadable, Probe::At),
+        })
+    }
+
+    /// Locks due rows (skipping rows others hold) and claims those that decode, in one
+    /// transaction; rows that do not decode (poison rows) are returned apart, never claimed.
+    fn select_then_claim(
+        &self,
+        due: &Due<'_>,
+        picked_by: &str,
+    ) -> Result<(Vec<Execution>, Vec<poison::Bad>), StoreError> {
+        let select = self.statements.due_for_update_excluding(due);
+        self.connector.in_transaction(&mut |s| {
+            let (mut rows, bad) = decode_executions(s.query(&select)?);
+            if rows.is_empty() {
+                return Ok((rows, bad));
+            }
+            let keys: Vec<_> = rows.iter().map(Execution::key).collect();
+            let mut claimed = 0;
+            for chunk in keys.chunks(self.connector.dialect().max_key_terms().max(1)) {
+                claimed += s.execute(&self.statements.claim_keys(chunk, picked_by, due.now))?;
+            }
+            if claimed != rows.len() as u64 {
+                return Err(StoreError::conflict(format!(
+                    "claimed {claimed} of {} locked rows",
+                    rows.len()
+                )));
+            }
+            for row in &mut rows {
+                row.picked = true;
+                row.picked_by = Some(picked_by.to_owned());
+                row.last_heartbeat = Some(due.now);
+                row.version += 1;
+            }
+            Ok((rows, bad))
+        })
+    }
+}
