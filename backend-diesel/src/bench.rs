@@ -5,10 +5,11 @@
 use crate::session::{DieselConnector, DieselSession, Family};
 use crate::statement::Prepare;
 use diesel::connection::SimpleConnection;
+use docket_core::backend::SqlStore;
 use docket_core::bench::{chunks, QueueScenario, QueueType, Scenario};
 use docket_core::dialect::{Dialect, Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
-use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
+use docket_core::store::sql::{SqlConnector, SqlSession};
 use docket_core::{StoreError, StoreInfo};
 
 /// Runs `measured` (a replay and its counters) in a transaction that is then rolled back, so

@@ -4,9 +4,10 @@
 
 use crate::session::{DieselConnector, Family};
 use diesel::connection::{Connection, TransactionManager};
+use docket_core::backend::SqlStore;
 use docket_core::clock::{Clock, SystemClock};
 use docket_core::records::NewExecution;
-use docket_core::store::sql::{SqlSession, SqlStore};
+use docket_core::store::sql::SqlSession;
 use docket_core::{DocketError, Priority, ScheduleOutcome, StoreError, TaskInstance};
 
 /// Schedules on a connection the caller holds, inside the caller's transaction.

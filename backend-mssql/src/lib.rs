@@ -2,7 +2,7 @@
 //!
 //! The SQL Server (2019+) backend of docket: [`MssqlDialect`] (how statements are spelled), an
 //! [`MssqlConnector`] (tiberius clients, each on its own current-thread tokio runtime, in a
-//! small blocking pool) under the shared [`SqlStore`](docket_core::store::sql::SqlStore), and
+//! small blocking pool) under the shared [`SqlStore`](docket_core::backend::SqlStore), and
 //! versioned migrations templated by [`docket_core::migrate::plan`], recorded in
 //! `docket_schema_migrations`.
 //!
@@ -57,4 +57,4 @@ docket_core::backend!(
 );
 
 /// The SQL Server store.
-pub type MssqlStore = docket_core::store::sql::SqlStore<MssqlConnector>;
+pub type MssqlStore = docket_core::backend::SqlStore<MssqlConnector>;

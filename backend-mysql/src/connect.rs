@@ -7,7 +7,7 @@ use diesel::connection::SimpleConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::sql_types::Text;
 use diesel::{MysqlConnection, QueryableByName, RunQueryDsl};
-use docket_core::store::sql::SqlStore;
+use docket_core::backend::SqlStore;
 use docket_core::{StoreConfig, StoreError};
 use docket_diesel::{db, pool, DieselConnector};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! The MySQL 8 / MariaDB 10.6+ backend of docket: [`MysqlDialect`] (how statements are spelled,
 //! with a [`Flavor`] for the few differences between the two servers), a [`MysqlConnector`]
 //! (diesel `MysqlConnection` + r2d2 pool) under the shared
-//! [`SqlStore`](docket_core::store::sql::SqlStore), and embedded migrations.
+//! [`SqlStore`](docket_core::backend::SqlStore), and embedded migrations.
 //!
 //! What is particular to this backend:
 //!
@@ -52,4 +52,4 @@ docket_core::backend!(
 );
 
 /// The MySQL/MariaDB store.
-pub type MysqlStore = docket_core::store::sql::SqlStore<MysqlConnector>;
+pub type MysqlStore = docket_core::backend::SqlStore<MysqlConnector>;

@@ -6,7 +6,7 @@ use crate::OracleStore;
 use diesel::connection::SimpleConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel_oci::OciConnection;
-use docket_core::store::sql::SqlStore;
+use docket_core::backend::SqlStore;
 use docket_core::{StoreConfig, StoreError};
 use docket_diesel::DieselConnector;
 use std::time::Duration;

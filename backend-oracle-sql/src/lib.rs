@@ -3,7 +3,7 @@
 //! The Oracle (19c+, 23ai) backend of docket: [`OracleDialect`] (how statements are spelled),
 //! an [`OracleConnector`] (diesel-oci `OciConnection` + r2d2 pool: docket-diesel's shared
 //! session over the [`OracleFamily`]) under the shared
-//! [`SqlStore`](docket_core::store::sql::SqlStore), and migrations templated by
+//! [`SqlStore`](docket_core::backend::SqlStore), and migrations templated by
 //! [`docket_core::migrate::plan`].
 //!
 //! What is particular to this backend:
@@ -56,4 +56,4 @@ docket_core::backend!(
 );
 
 /// The Oracle store.
-pub type OracleStore = docket_core::store::sql::SqlStore<OracleConnector>;
+pub type OracleStore = docket_core::backend::SqlStore<OracleConnector>;

@@ -5,7 +5,7 @@ use crate::family::PgFamily;
 use crate::PgStore;
 use diesel::r2d2::{ConnectionManager, Pool};
 use diesel::PgConnection;
-use docket_core::store::sql::SqlStore;
+use docket_core::backend::SqlStore;
 use docket_core::{StoreConfig, StoreError};
 use docket_diesel::DieselConnector;
 use std::time::Duration;

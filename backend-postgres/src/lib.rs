@@ -2,7 +2,7 @@
 //!
 //! The PostgreSQL backend of docket: [`PgDialect`] (how statements are spelled), a
 //! [`PgConnector`] (diesel `PgConnection` + r2d2 pool) under the shared
-//! [`SqlStore`](docket_core::store::sql::SqlStore), and embedded migrations.
+//! [`SqlStore`](docket_core::backend::SqlStore), and embedded migrations.
 //!
 //! ```no_run
 //! use docket_core::StoreConfig;
@@ -34,4 +34,4 @@ docket_core::backend!(
 );
 
 /// The PostgreSQL store.
-pub type PgStore = docket_core::store::sql::SqlStore<PgConnector>;
+pub type PgStore = docket_core::backend::SqlStore<PgConnector>;

@@ -10,7 +10,7 @@ use crate::SqliteStore;
 use diesel::connection::SimpleConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::SqliteConnection;
-use docket_core::store::sql::SqlStore;
+use docket_core::backend::SqlStore;
 use docket_core::{StoreConfig, StoreError};
 use docket_diesel::DieselConnector;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! The SQLite backend of docket, its embedded default: [`SqliteDialect`] (how statements are
 //! spelled), a [`SqliteConnector`] (diesel `SqliteConnection` + r2d2 pool, SQLite compiled in
 //! from the bundled `libsqlite3-sys`, so no system library is needed) under the shared
-//! [`SqlStore`](docket_core::store::sql::SqlStore), and embedded migrations.
+//! [`SqlStore`](docket_core::backend::SqlStore), and embedded migrations.
 //!
 //! SQLite has no row locks and a single writer per file. Claims therefore need none:
 //! lock-and-fetch is one `UPDATE ... RETURNING` (atomic under the write lock) and transactions
@@ -42,4 +42,4 @@ docket_core::backend!(
 );
 
 /// The SQLite store.
-pub type SqliteStore = docket_core::store::sql::SqlStore<SqliteConnector>;
+pub type SqliteStore = docket_core::backend::SqlStore<SqliteConnector>;

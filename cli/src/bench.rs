@@ -21,9 +21,10 @@ mod throughput;
 use crate::error::CliError;
 use crate::{parse_table, progress, store_config};
 use chrono::{SubsecRound, Utc};
+use docket_core::backend::SqlStore;
 use docket_core::bench::{Call, Cost, Recorded, Recording, Scenario};
 use docket_core::dialect::Level;
-use docket_core::store::sql::{SqlConnector, SqlStore};
+use docket_core::store::sql::SqlConnector;
 use docket_core::store::DueParams;
 use docket_core::store::NewExecution;
 use docket_core::{

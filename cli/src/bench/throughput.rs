@@ -26,9 +26,10 @@ use super::database_url;
 use crate::error::CliError;
 use crate::{parse_table, progress, store_config};
 use chrono::{SubsecRound, Utc};
+use docket_core::backend::SqlStore;
 use docket_core::bench::Recording;
 use docket_core::dialect::{LockAndFetch, Rendered, SqlWriter};
-use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
+use docket_core::store::sql::{SqlConnector, SqlSession};
 use docket_core::store::Row;
 use docket_core::{
     ExecutionStore, PollingStrategy, Scheduler, SchedulerClient, SchedulerConfig, StoreConfig,

@@ -201,7 +201,7 @@ pub fn due_batches_span_levels_in_order(h: &dyn Harness, t: Toggle) {
 pub fn many_priority_levels_keep_order(h: &dyn Harness, t: Toggle) {
     let ctx = Ctx::new(h, t);
     let now = Ctx::t0();
-    let levels = docket_core::store::sql::MAX_PROBED_LEVELS as i16 + 6;
+    let levels = docket_core::planner::MAX_PROBED_LEVELS as i16 + 6;
     let instances = (0..levels).map(|p| {
         // Higher priority is younger, so the two orders differ.
         WORK.instance(format!("p{p:03}"))
@@ -225,13 +225,13 @@ pub fn many_priority_levels_keep_order(h: &dyn Harness, t: Toggle) {
 }
 
 /// With priority on, a store caches its priority levels for
-/// `docket_core::store::sql::LEVEL_CACHE_TTL_MS` (by the clock it is given): its own writes show
+/// `docket_core::planner::LEVEL_CACHE_TTL_MS` (by the clock it is given): its own writes show
 /// at once, a level found empty is probed again when its next row falls due, and writes through
 /// another store (another process) are seen in order at the latest when the cache expires.
 pub fn level_cache_staleness_is_bounded(h: &dyn Harness, t: Toggle) {
     let ctx = Ctx::new(h, t);
     let now = Ctx::t0();
-    let ttl = Duration::milliseconds(docket_core::store::sql::LEVEL_CACHE_TTL_MS);
+    let ttl = Duration::milliseconds(docket_core::planner::LEVEL_CACHE_TTL_MS);
     let client = ctx.client();
     let other_store = ctx.space.store(ctx.config(), None);
     let other = SchedulerClient::with_clock(other_store, Arc::new(ctx.clock.clone())).unwrap();

@@ -2,9 +2,11 @@
 //! hold-back, checked against the order a plain sort of the table gives, without a database.
 
 use super::*;
-use crate::ordering::{Aging, PriorityMode, Weights};
-use crate::records::{DueParams, ExecutionKey};
-use chrono::TimeZone;
+use crate::dialect::Due;
+use crate::error::StoreError;
+use crate::ordering::{Aging, Level, PriorityMode, Weights};
+use crate::records::{DueParams, Execution, ExecutionKey, PoisonRow};
+use chrono::{DateTime, TimeZone, Utc};
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 

@@ -16,7 +16,7 @@ pub use crate::records::{
     PickChange, PoisonRow, TaskSummary,
 };
 pub use instrumented::Instrumented;
-pub use ops::{ExecutionOps, QueueOps};
+pub use ops::{Decoded, DueSource, ExecutionOps, ItemSource, Probe, QueueOps};
 pub use row::{Cell, Row};
 
 use crate::dialect::Capabilities;

@@ -18,8 +18,9 @@
 use super::{measure, ms, print_figures, Figures, Ops, QueueArgs, Which};
 use crate::error::CliError;
 use crate::{progress, store_config};
+use docket_core::backend::SqlStore;
 use docket_core::bench::Recording;
-use docket_core::store::sql::{SqlConnector, SqlStore};
+use docket_core::store::sql::SqlConnector;
 use docket_core::{PrimaryOrder, QueueConfig, QueueStore, Store, StoreInfo, WorkQueue};
 use std::io::{BufWriter, Write};
 use std::path::Path;

@@ -4,7 +4,7 @@
 use super::poison::{decode_executions, Bad};
 use super::*;
 use crate::dialect::{Due, LockAndFetch};
-use crate::planner::{DueSource, Probe};
+use crate::store::{DueSource, Probe};
 
 impl<C: SqlConnector> DueSource for SqlOps<C> {
     fn levels_below(&self, below: Option<i16>) -> Result<Vec<i16>, StoreError> {

@@ -5,7 +5,8 @@
 //! Everything before the publishing statement touches only the staging table, which the
 //! session drops at the end (and the server with the session).
 
-use super::{duplicate_item, SqlConnector, SqlOps, SqlSession};
+use super::queue::duplicate_item;
+use super::{SqlConnector, SqlOps, SqlSession};
 use crate::dialect::FileLoad;
 use crate::error::{DocketError, StoreError};
 use crate::records::{ExecutionKey, NewItem};

@@ -2,7 +2,7 @@
 //! needed, a value out of docket's range, a value the driver cannot read) are decoded row by
 //! row and returned apart, and a claim never leaves one claimed (a one-statement claim
 //! releases it at once). Holding them back from later polls is the planner's
-//! ([`crate::planner`]).
+//! (the planner).
 
 use super::*;
 use crate::records::PoisonRow;

@@ -1,0 +1,196 @@
+//! Schema queries (columns, indexes) and the catalogue of every statement, for tooling and
+//! golden tests.
+
+use super::*;
+
+impl Statements<'_> {
+    /// One row if `column` exists on the table, none otherwise.
+    pub fn column_exists(&self, column: &str) -> Rendered {
+        let mut w = self.writer();
+        self.dialect.column_exists(&mut w, &self.table, column);
+        w.finish()
+    }
+
+    /// One row if the index `index` exists on the table, none otherwise.
+    pub fn index_exists(&self, index: &str) -> Rendered {
+        let mut w = self.writer();
+        self.dialect.index_exists(&mut w, &self.table, index);
+        w.finish()
+    }
+
+    /// Every statement this renderer can emit, each rendered once with fixed sample arguments
+    /// (now = 2026-01-01T00:00:00Z, tasks `report` and `email`, limit 10, claimer `node-1`),
+    /// under a stable name. For tooling (`docket explain --all`) and golden tests: the list and
+    /// its order only grow, so a backend's golden file stays comparable across versions.
+    pub fn catalogue(&self) -> Vec<(&'static str, Rendered)> {
+        let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 1, 1, 0, 0, 0)
+            .single()
+            .unwrap_or_default();
+        let later = now + chrono::Duration::minutes(5);
+        let tasks = ["report".to_owned(), "email".to_owned()];
+        let key = ExecutionKey::new("report", "1");
+        let keys = [key.clone(), ExecutionKey::new("email", "7")];
+        let new = NewExecution {
+            task_name: "report".into(),
+            task_instance: "1".into(),
+            task_data: Some(b"{}".to_vec()),
+            execution_time: now,
+            priority: Some(90),
+        };
+        let claim = Changes {
+            pick: Some(PickChange::Claim {
+                by: "node-1".into(),
+                at: now,
+            }),
+            ..Changes::default()
+        };
+        let reschedule = Changes {
+            pick: Some(PickChange::Release),
+            execution_time: Some(later),
+            last_success: Some(now),
+            consecutive_failures: Some(0),
+            ..Changes::default()
+        };
+        let failure = Changes {
+            pick: Some(PickChange::Release),
+            execution_time: Some(later),
+            last_failure: Some(now),
+            consecutive_failures: Some(3),
+            ..Changes::default()
+        };
+        let client = Changes {
+            execution_time: Some(later),
+            data: Some(Some(b"{}".to_vec())),
+            priority: Some(Some(50)),
+            ..Changes::default()
+        };
+        let filter = ListFilter {
+            task_name: Some("report".into()),
+            picked: Some(false),
+            failing_only: true,
+            limit: Some(10),
+        };
+        // With priority on, stores send the per-level forms (see `Level`); the single ordered
+        // statement (`Level::Any`) is what they fall back to past `MAX_PROBED_LEVELS`.
+        let forms: &[(Level, [&'static str; 3])] = if self.policy.priority {
+            &[
+                (Level::Any, ["due", "due_for_update", "lock_and_fetch"]),
+                (
+                    Level::Exactly(50),
+                    [
+                        "due_at_level",
+                        "due_for_update_at_level",
+                        "lock_and_fetch_at_level",
+                    ],
+                ),
+                (
+                    Level::Null,
+                    [
+                        "due_null_level",
+                        "due_for_update_null_level",
+                        "lock_and_fetch_null_level",
+                    ],
+                ),
+            ]
+        } else {
+            &[(Level::Any, ["due", "due_for_update", "lock_and_fetch"])]
+        };
+        let second = NewExecution {
+            task_name: "email".into(),
+            task_instance: "7".into(),
+            task_data: None,
+            priority: None,
+            ..new.clone()
+        };
+        let mut all = vec![
+            ("insert", self.insert(&new)),
+            (
+                "insert_many",
+                self.insert_many(&[new.clone(), second.clone()]),
+            ),
+            (
+                "insert_many_new",
+                self.insert_many_new(&[new.clone(), second]),
+            ),
+            ("get", self.get(&key)),
+        ];
+        if self.policy.priority {
+            all.push(("priority_levels", self.priority_levels(None)));
+            all.push(("priority_levels_below", self.priority_levels(Some(5))));
+        }
+        for (level, [due, for_update, lock]) in forms {
+            all.push((*due, self.due(*level, now, &tasks, 10)));
+            all.push((*for_update, self.due_for_update(*level, now, &tasks, 10)));
+            all.push((
+                *lock,
+                self.lock_and_fetch(*level, now, &tasks, 10, "node-1"),
+            ));
+        }
+        all.extend([
+            ("claim_keys", self.claim_keys(&keys, "node-1", now)),
+            ("update_claim", self.update(&key, Guard::Version(1), &claim)),
+            (
+                "update_reschedule",
+                self.update(&key, Guard::Version(2), &reschedule),
+            ),
+            ("update_client", self.update(&key, Guard::Unpicked, &client)),
+            ("heartbeat", self.heartbeat(&key, 2, now)),
+            ("delete", self.delete(&key, Guard::Version(2))),
+            (
+                "delete_versions",
+                self.delete_versions(&[(&keys[0], 2), (&keys[1], 5)]),
+            ),
+            (
+                "update_versions",
+                self.update_versions(&[(&keys[0], 2, &reschedule), (&keys[1], 5, &failure)]),
+            ),
+            ("dead", self.dead(now)),
+            ("list", self.list(&filter)),
+            ("summary", self.summary()),
+            ("unresolved_names", self.unresolved_names(&tasks, false)),
+            (
+                "delete_unresolved",
+                self.delete_unresolved(&tasks, now, false),
+            ),
+            ("column_exists", self.column_exists(Column::Priority.name())),
+        ]);
+        if self.policy.priority {
+            all.push(("next_at_level", self.next_at_level(Level::Exactly(50), now)));
+        }
+        // Due-queries while the store holds poison rows back (their keys are excluded).
+        let held_back = [ExecutionKey::new("report", "bad")];
+        let due = Due {
+            exclude: &held_back,
+            ..Due::new(Level::Any, now, &tasks, 10)
+        };
+        all.extend([
+            ("due_excluding", self.due_excluding(&due)),
+            (
+                "due_for_update_excluding",
+                self.due_for_update_excluding(&due),
+            ),
+            (
+                "lock_and_fetch_excluding",
+                self.lock_and_fetch_excluding(&due, "node-1"),
+            ),
+            // Adopting an existing table (`docket migrate --adopt`): its columns and indexes.
+            ("table_columns", self.table_columns()),
+            ("index_columns", self.index_columns()),
+        ]);
+        all
+    }
+
+    /// The table's columns (`name`, `data_type`), none when it does not exist.
+    pub fn table_columns(&self) -> Rendered {
+        let mut w = self.writer();
+        self.dialect.table_columns(&mut w, &self.table);
+        w.finish()
+    }
+
+    /// The key columns of the table's indexes (`index_name`, `position`, `column_name`).
+    pub fn index_columns(&self) -> Rendered {
+        let mut w = self.writer();
+        self.dialect.index_columns(&mut w, &self.table);
+        w.finish()
+    }
+}

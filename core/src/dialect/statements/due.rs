@@ -1,0 +1,331 @@
+//! The due-queries and the claims: one priority level (or all), due by a time, leaving out
+//! held-back keys; lock-and-fetch in each dialect's shape.
+
+use super::*;
+
+impl<'d> Statements<'d> {
+    /// `WHERE` of the due-queries plus their `ORDER BY` and limit.
+    /// Returns the level the `ORDER BY` was written for (see [`Statements::due_where`]).
+    fn due_rows(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) -> Level {
+        let order_level = self.due_where(w, due);
+        self.push_order(w, order_level, &self.policy.primary);
+        self.dialect.limit(w, due.limit);
+        order_level
+    }
+
+    /// `WHERE` of the due-queries; returns the level their `ORDER BY` is written for:
+    /// [`Level::Any`] (priority first) where the dialect selected one level its own way
+    /// ([`Dialect::due_level_filter`]), else the due-query's level.
+    fn due_where(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) -> Level {
+        let Due {
+            level,
+            due_by,
+            task_names,
+            ..
+        } = *due;
+        if self.due_level_index.load(Ordering::Relaxed) {
+            self.dialect.due_index_hint(w, level);
+        }
+        w.push(" WHERE picked = ")
+            .bind(false)
+            .push(" AND execution_time <= ")
+            .bind(due_by);
+        match level {
+            // Read in execution-time order from the due index, whatever the statistics say.
+            Level::Any => self.dialect.due_task_filter(w, task_names),
+            _ => {
+                w.push(" AND task_name IN ")
+                    .bind_list(task_names.iter().map(String::as_str));
+            }
+        }
+        let order_level = match level {
+            Level::Exactly(p) if self.dialect.due_level_filter(w, p) => Level::Any,
+            _ => {
+                Self::push_level(w, level, "");
+                level
+            }
+        };
+        Self::push_exclusion(w, due.exclude);
+        order_level
+    }
+
+    /// ` AND <alias>priority = ?` or ` AND <alias>priority IS NULL`; nothing for [`Level::Any`].
+    pub(crate) fn push_level(w: &mut SqlWriter<'_>, level: Level, alias: &str) {
+        match level {
+            Level::Any => {}
+            Level::Exactly(p) => {
+                w.push(" AND ")
+                    .push(alias)
+                    .push("priority = ")
+                    .bind(Value::SmallInt(Some(p)));
+            }
+            Level::Null => {
+                w.push(" AND ").push(alias).push("priority IS NULL");
+            }
+        }
+    }
+
+    /// ` AND NOT ((task_name = ? AND task_instance = ?) OR ...)`: nothing when `exclude` is
+    /// empty, so the due-queries stay the same text unless a store holds rows back.
+    fn push_exclusion(w: &mut SqlWriter<'_>, exclude: &[ExecutionKey]) {
+        if exclude.is_empty() {
+            return;
+        }
+        w.push(" AND NOT ");
+        Self::push_any_key(w, exclude);
+    }
+
+    /// `((task_name = ? AND task_instance = ?) OR ...)`, one term per key.
+    fn push_any_key(w: &mut SqlWriter<'_>, keys: &[ExecutionKey]) {
+        w.push("(");
+        Self::key_terms(w, keys.iter().map(|k| (k, None)));
+        w.push(")");
+    }
+
+    /// [`Statements::due`] for a [`Due`] (which may exclude keys).
+    pub fn due_excluding(&self, due: &Due<'_>) -> Rendered {
+        let mut w = self.select_from(Some(due.limit));
+        self.due_rows(&mut w, due);
+        w.finish()
+    }
+
+    /// Due, unclaimed executions of the given tasks at `level`, in hand-out order
+    /// (fetch-and-lock-on-execute reads these, then claims each with [`Statements::update`]).
+    pub fn due(
+        &self,
+        level: Level,
+        now: DateTime<Utc>,
+        task_names: &[String],
+        limit: i64,
+    ) -> Rendered {
+        self.due_excluding(&Due::new(level, now, task_names, limit))
+    }
+
+    /// The first execution of `level` due strictly after `now`, any task, picked or not: one
+    /// index probe on `(priority, execution_time)`. A store that found `level` empty at `now`
+    /// skips it until that time (see `SqlStore`'s level cache). Ignoring the task and `picked`
+    /// filters can only make the answer earlier, so the skip stays conservative.
+    pub fn next_at_level(&self, level: Level, now: DateTime<Utc>) -> Rendered {
+        let mut w = self.select_from(Some(1));
+        w.push(" WHERE execution_time > ").bind(now);
+        Self::push_level(&mut w, level, "");
+        self.push_order(&mut w, level, &PrimaryOrder::ExecutionTime);
+        self.dialect.limit(&mut w, 1);
+        w.finish()
+    }
+
+    /// The distinct non-NULL priorities in the table below `below` (all when `None`), highest
+    /// first (see [`Level`]): all of them or only the highest, as the dialect lists them
+    /// ([`Dialect::lists_all_levels`]).
+    pub fn priority_levels(&self, below: Option<i16>) -> Rendered {
+        let mut w = self.writer();
+        self.dialect.priority_levels(&mut w, &self.table, below);
+        w.finish()
+    }
+
+    /// The due-query with the dialect's skip-locked clause, for
+    /// [`super::LockAndFetch::SelectThenUpdate`]; run it in the
+    /// transaction that then runs [`Statements::claim_keys`].
+    ///
+    /// Where the dialect has a [`Dialect::row_locator`] (it cannot limit and lock in one query
+    /// block), the limit goes into a subquery of locators and the outer block locks, repeating
+    /// `picked = false` so a row claimed and committed by someone else in between is not
+    /// returned as due.
+    pub fn due_for_update(
+        &self,
+        level: Level,
+        now: DateTime<Utc>,
+        task_names: &[String],
+        limit: i64,
+    ) -> Rendered {
+        self.due_for_update_excluding(&Due::new(level, now, task_names, limit))
+    }
+
+    /// [`Statements::due_for_update`] for a [`Due`] (which may exclude keys).
+    pub fn due_for_update_excluding(&self, due: &Due<'_>) -> Rendered {
+        let mut w = match self.dialect.row_locator() {
+            None => {
+                let mut w = self.select_from(Some(due.limit));
+                w.push(self.dialect.lock_hint());
+                self.due_rows(&mut w, due);
+                w
+            }
+            Some(locator) => {
+                let mut w = self.select_from(None);
+                w.push(self.dialect.lock_hint())
+                    .push(" WHERE ")
+                    .push(locator)
+                    .push(" IN (SELECT ");
+                self.dialect.top(&mut w, due.limit);
+                w.push(locator).push(" FROM ").table(&self.table);
+                let order_level = self.due_rows(&mut w, due);
+                w.push(") AND picked = ").bind(false);
+                self.push_order(&mut w, order_level, &self.policy.primary);
+                w
+            }
+        };
+        w.push(self.dialect.skip_locked_clause());
+        w.finish()
+    }
+
+    /// Marks the given (locked) executions picked by `picked_by`. Guarded by `picked = false`
+    /// as well, so a missing lock shows up as a short count instead of a double claim.
+    pub fn claim_keys(
+        &self,
+        keys: &[ExecutionKey],
+        picked_by: &str,
+        now: DateTime<Utc>,
+    ) -> Rendered {
+        let mut w = self.writer();
+        self.push_claim_set(&mut w, picked_by, now);
+        w.push(" WHERE picked = ").bind(false).push(" AND (");
+        self.push_keys(&mut w, keys.iter().map(|k| (k, None)).collect());
+        w.push(")");
+        w.finish()
+    }
+
+    /// Writes the condition of a statement that writes the executions `keys` names (each with
+    /// its version, when given): [`Statements::key_terms`], or where the dialect has a
+    /// [`Dialect::key_probe`] and there are several keys, one primary-key probe per key over
+    /// bound arrays, `<open>SELECT (SELECT x.<columns> FROM <table> x WHERE x.task_name = k.n
+    /// AND x.task_instance = k.i [AND x.version = k.v]) FROM UNNEST(?, ? [, ?]) AS k(n, i
+    /// [, v])<close>`. Callers give a version for every key or for none.
+    pub(super) fn push_keys(&self, w: &mut SqlWriter<'_>, keys: Vec<(&ExecutionKey, Option<i64>)>) {
+        let probe = match self.dialect.key_probe() {
+            Some(probe) if keys.len() > 1 => probe,
+            _ => return Self::key_terms(w, keys),
+        };
+        let versions: Option<Vec<i64>> = keys.iter().map(|(_, v)| *v).collect();
+        w.push(probe.open)
+            .push("SELECT (SELECT x.")
+            .push(probe.columns)
+            .push(" FROM ")
+            .table(&self.table)
+            .push(" x WHERE x.task_name = k.n AND x.task_instance = k.i");
+        if versions.is_some() {
+            w.push(" AND x.version = k.v");
+        }
+        let text = |f: fn(&ExecutionKey) -> &String| {
+            Value::Array(Array::Text(
+                keys.iter().map(|(k, _)| Some(f(k).clone())).collect(),
+            ))
+        };
+        w.push(") FROM UNNEST(")
+            .bind(text(|k| &k.task_name))
+            .push(", ")
+            .bind(text(|k| &k.task_instance));
+        match versions {
+            Some(v) => {
+                w.push(", ")
+                    .bind(Value::Array(Array::BigInt(v)))
+                    .push(") AS k(n, i, v)");
+            }
+            None => {
+                w.push(") AS k(n, i)");
+            }
+        }
+        w.push(probe.close);
+    }
+
+    /// Writes `(task_name = ? AND task_instance = ? [AND version = ?]) OR ...`, one term per
+    /// key, with the version when given: a form every dialect accepts (SQL Server has no
+    /// row-valued `IN`), each term an equality on the primary key.
+    fn key_terms<'k>(
+        w: &mut SqlWriter<'_>,
+        keys: impl IntoIterator<Item = (&'k ExecutionKey, Option<i64>)>,
+    ) {
+        for (i, (key, version)) in keys.into_iter().enumerate() {
+            if i > 0 {
+                w.push(" OR ");
+            }
+            Self::key_term(w, key);
+            if let Some(v) = version {
+                w.push(" AND version = ").bind(v);
+            }
+            w.push(")");
+        }
+    }
+
+    /// `(task_name = ? AND task_instance = ?`, left open for more conditions.
+    pub(super) fn key_term(w: &mut SqlWriter<'_>, key: &ExecutionKey) {
+        w.push("(");
+        Self::key_equals(w, key);
+    }
+
+    fn push_claim_set(&self, w: &mut SqlWriter<'_>, picked_by: &str, now: DateTime<Utc>) {
+        w.push("UPDATE ")
+            .table(&self.table)
+            .push(" SET picked = ")
+            .bind(true)
+            .push(", picked_by = ")
+            .bind(picked_by)
+            .push(", last_heartbeat = ")
+            .bind(now)
+            .push(", version = version + 1");
+    }
+
+    /// Claims up to `limit` due executions in one statement, skipping rows other claimers
+    /// hold: `UPDATE ... WHERE (key) IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING ...`, or
+    /// for [`LockAndFetch::CteUpdateOutput`] `WITH due AS (SELECT ... <lock hint> ...) UPDATE
+    /// due SET ... OUTPUT inserted...`. The returned rows come back unordered; callers sort
+    /// them with the policy.
+    pub fn lock_and_fetch(
+        &self,
+        level: Level,
+        now: DateTime<Utc>,
+        task_names: &[String],
+        limit: i64,
+        picked_by: &str,
+    ) -> Rendered {
+        self.lock_and_fetch_excluding(&Due::new(level, now, task_names, limit), picked_by)
+    }
+
+    /// [`Statements::lock_and_fetch`] for a [`Due`] (which may exclude keys).
+    pub fn lock_and_fetch_excluding(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
+        if self.dialect.capabilities().lock_and_fetch == Some(LockAndFetch::CteUpdateOutput) {
+            return self.lock_and_fetch_cte(due, picked_by);
+        }
+        let claim = self.dialect.claim_match();
+        let mut w = self.writer();
+        self.push_claim_set(&mut w, picked_by, due.now);
+        w.push(" WHERE ").push(claim.open).push("SELECT ");
+        self.dialect.top(&mut w, due.limit);
+        w.push(claim.columns)
+            .push(" FROM ")
+            .table(&self.table)
+            .push(self.dialect.lock_hint());
+        self.due_rows(&mut w, due);
+        w.push(self.dialect.skip_locked_clause())
+            .push(claim.close)
+            .push(" RETURNING ")
+            .push(&self.select_list());
+        w.finish()
+    }
+
+    /// [`Statements::lock_and_fetch`] as one update through an ordered, limited CTE.
+    fn lock_and_fetch_cte(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
+        let mut w = self.writer();
+        w.push("WITH due AS (SELECT ");
+        self.dialect.top(&mut w, due.limit);
+        w.push(&self.select_list())
+            .push(" FROM ")
+            .table(&self.table)
+            .push(self.dialect.lock_hint());
+        self.due_rows(&mut w, due);
+        w.push(self.dialect.skip_locked_clause())
+            .push(") UPDATE due SET picked = ")
+            .bind(true)
+            .push(", picked_by = ")
+            .bind(picked_by)
+            .push(", last_heartbeat = ")
+            .bind(due.now)
+            .push(", version = version + 1 OUTPUT ");
+        let inserted: Vec<_> = self
+            .columns()
+            .iter()
+            .map(|c| format!("inserted.{}", c.name()))
+            .collect();
+        w.push(&inserted.join(", "));
+        w.finish()
+    }
+}

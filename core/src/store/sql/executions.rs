@@ -1,0 +1,143 @@
+//! The thin store's executions-table operations ([`ExecutionOps`]): each one statement, or
+//! one transaction of chunks.
+
+use super::*;
+
+impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
+    fn check_schema(&self) -> Result<(), StoreError> {
+        let missing = |name, feature| StoreError::MissingMigration {
+            table: self.config.table.to_string(),
+            name,
+            feature,
+        };
+        if !self.has_column("task_name")? {
+            return Err(missing(MIGRATION_BASE, "the scheduler"));
+        }
+        if self.config.ordering.priority && !self.has_column("priority")? {
+            return Err(missing(MIGRATION_PRIORITY, "priority"));
+        }
+        self.learn_indexes()
+    }
+
+    // "Already exists" is decided here for every backend: an insert that adds no row (an
+    // insert-if-absent clause) or that violates the key (backends without one) inserted nothing.
+    fn execution_insert(&self, row: &NewExecution) -> Result<bool, StoreError> {
+        Ok(absent_if_duplicate(self.execute(self.statements.insert(row)))? == 1)
+    }
+
+    // Multi-row inserts in chunks, all in one transaction. New keys are the common case, so the
+    // first attempt inserts without skipping existing ones (`Statements::insert_many_new`: on
+    // PostgreSQL a skip clause costs about a quarter of the insert). An existing key fails its
+    // statement. Where the dialect can skip existing keys in the statement itself, the
+    // transaction is rolled back and the batch inserted again with that clause; rows affected
+    // count the new rows. Elsewhere the failed statement is the only thing rolled back (InnoDB,
+    // SQL Server without XACT_ABORT, Oracle): its chunk is inserted row by row, each existing
+    // key skipped as in `execution_insert`. (MySQL's `INSERT IGNORE` would skip duplicates
+    // too, but it also turns other errors, such as an over-long value, into warnings.)
+    fn execution_insert_batch(&self, rows: &[NewExecution]) -> Result<u64, StoreError> {
+        let skips_existing = !self
+            .connector
+            .dialect()
+            .insert_if_absent_suffix()
+            .is_empty();
+        let chunks = self.insert_chunks(rows);
+        let insert = |render: &dyn Fn(&[NewExecution]) -> Rendered| {
+            let stmts: Vec<_> = chunks.iter().map(|chunk| (render(chunk), chunk)).collect();
+            self.connector.in_transaction(&mut |s| {
+                stmts.iter().try_fold(0, |n, (stmt, chunk)| {
+                    Ok(n + match s.execute(stmt) {
+                        Err(StoreError::Duplicate { .. }) if !skips_existing => {
+                            chunk.iter().try_fold(0, |n, row| {
+                                let one = self.statements.insert(row);
+                                Ok(n + absent_if_duplicate(s.execute(&one))?)
+                            })?
+                        }
+                        other => other?,
+                    })
+                })
+            })
+        };
+        match insert(&|chunk| self.statements.insert_many_new(chunk)) {
+            Err(StoreError::Duplicate { .. }) if skips_existing => {
+                insert(&|chunk| self.statements.insert_many(chunk))
+            }
+            other => other,
+        }
+    }
+
+    fn execution_get(&self, key: &ExecutionKey) -> Result<Option<Execution>, StoreError> {
+        Ok(self
+            .executions(self.statements.get(key))?
+            .into_iter()
+            .next())
+    }
+
+    fn execution_list(&self, filter: &ListFilter) -> Result<Vec<Execution>, StoreError> {
+        self.executions(self.statements.list(filter))
+    }
+
+    fn execution_update(
+        &self,
+        key: &ExecutionKey,
+        guard: Guard,
+        changes: &Changes,
+    ) -> Result<bool, StoreError> {
+        Ok(self.execute(self.statements.update(key, guard, changes))? == 1)
+    }
+
+    fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
+        let dialect = self.connector.dialect();
+        let most = (dialect.max_binds() / COMPLETION_BINDS_PER_ROW)
+            .min(dialect.max_key_terms())
+            .clamp(1, COMPLETION_CHUNK);
+        let mut written = Vec::with_capacity(batch.len());
+        for chunk in batch.chunks(most) {
+            written.extend(self.complete_chunk(chunk)?);
+        }
+        Ok(written)
+    }
+
+    fn execution_heartbeat(
+        &self,
+        key: &ExecutionKey,
+        version: i64,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        Ok(self.execute(self.statements.heartbeat(key, version, now))? == 1)
+    }
+
+    fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> Result<bool, StoreError> {
+        Ok(self.execute(self.statements.delete(key, guard))? == 1)
+    }
+
+    fn execution_dead(&self, older_than: DateTime<Utc>) -> Result<Decoded, StoreError> {
+        let (rows, bad) = poison::decode_executions(self.rows(&self.statements.dead(older_than))?);
+        Ok(Decoded {
+            rows,
+            poison: bad.into_iter().map(|b| b.row).collect(),
+        })
+    }
+
+    fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {
+        decode_all(
+            self.rows(&self.statements.summary())?,
+            TaskSummary::from_row,
+        )
+    }
+
+    fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError> {
+        let items = self.has_column("max_assignments")?;
+        self.names(self.statements.unresolved_names(known, items))
+    }
+
+    fn execution_delete_unresolved(
+        &self,
+        known: &[String],
+        before: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        // Asked each time (this runs rarely): a table migrated to the work queue while a
+        // scheduler runs must never lose items to the unknown-task clean-up.
+        let items = self.has_column("max_assignments")?;
+        self.execute(self.statements.delete_unresolved(known, before, items))
+    }
+}
