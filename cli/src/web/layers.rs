@@ -14,12 +14,19 @@ use axum::response::{IntoResponse, Response};
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'none'; \
      object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+/// No `Referer` to other sites, but the full one to this site: with `no-referrer`, browsers
+/// send `Origin: null` on every form POST (Fetch standard, "serializing a request origin"),
+/// which [`super::auth::Secrets::check_origin`] rightly refuses as cross-site, so nobody could
+/// sign in or press a button. `same-origin` keeps the real `Origin` on the dashboard's own
+/// POSTs and still gives other sites neither `Referer` nor `Origin` (they get `null`).
+pub const REFERRER_POLICY: &str = "same-origin";
+
 /// Headers set on every response (a handler's own value wins for `Cache-Control` only).
 const ALWAYS: [(HeaderName, &str); 4] = [
     (header::X_FRAME_OPTIONS, "DENY"),
     (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
     (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-    (header::REFERRER_POLICY, "no-referrer"),
+    (header::REFERRER_POLICY, REFERRER_POLICY),
 ];
 
 /// Adds [`ALWAYS`], and `Cache-Control: no-store` unless the handler chose a policy (only the

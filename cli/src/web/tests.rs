@@ -600,6 +600,17 @@ async fn forms_need_sign_in_csrf_and_same_origin() {
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert!(r.body.contains("cross-site request refused"));
+    // What a sandboxed frame or a page with `no-referrer` elsewhere sends: refused too.
+    let r = f
+        .form_post(
+            "/login",
+            lc,
+            Some("null"),
+            &format!("csrf={login_csrf}&token={TOKEN}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(r.body.contains("cross-site request refused"));
     let cookie = f.sign_in().await;
     let csrf = f.csrf_of(&cookie).await;
     let good = format!("csrf={csrf}&version={v}&at=2030-01-02T03%3A04");
@@ -1022,7 +1033,7 @@ async fn sign_in_redirects_only_to_local_paths() {
 }
 
 /// Every answer (pages, API, errors, the stylesheet) forbids framing and sniffing and leaks
-/// no referrer; pages and API answers are not cached.
+/// no referrer to other sites; pages and API answers are not cached.
 #[tokio::test]
 async fn every_response_carries_the_security_headers() {
     let f = Fixture::new(Some(TOKEN));
@@ -1048,7 +1059,9 @@ async fn every_response_carries_the_security_headers() {
         assert!(csp.contains("frame-ancestors 'none'"), "{uri}: {csp}");
         assert!(csp.contains("default-src 'self'"), "{uri}: {csp}");
         assert_eq!(h(header::X_CONTENT_TYPE_OPTIONS), "nosniff", "{uri}");
-        assert_eq!(h(header::REFERRER_POLICY), "no-referrer", "{uri}");
+        // Not `no-referrer`: browsers would then send `Origin: null` with every form POST,
+        // which the same-origin check refuses (nobody could sign in; browser test).
+        assert_eq!(h(header::REFERRER_POLICY), "same-origin", "{uri}");
         let cache = h(header::CACHE_CONTROL);
         if uri == "/style.css" {
             assert!(cache.starts_with("max-age"), "{cache}");

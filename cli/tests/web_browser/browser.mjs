@@ -29,9 +29,17 @@ const browser = await chromium.launch({
   ],
 });
 
+// What the browser logs as an error: a Content-Security-Policy violation (a blocked
+// stylesheet, image or form target) shows up here and nowhere else.
+const consoleErrors = [];
+
 async function newPage() {
   const context = await browser.newContext({ viewport: { width: 1320, height: 900 } });
-  return context.newPage();
+  const page = await context.newPage();
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') consoleErrors.push(`${page.url()}: ${msg.text()}`);
+  });
+  return page;
 }
 
 async function text(page) {
@@ -147,6 +155,11 @@ try {
   check((body.match(/SUBMITTED/g) || []).length === 6, 'queue page: six submissions');
   check(/alice\s+nothing/.test(body) && /bob\s+nothing/.test(body), 'queue page: both workers see nothing left');
   await op.screenshot({ path: join(shots, 'queue.png'), fullPage: true });
+
+  // 401, 404 and 409 pages are expected above (and /favicon.ico is a 404); Chromium logs
+  // each as a failed resource.
+  const unexpected = consoleErrors.filter((e) => !/status of (401|404|409)/.test(e));
+  check(unexpected.length === 0, `no console errors (CSP violations)${unexpected.length ? `: ${unexpected.join('; ')}` : ''}`);
 
   console.log('browser test: all checks passed');
 } catch (e) {
