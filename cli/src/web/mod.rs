@@ -54,7 +54,7 @@ pub struct Args {
     orders: Vec<(String, PrimaryOrder)>,
     /// Another host name the dashboard is reached by (NAME or NAME:PORT), e.g. behind a proxy.
     /// Requests with any other `Host` are refused (421). By default only the listen address and,
-    /// on loopback, localhost, 127.0.0.1 and [::1] with the port. Repeatable.
+    /// on loopback, localhost, 127.0.0.1 and `[::1]` with the port. Repeatable.
     #[arg(long = "public-host", value_name = "NAME[:PORT]", value_parser = hosts::parse_public_host)]
     public_hosts: Vec<String>,
     /// Mark the session cookie `Secure` (browsers then send it over HTTPS only). Use it when a

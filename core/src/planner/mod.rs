@@ -7,12 +7,12 @@
 //! order and with how much room, and remembers what it learned:
 //!
 //! - **priority levels** and the modes that share the hand-out among them (strict, weighted,
-//!   aging: [`crate::ordering::PriorityMode`]), for the scheduler's polls ([`levels`]) and the
-//!   work queue's `next_for` ([`queue`]) alike, with the band arithmetic written once
-//!   ([`bands`]);
+//!   aging: [`crate::ordering::PriorityMode`]), for the scheduler's polls (`levels.rs`) and the
+//!   work queue's `next_for` (`queue.rs`) alike, with the band arithmetic written once
+//!   (`bands.rs`);
 //! - the **level cache** that keeps a poll under load to about one statement;
 //! - the **poison hold-back**: rows that do not decode are left out of later polls
-//!   ([`poison`]);
+//!   (`poison.rs`);
 //! - the **custom-order choice**: whether the work queue's queries name an order index.
 //!
 //! [`Planned`] joins a planner and a thin store into the [`Store`](crate::Store) the scheduler

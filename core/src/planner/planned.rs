@@ -17,7 +17,7 @@ use crate::store::{
 };
 use chrono::{DateTime, Utc};
 
-/// `store` with `planner` above it (see the [module docs](self)).
+/// `store` with `planner` above it (see [`crate::planner`]).
 #[derive(Debug)]
 pub struct Planned<S> {
     store: S,

@@ -1,7 +1,7 @@
 //! The stores: the interfaces through which the scheduler and the work queue reach a
 //! database. [`ExecutionStore`] serves the scheduler and its client, [`QueueStore`] the work
 //! queue; both share [`StoreInfo`], and [`Store`] is anything that is both (every SQL backend,
-//! through [`sql::SqlStore`]). Operations are named noun-first (`execution_*`, `item_*`) and
+//! through [`SqlStore`](crate::backend::SqlStore)). Operations are named noun-first (`execution_*`, `item_*`) and
 //! take plain parameter values from [`crate::records`]; every time-dependent one takes `now`
 //! from the caller's [`Clock`](crate::Clock).
 
@@ -90,7 +90,7 @@ pub struct Adopted {
 }
 
 /// The scheduler's store: executions. Implemented once for SQL databases by
-/// [`sql::SqlStore`]; backends supply a [`sql::SqlConnector`].
+/// [`SqlStore`](crate::backend::SqlStore); backends supply a [`sql::SqlConnector`].
 pub trait ExecutionStore: StoreInfo {
     /// Fails with [`StoreError::MissingMigration`] when the table lacks what the config needs.
     fn check_schema(&self) -> Result<(), StoreError>;

@@ -1,6 +1,6 @@
 //! The thin store: one method per database operation, parameter values in, rows out, nothing
 //! remembered between calls and no hand-out policy (River's driver executor is the model).
-//! [`sql::SqlOps`](super::sql::SqlOps) implements it once for every SQL backend; the planner
+//! [`sql::SqlOps`] implements it once for every SQL backend; the planner
 //! (`crate::planner`) decides above it which operations a poll or a `next_for` runs, and
 //! joins the two into a [`Store`].
 //!

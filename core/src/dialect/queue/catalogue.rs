@@ -71,7 +71,7 @@ impl Statements<'_> {
         all
     }
 
-    /// The statements of a bulk intake through `load` ([`super::file_load`]), in the order
+    /// The statements of a bulk intake through `load` ([`crate::dialect::file_load`]), in the order
     /// they are sent, with sample arguments (the file `/tmp/docket-intake-1-0-0.tsv`).
     pub fn bulk_intake_catalogue(&self, load: &dyn FileLoad) -> Vec<(&'static str, Rendered)> {
         let path = "/tmp/docket-intake-1-0-0.tsv";

@@ -2,7 +2,7 @@
 //!
 //! The priority toggle is applied here and nowhere else: with priority off no statement names
 //! the `priority` column, so a table without migration `0002_priority` keeps working. The
-//! due-queries and claims are in [`due`], the catalogue and schema queries in [`catalogue`].
+//! due-queries and claims are in `due.rs`, the catalogue and schema queries in `catalogue.rs`.
 
 mod catalogue;
 mod due;

@@ -75,7 +75,7 @@ pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
         &self,
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError>;
-    /// The migrations the backend ships, in order. [`SqlStore`] plans them for its table
+    /// The migrations the backend ships, in order. [`SqlOps`] plans them for its table
     /// ([`plan`](crate::migrate::plan), then the adaptation when adopting a table: see
     /// [`AdoptPlan`]) and hands the steps to [`SqlConnector::apply`].
     fn migrations(&self) -> &'static [MigrationFile];
