@@ -1,7 +1,9 @@
 //! How SQL Server spells docket's statements.
 
-use docket_core::dialect::order_index::drop_index_on_table;
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, OrderIndexStyle, SqlWriter};
+use docket_core::dialect::{
+    common, Capabilities, Catalog, Ddl, Dialect, LimitAt, LockAndFetch, OrderIndexStyle, SqlWriter,
+    Syntax,
+};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
@@ -10,12 +12,12 @@ use docket_core::TableName;
 /// 1,700-byte key of a nonclustered index.
 pub const TEXT_KEY_BYTES: usize = 256;
 
-/// The conversion of a text key to its UTF-8 bytes, up to the `JSON_VALUE` it wraps
-/// ([`TEXT_KEY_BYTES`] spelled out: the statement text must be a constant).
 /// [`TIMESTAMP_TEXT`](docket_core::dialect::TIMESTAMP_TEXT) as a `LIKE` pattern.
 const TIMESTAMP_LIKE: &str =
     "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]%";
 
+/// The conversion of a text key to its UTF-8 bytes, up to the `JSON_VALUE` it wraps
+/// ([`TEXT_KEY_BYTES`] spelled out: the statement text must be a constant).
 const TEXT_KEY_HEAD: &str = "CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), ";
 
 /// The SQL Server (2019+) dialect.
@@ -66,35 +68,36 @@ impl Dialect for MssqlDialect {
         format!("[{ident}]")
     }
 
-    fn top(&self, w: &mut SqlWriter<'_>, n: i64) {
-        w.push("TOP (").bind(n).push(") ");
+    fn syntax(&self) -> Syntax {
+        Syntax {
+            lock_hint: " WITH (UPDLOCK, READPAST, ROWLOCK)",
+            // The lock is the table hint; nothing follows the statement.
+            skip_locked: "",
+            // Plain insert; a duplicate key is `StoreError::Duplicate` (see the type's docs).
+            insert_if_absent: "",
+            current_schema: "SCHEMA_NAME()",
+            // Computed columns (`ALTER TABLE t ADD c AS (expr)`, not persisted: the
+            // expressions are deterministic and precise) and an index on them; the queries of
+            // an indexed key set sort by the columns.
+            order_index_style: OrderIndexStyle::GeneratedColumns,
+            // `DATETIME2` (docket's) and `DATETIMEOFFSET` (db-scheduler's): docket binds UTC
+            // `DATETIME2` values, which SQL Server converts to offset +00:00.
+            timestamp_types: &["datetime2", "datetimeoffset"],
+            ..Syntax::ANSI
+        }
     }
 
-    /// `TOP` is written up front instead (see [`Dialect::top`]).
-    fn limit(&self, _w: &mut SqlWriter<'_>, _n: i64) {}
-
-    fn lock_hint(&self) -> &'static str {
-        " WITH (UPDLOCK, READPAST, ROWLOCK)"
-    }
-
-    /// The lock is the table hint; nothing follows the statement.
-    fn skip_locked_clause(&self) -> &'static str {
-        ""
-    }
-
-    /// Plain insert; a duplicate key is `StoreError::Duplicate` (see the type's docs).
-    fn insert_if_absent_suffix(&self) -> &'static str {
-        ""
-    }
-
-    fn current_schema(&self) -> &'static str {
-        "SCHEMA_NAME()"
+    /// `TOP (n)` right after `SELECT`, the limit an updatable CTE may carry.
+    fn limit(&self, w: &mut SqlWriter<'_>, n: i64, at: LimitAt) {
+        if at == LimitAt::Head {
+            w.push("TOP (").bind(n).push(") ");
+        }
     }
 
     /// `JSON_VALUE(custom_attributes, '$."name"')` (the path bound; a literal in index DDL),
     /// typed, NULL (missing) when the member is absent, JSON `null`, an object or an array.
     /// The same expression is the computed column of a custom order's index
-    /// ([`Dialect::order_index_style`] below), so the sorted and the indexed orders agree:
+    /// ([`Syntax::order_index_style`]), so the sorted and the indexed orders agree:
     /// SQL Server indexes a computed column only when its expression is deterministic and
     /// precise and has no subquery, which rules out `OPENJSON` and `FLOAT`.
     ///
@@ -149,74 +152,63 @@ impl Dialect for MssqlDialect {
         }
     }
 
-    /// Computed columns (`ALTER TABLE t ADD c AS (expr)`, not persisted: the expressions are
-    /// deterministic and precise) and an index on them; the queries of an indexed key set
-    /// sort by the columns.
-    fn order_index_style(&self) -> OrderIndexStyle {
-        OrderIndexStyle::GeneratedColumns
-    }
-
     /// `DROP INDEX i ON t`: index names are per table.
-    fn drop_index(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        drop_index_on_table(self, w, table, index);
+    fn ddl(&self, w: &mut SqlWriter<'_>, table: &TableName, change: Ddl<'_>) {
+        match change {
+            Ddl::DropIndex(index) => common::drop_index_on_table(w, table, index),
+            other => common::ddl(w, table, other),
+        }
     }
 
-    /// `sys.indexes` of the table's object id (the bracketed name is bound).
-    fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        let mut quoted = SqlWriter::new(self);
-        quoted.table(table);
-        w.push("SELECT name AS name FROM sys.indexes WHERE object_id = OBJECT_ID(")
-            .bind(quoted.finish().sql)
-            .push(") AND name = ")
-            .bind(index);
-    }
-
-    // `SELECT DISTINCT` (the default) over the (priority, execution_time) index: SQL Server has
-    // no loose index scan, so this reads that index once per poll with priority on; a
-    // recursive skip scan is future work (see the README).
-
+    /// `sys.indexes` and `sys.index_columns` of the table's object id (the bracketed name is
+    /// bound; included, non-key, columns have `key_ordinal` 0 and are left out), and
     /// `INFORMATION_SCHEMA` spelled in upper case: in a database with a case-sensitive
     /// collation the lower-case view names of the default do not resolve.
-    fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        w.push("SELECT COLUMN_NAME AS name FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = ");
-        w.schema_of(table);
-        w.push(" AND TABLE_NAME = ")
-            .bind(table.table())
-            .push(" AND COLUMN_NAME = ")
-            .bind(column);
-    }
-
-    /// `INFORMATION_SCHEMA.COLUMNS`, upper case as in [`Dialect::column_exists`] above.
-    fn table_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        w.push(
-            "SELECT COLUMN_NAME AS name, DATA_TYPE AS data_type FROM INFORMATION_SCHEMA.COLUMNS \
-             WHERE TABLE_SCHEMA = ",
-        )
-        .schema_of(table)
-        .push(" AND TABLE_NAME = ")
-        .bind(table.table());
-    }
-
-    /// `sys.index_columns` of the table's object id (the bracketed name is bound); included
-    /// (non-key) columns have `key_ordinal` 0 and are left out.
-    fn index_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        let mut quoted = SqlWriter::new(self);
-        quoted.table(table);
-        w.push(
-            "SELECT i.name AS index_name, ic.key_ordinal AS position, c.name AS column_name \
-             FROM sys.indexes i JOIN sys.index_columns ic ON ic.object_id = i.object_id \
-             AND ic.index_id = i.index_id JOIN sys.columns c ON c.object_id = ic.object_id \
-             AND c.column_id = ic.column_id WHERE ic.key_ordinal > 0 AND i.object_id = \
-             OBJECT_ID(",
-        )
-        .bind(quoted.finish().sql)
-        .push(")");
-    }
-
-    /// `DATETIME2` (docket's) and `DATETIMEOFFSET` (db-scheduler's): docket binds UTC
-    /// `DATETIME2` values, which SQL Server converts to offset +00:00.
-    fn timestamp_types(&self) -> &'static [&'static str] {
-        &["datetime2", "datetimeoffset"]
+    fn catalog(&self, w: &mut SqlWriter<'_>, table: &TableName, query: Catalog<'_>) {
+        let object_id = || {
+            let mut quoted = SqlWriter::new(self);
+            quoted.table(table);
+            quoted.finish().sql
+        };
+        match query {
+            Catalog::IndexExists(index) => {
+                w.push("SELECT name AS name FROM sys.indexes WHERE object_id = OBJECT_ID(")
+                    .bind(object_id())
+                    .push(") AND name = ")
+                    .bind(index);
+            }
+            Catalog::ColumnExists(column) | Catalog::GeneratedColumnExists(column) => {
+                w.push(
+                    "SELECT COLUMN_NAME AS name FROM INFORMATION_SCHEMA.COLUMNS WHERE \
+                     TABLE_SCHEMA = ",
+                );
+                w.schema_of(table);
+                w.push(" AND TABLE_NAME = ")
+                    .bind(table.table())
+                    .push(" AND COLUMN_NAME = ")
+                    .bind(column);
+            }
+            Catalog::TableColumns => {
+                w.push(
+                    "SELECT COLUMN_NAME AS name, DATA_TYPE AS data_type FROM \
+                     INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = ",
+                )
+                .schema_of(table)
+                .push(" AND TABLE_NAME = ")
+                .bind(table.table());
+            }
+            Catalog::IndexColumns => {
+                w.push(
+                    "SELECT i.name AS index_name, ic.key_ordinal AS position, c.name AS \
+                     column_name FROM sys.indexes i JOIN sys.index_columns ic ON ic.object_id = \
+                     i.object_id AND ic.index_id = i.index_id JOIN sys.columns c ON c.object_id \
+                     = ic.object_id AND c.column_id = ic.column_id WHERE ic.key_ordinal > 0 AND \
+                     i.object_id = OBJECT_ID(",
+                )
+                .bind(object_id())
+                .push(")");
+            }
+        }
     }
 }
 

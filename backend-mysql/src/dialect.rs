@@ -1,14 +1,16 @@
 //! How MySQL 8 and MariaDB 10.6+ spell docket's statements: one dialect for the family, with a
 //! [`Flavor`] for the few real differences between the two servers.
 
-use docket_core::dialect::order_index::drop_index_on_table;
 use docket_core::dialect::{
-    Capabilities, Dialect, FileLoad, GeneratedValue, Level, LockAndFetch, OrderIndexStyle,
-    SqlWriter, NUMBER_TEXT, TIMESTAMP_TEXT,
+    common, Capabilities, Ddl, Dialect, DueFilter, FileLoad, GeneratedValue, Level, LockAndFetch,
+    OrderIndexStyle, SqlWriter, Syntax, NUMBER_TEXT, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 use std::fmt;
+
+/// The per-level due index of migration 0006 (picked, priority, execution_time).
+const DUE_LEVEL_INDEX: &str = "due_priority_idx";
 
 /// Which server of the MySQL family a store talks to. Everything docket's statements need is
 /// spelled the same on both; the flavor carries what is not: the minimum server version with
@@ -117,14 +119,36 @@ impl Dialect for MysqlDialect {
         }
     }
 
-    // The binary protocol counts parameters in 16 bits.
-    // See the trait's docs: the optimizer's time for long OR lists of key equalities.
-    fn max_key_terms(&self) -> usize {
-        20
-    }
-
-    fn max_binds(&self) -> usize {
-        65_535
+    fn syntax(&self) -> Syntax {
+        Syntax {
+            // The binary protocol counts parameters in 16 bits.
+            max_binds: 65_535,
+            max_insert_rows: usize::MAX,
+            // The range optimizer's time grows faster than an OR list of key equalities
+            // (MariaDB 10.11: 0.4 ms for 10 keys, 2.2 ms for 40, 21 ms for 100, against 1 to 2
+            // ms to run the statement).
+            max_key_terms: 20,
+            // Neither server has `ON CONFLICT`, and `INSERT IGNORE` would also downgrade
+            // strict-mode errors (data too long) to truncating warnings. The insert is plain;
+            // the session turns a duplicate-key error into "0 rows inserted".
+            insert_if_absent: "",
+            current_schema: "DATABASE()",
+            // See `due_filter`.
+            due_level_index: Some(DUE_LEVEL_INDEX),
+            // Neither server matches an `ORDER BY` expression to an index (MySQL substitutes
+            // generated columns only in some `WHERE` comparisons, MariaDB 10.11 not at all):
+            // custom orders are indexed through virtual generated columns, which the queries
+            // name.
+            order_index_style: OrderIndexStyle::GeneratedColumns,
+            // `DATETIME` holds the UTC wall-clock values docket binds. `TIMESTAMP` (the type
+            // of db-scheduler's DDL for years) converts through the session time zone, which
+            // is UTC on docket's connections (`+00:00` unless
+            // `MysqlOptions::session_time_zone` says otherwise), so it stores the instants
+            // docket binds, and other clients read them right in any session zone. Its range
+            // ends in January 2038.
+            timestamp_types: &["datetime", "timestamp"],
+            ..Syntax::ANSI
+        }
     }
 
     fn quote_ident(&self, ident: &str) -> String {
@@ -133,32 +157,6 @@ impl Dialect for MysqlDialect {
 
     // `desc_nulls_last` keeps the default plain `DESC`: MySQL and MariaDB sort NULL lowest,
     // so NULL priority already ranks after every value.
-
-    /// Neither server has `ON CONFLICT`, and `INSERT IGNORE` would also downgrade strict-mode
-    /// errors (data too long) to truncating warnings. The insert is plain; the session turns a
-    /// duplicate-key error into "0 rows inserted".
-    fn insert_if_absent_suffix(&self) -> &'static str {
-        ""
-    }
-
-    fn current_schema(&self) -> &'static str {
-        "DATABASE()"
-    }
-
-    // `table_columns` and `index_columns` keep the `information_schema` defaults.
-
-    /// `DATETIME` holds the UTC wall-clock values docket binds. `TIMESTAMP` (the type of
-    /// db-scheduler's DDL for years) converts through the session time zone, which is UTC on
-    /// docket's connections (`+00:00` unless `MysqlOptions::session_time_zone` says otherwise),
-    /// so it stores the instants docket binds, and other clients read them right in any
-    /// session zone. Its range ends in January 2038.
-    fn timestamp_types(&self) -> &'static [&'static str] {
-        &["datetime", "timestamp"]
-    }
-
-    fn max_insert_rows(&self) -> usize {
-        usize::MAX
-    }
 
     /// `LOAD DATA LOCAL INFILE` into a staging table (see `file_load.rs`).
     fn file_load(&self) -> Option<&dyn FileLoad> {
@@ -173,25 +171,19 @@ impl Dialect for MysqlDialect {
     // exact range (docs/BENCHMARKS.md, "Per-level claims on MariaDB"). The index exists on
     // every table migrated through 0006; the store writes the hint only where the table has
     // it (a table migrated to 0002..0005 runs the same statements without it).
-    fn due_index_hint(&self, w: &mut SqlWriter<'_>, level: Level) {
-        if let Level::Exactly(_) = level {
-            w.push(" FORCE INDEX (due_priority_idx)");
+    fn due_filter(&self, w: &mut SqlWriter<'_>, due: &DueFilter<'_>) -> Level {
+        if let (Level::Exactly(_), true) = (due.level, due.level_index) {
+            w.push(" FORCE INDEX (").push(DUE_LEVEL_INDEX).push(")");
         }
+        common::due_filter(w, due)
     }
 
-    fn due_level_index(&self) -> Option<&'static str> {
-        Some("due_priority_idx")
-    }
-
-    /// Neither server matches an `ORDER BY` expression to an index (MySQL substitutes
-    /// generated columns only in some `WHERE` comparisons, MariaDB 10.11 not at all): custom
-    /// orders are indexed through virtual generated columns, which the queries name.
-    fn order_index_style(&self) -> OrderIndexStyle {
-        OrderIndexStyle::GeneratedColumns
-    }
-
-    fn drop_index(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        drop_index_on_table(self, w, table, index);
+    // Index names are per table.
+    fn ddl(&self, w: &mut SqlWriter<'_>, table: &TableName, change: Ddl<'_>) {
+        match change {
+            Ddl::DropIndex(index) => common::drop_index_on_table(w, table, index),
+            other => common::ddl(w, table, other),
+        }
     }
 
     /// A `VIRTUAL` column (computed when read, stored only in the index), typed as the key's

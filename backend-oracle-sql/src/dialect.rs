@@ -1,6 +1,9 @@
 //! How Oracle spells docket's statements.
 
-use docket_core::dialect::{Capabilities, Dialect, LockAndFetch, SqlWriter, Value, TIMESTAMP_TEXT};
+use docket_core::dialect::{
+    common, Capabilities, Catalog, Dialect, LimitAt, LockAndFetch, SqlWriter, Syntax,
+    TIMESTAMP_TEXT,
+};
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
 
@@ -62,8 +65,28 @@ impl Dialect for OracleDialect {
         format!(":{n}")
     }
 
-    fn limit(&self, w: &mut SqlWriter<'_>, n: i64) {
-        w.push(" FETCH FIRST ").bind(n).push(" ROWS ONLY");
+    fn syntax(&self) -> Syntax {
+        Syntax {
+            // A limit and `FOR UPDATE` cannot share a query block (ORA-02014): the claiming
+            // select limits a ROWID subquery and locks in the outer block.
+            row_locator: Some("ROWID"),
+            insert_if_absent: "",
+            current_schema: "SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')",
+            // One row per `INSERT ... VALUES`: Oracle before 23ai has no multi-row `VALUES`
+            // (ORA-00933), so work-queue intake inserts item by item.
+            max_insert_rows: 1,
+            // `TIMESTAMP` only: docket binds UTC `TIMESTAMP` values, which a `TIMESTAMP WITH
+            // TIME ZONE` column (db-scheduler's Oracle DDL) would read in the session time
+            // zone.
+            timestamp_types: &["timestamp"],
+            ..Syntax::ANSI
+        }
+    }
+
+    fn limit(&self, w: &mut SqlWriter<'_>, n: i64, at: LimitAt) {
+        if at == LimitAt::Tail {
+            w.push(" FETCH FIRST ").bind(n).push(" ROWS ONLY");
+        }
     }
 
     fn desc_nulls_last(&self, column: &str) -> String {
@@ -75,34 +98,6 @@ impl Dialect for OracleDialect {
     /// to the type's open items, which are sorted, as with migration 0004's priority index.
     fn index_desc_nulls_last(&self, column: &str) -> String {
         format!("{column} DESC")
-    }
-
-    /// One row per `INSERT ... VALUES`: Oracle before 23ai has no multi-row `VALUES`
-    /// (ORA-00933), so work-queue intake inserts item by item.
-    fn max_insert_rows(&self) -> usize {
-        1
-    }
-
-    /// `ALL_INDEXES`: the index and table names as quoted (case kept).
-    fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        w.push("SELECT index_name AS name FROM all_indexes WHERE table_owner = ")
-            .schema_of(table)
-            .push(" AND table_name = ")
-            .bind(table.table())
-            .push(" AND index_name = ")
-            .bind(index);
-    }
-
-    fn row_locator(&self) -> Option<&'static str> {
-        Some("ROWID")
-    }
-
-    fn insert_if_absent_suffix(&self) -> &'static str {
-        ""
-    }
-
-    fn current_schema(&self) -> &'static str {
-        "SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')"
     }
 
     /// `JSON_VALUE(custom_attributes, '$."name".stringOnly()' RETURNING VARCHAR2(1000))`, or
@@ -150,49 +145,45 @@ impl Dialect for OracleDialect {
 
     // LEVEL is reserved in Oracle: the alias is quoted (and so stays lower case).
     fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
-        w.push("SELECT MAX(priority) AS \"level\" FROM ")
-            .table(table);
-        if let Some(level) = below {
-            w.push(" WHERE priority < ")
-                .bind(Value::SmallInt(Some(level)));
+        common::priority_levels(w, table, below, "\"level\"");
+    }
+
+    /// The `ALL_*` views: table and index names as quoted (case kept), column names upper
+    /// case (how Oracle stores unquoted names). A `DESC` index key is a function-based index
+    /// column in Oracle (reported under a generated `SYS_NC...` name), so such an index
+    /// matches no column list.
+    fn catalog(&self, w: &mut SqlWriter<'_>, table: &TableName, query: Catalog<'_>) {
+        let of_table = |w: &mut SqlWriter<'_>| {
+            w.schema_of(table);
+            w.push(" AND table_name = ").bind(table.table());
+        };
+        match query {
+            Catalog::IndexExists(index) => {
+                w.push("SELECT index_name AS name FROM all_indexes WHERE table_owner = ");
+                of_table(w);
+                w.push(" AND index_name = ").bind(index);
+            }
+            Catalog::ColumnExists(column) | Catalog::GeneratedColumnExists(column) => {
+                w.push("SELECT column_name AS name FROM all_tab_columns WHERE owner = ");
+                of_table(w);
+                w.push(" AND column_name = ")
+                    .bind(column.to_ascii_uppercase());
+            }
+            Catalog::TableColumns => {
+                w.push(
+                    "SELECT column_name AS name, data_type AS data_type FROM all_tab_columns \
+                     WHERE owner = ",
+                );
+                of_table(w);
+            }
+            Catalog::IndexColumns => {
+                w.push(
+                    "SELECT index_name AS index_name, column_position AS position, column_name \
+                     AS column_name FROM all_ind_columns WHERE table_owner = ",
+                );
+                of_table(w);
+            }
         }
-    }
-
-    /// `ALL_TAB_COLUMNS`: the table name as quoted (case kept), the column name upper case
-    /// (how Oracle stores unquoted names).
-    fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        w.push("SELECT column_name AS name FROM all_tab_columns WHERE owner = ");
-        w.schema_of(table);
-        w.push(" AND table_name = ")
-            .bind(table.table())
-            .push(" AND column_name = ")
-            .bind(column.to_ascii_uppercase());
-    }
-
-    /// `ALL_TAB_COLUMNS` of the table (its name as quoted, case kept).
-    fn table_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        w.push("SELECT column_name AS name, data_type AS data_type FROM all_tab_columns WHERE owner = ")
-            .schema_of(table)
-            .push(" AND table_name = ")
-            .bind(table.table());
-    }
-
-    /// `ALL_IND_COLUMNS`. A `DESC` key is a function-based index column in Oracle (reported
-    /// under a generated `SYS_NC...` name), so such an index matches no column list.
-    fn index_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        w.push(
-            "SELECT index_name AS index_name, column_position AS position, column_name AS \
-             column_name FROM all_ind_columns WHERE table_owner = ",
-        )
-        .schema_of(table)
-        .push(" AND table_name = ")
-        .bind(table.table());
-    }
-
-    /// `TIMESTAMP` only: docket binds UTC `TIMESTAMP` values, which a `TIMESTAMP WITH TIME
-    /// ZONE` column (db-scheduler's Oracle DDL) would read in the session time zone.
-    fn timestamp_types(&self) -> &'static [&'static str] {
-        &["timestamp"]
     }
 }
 

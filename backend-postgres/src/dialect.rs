@@ -1,11 +1,22 @@
 //! How PostgreSQL spells docket's statements.
 
 use docket_core::dialect::{
-    Array, Capabilities, ClaimMatch, Dialect, LockAndFetch, SqlWriter, Value, NUMBER_TEXT,
-    TIMESTAMP_TEXT,
+    common, Array, Capabilities, Catalog, ClaimMatch, Dialect, DueFilter, Level, LockAndFetch,
+    SqlWriter, Syntax, Value, NUMBER_TEXT, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
+
+// The claim's subquery locks the rows, so their row addresses (`ctid`) cannot change
+// before the update reads them: `ctid = ANY(ARRAY(SELECT ctid ...))` runs the subquery
+// once and fetches the rows by address. Matched by key instead (`(task_name,
+// task_instance) IN (SELECT ...)`), a table without statistics was joined with a sequential
+// scan of every row (7.9 ms against 2.5 ms for a claim of 40 among 20,000).
+const CLAIM_BY_CTID: ClaimMatch = ClaimMatch {
+    open: "ctid = ANY(ARRAY(",
+    columns: "ctid",
+    close: "))",
+};
 
 /// The PostgreSQL dialect: `$n` placeholders, double-quoted identifiers, `NULLS LAST`,
 /// `FOR UPDATE SKIP LOCKED`, `ON CONFLICT DO NOTHING`, `UPDATE ... RETURNING`.
@@ -26,38 +37,30 @@ impl Dialect for PgDialect {
         }
     }
 
-    // The wire protocol counts parameters in 16 bits.
-    fn max_binds(&self) -> usize {
-        65_535
-    }
-
-    // `UNNEST($1, $2, ...)` with one typed array per column: a chunk of rows is one short
-    // statement, parsed and planned once, whatever its length.
-    fn binds_arrays(&self) -> bool {
-        true
+    fn syntax(&self) -> Syntax {
+        Syntax {
+            // The wire protocol counts parameters in 16 bits.
+            max_binds: 65_535,
+            max_insert_rows: usize::MAX,
+            // `UNNEST($1, $2, ...)` with one typed array per column: a chunk of rows is one
+            // short statement, parsed and planned once, whatever its length.
+            binds_arrays: true,
+            claim_match: CLAIM_BY_CTID,
+            // A row that changes between the probe and the write has a new ctid, which the
+            // write's recheck does not find: it counts as not written, as a changed version
+            // would.
+            key_probe: Some(CLAIM_BY_CTID),
+            // One statement for every level (see `priority_levels`).
+            lists_all_levels: true,
+            // `timestamp` (without time zone) compared with the `timestamptz` binds would
+            // shift by the session time zone: not adoptable.
+            timestamp_types: &["timestamp with time zone"],
+            ..Syntax::ANSI
+        }
     }
 
     fn placeholder(&self, n: usize) -> String {
         format!("${n}")
-    }
-
-    // The claim's subquery locks the rows, so their row addresses (`ctid`) cannot change
-    // before the update reads them: `ctid = ANY(ARRAY(SELECT ctid ...))` runs the subquery
-    // once and fetches the rows by address. Matched by key instead (`(task_name,
-    // task_instance) IN (SELECT ...)`), a table without statistics was joined with a sequential
-    // scan of every row (7.9 ms against 2.5 ms for a claim of 40 among 20,000).
-    fn claim_match(&self) -> ClaimMatch {
-        ClaimMatch {
-            open: "ctid = ANY(ARRAY(",
-            columns: "ctid",
-            close: "))",
-        }
-    }
-
-    // A row that changes between the probe and the write has a new ctid, which the write's
-    // recheck does not find: it counts as not written, as a changed version would.
-    fn key_probe(&self) -> Option<ClaimMatch> {
-        Some(self.claim_match())
     }
 
     // Without statistics (a fresh table, autovacuum off or not run yet) PostgreSQL estimates
@@ -66,12 +69,7 @@ impl Dialect for PgDialect {
     // CASE the filter neither matches an index nor gets that estimate, so the claim reads the
     // partial due index of migration 0005 in execution-time order and stops at the limit
     // (0.08 ms), with or without statistics (docs/BENCHMARKS.md, "Claim plan").
-    fn due_task_filter(&self, w: &mut SqlWriter<'_>, task_names: &[String]) {
-        w.push(" AND CASE WHEN task_name IN ")
-            .bind_list(task_names.iter().map(String::as_str))
-            .push(" THEN TRUE END");
-    }
-
+    //
     // One level's due rows as `priority = ANY(ARRAY[level])` ordered by `priority DESC NULLS
     // LAST, execution_time`. With `priority = ?` and `ORDER BY execution_time` the planner read a
     // level through the due index of every level (0005) or the time index, filtering priority:
@@ -82,11 +80,28 @@ impl Dialect for PgDialect {
     // scan is bounded by the level and the time (`= ANY` is an equality to the btree): 6
     // buffers for that claim, 3 for a drained level's probe, custom and generic plans alike
     // (docs/BENCHMARKS.md, "Per-level claims on PostgreSQL").
-    fn due_level_filter(&self, w: &mut SqlWriter<'_>, priority: i16) -> bool {
-        w.push(" AND priority = ANY(")
-            .bind(Value::Array(Array::SmallInt(vec![Some(priority)])))
-            .push(")");
-        true
+    fn due_filter(&self, w: &mut SqlWriter<'_>, due: &DueFilter<'_>) -> Level {
+        common::due_head(w, due);
+        match due.level {
+            Level::Any => {
+                w.push(" AND CASE WHEN task_name IN ")
+                    .bind_list(due.task_names.iter().map(String::as_str))
+                    .push(" THEN TRUE END");
+                Level::Any
+            }
+            Level::Exactly(priority) => {
+                common::task_in(w, due.task_names);
+                w.push(" AND priority = ANY(")
+                    .bind(Value::Array(Array::SmallInt(vec![Some(priority)])))
+                    .push(")");
+                Level::Any
+            }
+            Level::Null => {
+                common::task_in(w, due.task_names);
+                common::level(w, Level::Null, "");
+                Level::Null
+            }
+        }
     }
 
     // PostgreSQL sorts NULL first under DESC; docket ranks NULL priority last everywhere.
@@ -130,40 +145,35 @@ impl Dialect for PgDialect {
         w.push(close);
     }
 
-    fn timestamp_types(&self) -> &'static [&'static str] {
-        // `timestamp` (without time zone) compared with the `timestamptz` binds would shift
-        // by the session time zone: not adoptable.
-        &["timestamp with time zone"]
-    }
-
-    /// `pg_index` (no `information_schema` view lists indexes): each key column with its
-    /// position; expression columns (attnum 0) have no `pg_attribute` row and are left out.
-    fn index_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        w.push(
-            "SELECT i.relname AS index_name, k.n AS position, a.attname AS column_name \
-             FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid \
-             JOIN pg_namespace ns ON ns.oid = t.relnamespace \
-             JOIN pg_class i ON i.oid = x.indexrelid \
-             CROSS JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) \
-             JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum \
-             WHERE ns.nspname = ",
-        )
-        .schema_of(table)
-        .push(" AND t.relname = ")
-        .bind(table.table());
-    }
-
-    fn max_insert_rows(&self) -> usize {
-        usize::MAX
-    }
-
-    fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        w.push("SELECT indexname AS name FROM pg_indexes WHERE schemaname = ");
-        w.schema_of(table);
-        w.push(" AND tablename = ")
-            .bind(table.table())
-            .push(" AND indexname = ")
-            .bind(index);
+    /// `pg_index` lists index key columns (no `information_schema` view lists indexes): each
+    /// key column with its position; expression columns (attnum 0) have no `pg_attribute` row
+    /// and are left out. `pg_indexes` says whether an index exists.
+    fn catalog(&self, w: &mut SqlWriter<'_>, table: &TableName, query: Catalog<'_>) {
+        match query {
+            Catalog::IndexColumns => {
+                w.push(
+                    "SELECT i.relname AS index_name, k.n AS position, a.attname AS column_name \
+                     FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid \
+                     JOIN pg_namespace ns ON ns.oid = t.relnamespace \
+                     JOIN pg_class i ON i.oid = x.indexrelid \
+                     CROSS JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) \
+                     JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum \
+                     WHERE ns.nspname = ",
+                )
+                .schema_of(table)
+                .push(" AND t.relname = ")
+                .bind(table.table());
+            }
+            Catalog::IndexExists(index) => {
+                w.push("SELECT indexname AS name FROM pg_indexes WHERE schemaname = ");
+                w.schema_of(table);
+                w.push(" AND tablename = ")
+                    .bind(table.table())
+                    .push(" AND indexname = ")
+                    .bind(index);
+            }
+            other => common::catalog(w, table, other),
+        }
     }
 
     // No loose index scan before PostgreSQL 18 (`SELECT DISTINCT` reads the whole index): walk
@@ -187,10 +197,6 @@ impl Dialect for PgDialect {
                  FROM levels WHERE levels.level IS NOT NULL) \
                  SELECT level FROM levels WHERE level IS NOT NULL ORDER BY level DESC",
         );
-    }
-
-    fn lists_all_levels(&self) -> bool {
-        true
     }
 }
 

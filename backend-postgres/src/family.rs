@@ -17,7 +17,7 @@ use docket_core::store::Cell;
 use docket_diesel::{push_scalar, Cells, Family, Statement, TxError};
 
 /// One typed array parameter (`text[]`, `bytea[]`, `timestamptz[]`, ...): the columns of the
-/// dialect's multi-row inserts (`Dialect::binds_arrays`).
+/// dialect's multi-row inserts (`Syntax::binds_arrays`).
 fn push_array<'b>(mut out: AstPass<'_, 'b, Pg>, array: &'b Array) -> QueryResult<()> {
     match array {
         Array::Text(v) => out.push_bind_param::<PgArray<Nullable<Text>>, _>(v),

@@ -1,7 +1,8 @@
 //! How SQLite spells docket's statements.
 
 use docket_core::dialect::{
-    Capabilities, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle, SqlWriter,
+    common, Capabilities, Catalog, Ddl, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle,
+    SqlWriter, Syntax,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -36,14 +37,23 @@ impl Dialect for SqliteDialect {
         }
     }
 
-    // SQLITE_MAX_VARIABLE_NUMBER of the bundled build.
-    fn max_binds(&self) -> usize {
-        32_766
-    }
-
-    // No row locks to skip: the write lock serializes claimers (see the type's docs).
-    fn skip_locked_clause(&self) -> &'static str {
-        ""
+    fn syntax(&self) -> Syntax {
+        Syntax {
+            // SQLITE_MAX_VARIABLE_NUMBER of the bundled build.
+            max_binds: 32_766,
+            max_insert_rows: usize::MAX,
+            // No row locks to skip: the write lock serializes claimers (see the type's docs).
+            skip_locked: "",
+            // SQLite matches an index expression only to the same expression with the same
+            // literal, not to one written with a bound value (as docket's queries are): custom
+            // orders are indexed through virtual generated columns, which the queries name.
+            order_index_style: OrderIndexStyle::GeneratedColumns,
+            // Declared types with INTEGER or NUMERIC affinity: docket stores integer
+            // microseconds (db-scheduler's `TIMESTAMP` columns hold whatever its driver wrote:
+            // see docs/MOVING_FROM_DB_SCHEDULER.md).
+            timestamp_types: &["integer", "int", "bigint", "timestamp", "datetime"],
+            ..Syntax::ANSI
+        }
     }
 
     /// The path is bound. `json_extract` returns a JSON string as TEXT, compared with SQLite's
@@ -110,17 +120,6 @@ impl Dialect for SqliteDialect {
         w.push(" END)");
     }
 
-    fn max_insert_rows(&self) -> usize {
-        usize::MAX
-    }
-
-    /// SQLite matches an index expression only to the same expression with the same literal,
-    /// not to one written with a bound value (as docket's queries are): custom orders are
-    /// indexed through virtual generated columns, which the queries name.
-    fn order_index_style(&self) -> OrderIndexStyle {
-        OrderIndexStyle::GeneratedColumns
-    }
-
     /// A `VIRTUAL` column typed as docket's tables are (`STRICT`): numbers `ANY`, so that
     /// integers and reals stay as computed and compare numerically.
     fn generated_column_type(&self, value: GeneratedValue) -> Option<String> {
@@ -133,56 +132,51 @@ impl Dialect for SqliteDialect {
     }
 
     /// The schema (attached database) qualifies the index name, not the table.
-    fn create_index_head(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        w.push("CREATE INDEX ");
-        if let Some(schema) = table.schema() {
-            w.push(&self.quote_ident(schema)).push(".");
+    fn ddl(&self, w: &mut SqlWriter<'_>, table: &TableName, change: Ddl<'_>) {
+        match change {
+            Ddl::CreateIndexHead(index) => {
+                w.push("CREATE INDEX ");
+                if let Some(schema) = table.schema() {
+                    w.push(&self.quote_ident(schema)).push(".");
+                }
+                w.push(&self.quote_ident(index))
+                    .push(" ON ")
+                    .push(&self.quote_ident(table.table()))
+                    .push(" (");
+            }
+            other => common::ddl(w, table, other),
         }
-        w.push(&self.quote_ident(index))
-            .push(" ON ")
-            .push(&self.quote_ident(table.table()))
-            .push(" (");
     }
 
-    fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        pragma_lookup(w, "pragma_index_list", table, index);
-    }
-
-    // `pragma_table_info` leaves generated columns out; `pragma_table_xinfo` lists them.
-    fn generated_column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        pragma_lookup(w, "pragma_table_xinfo", table, column);
-    }
-
-    // No information_schema: the `pragma_table_info` table-valued function lists the columns
-    // (its `name` column is the column name). The schema argument selects an attached database.
-    fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        pragma_lookup(w, "pragma_table_info", table, column);
-    }
-
-    /// `pragma_table_info`: `type` is the declared type as written in `CREATE TABLE`.
-    fn table_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        w.push("SELECT name, type AS data_type FROM ");
-        pragma(w, "pragma_table_info", table.table(), table.schema());
-    }
-
-    /// `pragma_index_list` joined to `pragma_index_info` (0-based `seqno`).
-    fn index_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        w.push(
-            "SELECT il.name AS index_name, ii.seqno + 1 AS position, ii.name AS column_name FROM ",
-        );
-        pragma(w, "pragma_index_list", table.table(), table.schema());
-        w.push(" AS il, pragma_index_info(il.name");
-        if let Some(schema) = table.schema() {
-            w.push(", ").bind(schema);
+    /// No information_schema: table-valued pragma functions list columns and indexes (their
+    /// `name` column is the name), and the schema argument selects an attached database.
+    /// `pragma_table_info` leaves generated columns out; `pragma_table_xinfo` lists them. Its
+    /// `type` is the declared type as written in `CREATE TABLE`. `pragma_index_info` numbers
+    /// an index's columns from 0.
+    fn catalog(&self, w: &mut SqlWriter<'_>, table: &TableName, query: Catalog<'_>) {
+        match query {
+            Catalog::IndexExists(index) => pragma_lookup(w, "pragma_index_list", table, index),
+            Catalog::GeneratedColumnExists(column) => {
+                pragma_lookup(w, "pragma_table_xinfo", table, column)
+            }
+            Catalog::ColumnExists(column) => pragma_lookup(w, "pragma_table_info", table, column),
+            Catalog::TableColumns => {
+                w.push("SELECT name, type AS data_type FROM ");
+                pragma(w, "pragma_table_info", table.table(), table.schema());
+            }
+            Catalog::IndexColumns => {
+                w.push(
+                    "SELECT il.name AS index_name, ii.seqno + 1 AS position, ii.name AS \
+                     column_name FROM ",
+                );
+                pragma(w, "pragma_index_list", table.table(), table.schema());
+                w.push(" AS il, pragma_index_info(il.name");
+                if let Some(schema) = table.schema() {
+                    w.push(", ").bind(schema);
+                }
+                w.push(") AS ii");
+            }
         }
-        w.push(") AS ii");
-    }
-
-    /// Declared types with INTEGER or NUMERIC affinity: docket stores integer microseconds
-    /// (db-scheduler's `TIMESTAMP` columns hold whatever its driver wrote: see
-    /// docs/MOVING_FROM_DB_SCHEDULER.md).
-    fn timestamp_types(&self) -> &'static [&'static str] {
-        &["integer", "int", "bigint", "timestamp", "datetime"]
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::harness::Foreign;
 use chrono::{DateTime, FixedOffset, NaiveDateTime, Utc};
-use docket_core::dialect::{Rendered, SqlWriter, Value};
+use docket_core::dialect::{LimitAt, Rendered, SqlWriter, Value};
 use docket_core::records::JAVA_SERIALIZATION_MAGIC;
 use docket_core::{Execution, ExecutionKey, StoreError, TableName};
 
@@ -115,10 +115,10 @@ impl<'f> DbSchedulerNode<'f> {
         let d = self.foreign.dialect();
         let mut w = self.writer();
         w.push("SELECT ");
-        d.top(&mut w, limit);
+        d.limit(&mut w, limit, LimitAt::Head);
         w.push("* FROM ").table(&self.table);
         if locking {
-            w.push(d.lock_hint());
+            w.push(d.syntax().lock_hint);
         }
         w.push(" WHERE picked = ")
             .bind(false)
@@ -129,9 +129,9 @@ impl<'f> DbSchedulerNode<'f> {
             w.push("priority DESC, ");
         }
         w.push("execution_time ASC");
-        d.limit(&mut w, limit);
+        d.limit(&mut w, limit, LimitAt::Tail);
         if locking {
-            w.push(d.skip_locked_clause());
+            w.push(d.syntax().skip_locked);
         }
         w.finish()
     }

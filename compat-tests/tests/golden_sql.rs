@@ -70,7 +70,7 @@ fn side_by_side(name: &str, priority: bool) -> Option<String> {
 fn unsent(dialect: &dyn Dialect, name: &str) -> bool {
     let lock_and_fetch = name.starts_with("lock_and_fetch");
     let select_then_update = name.starts_with("due_for_update") || name == "claim_keys";
-    if name == "insert_many" && dialect.max_insert_rows() < 2 {
+    if name == "insert_many" && dialect.syntax().max_insert_rows < 2 {
         return true;
     }
     let one_step_claim = name.starts_with("item_next_");
@@ -678,7 +678,7 @@ fn custom_orders_sort_by_the_indexed_expressions() {
             .map(|(_, r)| r)
             .expect("item_next_custom");
         let mut sql = list.sql.clone();
-        if dialect.order_index_style() == OrderIndexStyle::GeneratedColumns {
+        if dialect.syntax().order_index_style == OrderIndexStyle::GeneratedColumns {
             // The query binds the path where the index DDL writes it.
             for (n, value) in list.binds.iter().enumerate().rev() {
                 if let docket_core::dialect::Value::Text(Some(text)) = value {

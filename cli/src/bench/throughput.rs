@@ -28,7 +28,7 @@ use crate::{parse_table, progress, store_config};
 use chrono::{SubsecRound, Utc};
 use docket_core::backend::SqlStore;
 use docket_core::bench::Recording;
-use docket_core::dialect::{LockAndFetch, Rendered, SqlWriter};
+use docket_core::dialect::{LimitAt, LockAndFetch, Rendered, SqlWriter};
 use docket_core::store::sql::{SqlConnector, SqlSession};
 use docket_core::store::Row;
 use docket_core::{
@@ -249,8 +249,8 @@ fn claim1<C: SqlConnector>(store: &SqlStore<C>, now: chrono::DateTime<Utc>) -> C
             .push(" AND execution_time <= ")
             .bind(now)
             .push(" ORDER BY execution_time");
-        dialect.limit(w, 1);
-        w.push(dialect.skip_locked_clause());
+        dialect.limit(w, 1, LimitAt::Tail);
+        w.push(dialect.syntax().skip_locked);
     };
     let mut w = SqlWriter::new(dialect);
     match dialect.capabilities().lock_and_fetch {

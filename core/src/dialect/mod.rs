@@ -2,6 +2,7 @@
 //! quoting, limits, NULL ordering, the skip-locked idiom, insert-if-absent); the statements
 //! themselves are rendered once, in [`statements`], from those facts.
 
+pub mod common;
 pub mod file_load;
 pub mod order_index;
 pub mod queue;
@@ -35,7 +36,7 @@ pub enum LockAndFetch {
 /// How a write names the rows a subquery found: the one-statement claim
 /// ([`LockAndFetch::UpdateReturning`]), `UPDATE ... WHERE <open>SELECT <columns> FROM ... FOR
 /// UPDATE SKIP LOCKED<close>`, and a write of several executions named by key
-/// ([`Dialect::key_probe`], where `columns` is the one column each key's probe returns).
+/// ([`Syntax::key_probe`], where `columns` is the one column each key's probe returns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaimMatch {
     /// Written before the subquery, e.g. `(task_name, task_instance) IN (`.
@@ -81,13 +82,159 @@ pub const NUMBER_TEXT: &str = "^[+-]{0,1}[0-9]+([.][0-9]+){0,1}$";
 /// that start in the record-date form `YYYY-MM-DDThh:mm:ss` (their text order is time order).
 pub const TIMESTAMP_TEXT: &str = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}";
 
-/// One SQL dialect. Defaults are ANSI-ish; backends override only what differs.
+/// A dialect's fixed facts, in one place (diesel's `SqlDialect` shape): what the shared
+/// statements write where, and the limits they work within. [`Syntax::ANSI`] holds the
+/// defaults; a backend states what differs (`Syntax { max_binds: 65_535, ..Syntax::ANSI }`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Syntax {
+    /// A table hint written right after the table name in a claiming select, for dialects that
+    /// lock per table reference instead of per statement (T-SQL `WITH (UPDLOCK, READPAST,
+    /// ROWLOCK)`). Default `""` (the lock is [`Syntax::skip_locked`]).
+    pub lock_hint: &'static str,
+    /// A pseudo-column addressing a row (Oracle `ROWID`), for dialects that cannot combine a
+    /// row limit with `FOR UPDATE` in one query block. When set, the claiming select limits a
+    /// subquery on this locator and locks in the outer block: `SELECT ... WHERE <locator> IN
+    /// (SELECT <locator> ... ORDER BY ... <limit>) AND picked = ? ORDER BY ... FOR UPDATE SKIP
+    /// LOCKED`. Default `None` (limit and lock in one block).
+    pub row_locator: Option<&'static str>,
+    /// The row-lock clause for claiming due rows without waiting on other claimers. A
+    /// single-writer database says `""` (its write transaction is the lock). Default ` FOR
+    /// UPDATE SKIP LOCKED`.
+    pub skip_locked: &'static str,
+    /// Clause appended to an `INSERT` so an existing `(task_name, task_instance)` is left alone
+    /// and reported as zero rows inserted (`""`: none; the store then inserts row by row where
+    /// a batch meets an existing key). Default `ON CONFLICT ... DO NOTHING`.
+    pub insert_if_absent: &'static str,
+    /// How the one-statement claim matches the rows it locked. Default [`ClaimMatch::BY_KEY`].
+    pub claim_match: ClaimMatch,
+    /// For a statement that writes several executions named by key (the claim of selected
+    /// keys, batched completions): match them through one primary-key probe per key over bound
+    /// arrays (`UNNEST`, as [`Syntax::binds_arrays`]), each probe returning the one column
+    /// `columns`, between `open` and `close`. Default `None`: `(task_name = ? AND
+    /// task_instance = ? [AND version = ?]) OR ...`.
+    pub key_probe: Option<ClaimMatch>,
+    /// Most keys one statement names in its `(task_name = ? AND task_instance = ? ...) OR ...`
+    /// list (batched completions, the claim of selected keys); longer lists are split into
+    /// several statements of the same transaction. Default 500.
+    pub max_key_terms: usize,
+    /// Whether a multi-row insert binds one array per column (`INSERT ... SELECT * FROM
+    /// UNNEST(?, ...)`, [`SqlWriter::insert_rows`]) rather than one value per cell. The
+    /// statement is then one short text however many rows it carries, and a chunk is not bound
+    /// by [`Syntax::max_binds`]. Default `false`.
+    pub binds_arrays: bool,
+    /// Most bind parameters one statement may carry; multi-row statements are chunked to stay
+    /// within it. Default 2,000: SQL Server's limit is 2,100.
+    pub max_binds: usize,
+    /// Most rows one `INSERT ... VALUES (...), (...)` may list. Default 1000, SQL Server's
+    /// limit; `usize::MAX` for none, 1 for one row per statement.
+    pub max_insert_rows: usize,
+    /// SQL expression for the connection's current schema, for catalogue look-ups. Default
+    /// `current_schema()`.
+    pub current_schema: &'static str,
+    /// Whether [`Dialect::priority_levels`] returns every level below its bound in one query
+    /// (PostgreSQL's recursive skip scan) rather than the highest one. Default `false`.
+    pub lists_all_levels: bool,
+    /// The index a per-level due-query is steered onto ([`Dialect::due_filter`] with
+    /// [`DueFilter::level_index`]), whose presence the store checks at start-up: a table
+    /// migrated partway lacks it. Default `None`.
+    pub due_level_index: Option<&'static str>,
+    /// How a custom order is indexed (see [`order_index`]). Default
+    /// [`OrderIndexStyle::Expressions`]: an index on the expressions the queries sort by.
+    pub order_index_style: OrderIndexStyle,
+    /// The catalogue type names (as [`Catalog::TableColumns`] reports them, lower case, without
+    /// a precision such as `(6)`) of timestamp columns this backend reads and writes exactly.
+    /// Adopting a table whose time columns have another type is an error naming the column.
+    /// Default: none.
+    pub timestamp_types: &'static [&'static str],
+}
+
+impl Syntax {
+    /// The defaults (see each field).
+    pub const ANSI: Syntax = Syntax {
+        lock_hint: "",
+        row_locator: None,
+        skip_locked: " FOR UPDATE SKIP LOCKED",
+        insert_if_absent: " ON CONFLICT (task_name, task_instance) DO NOTHING",
+        claim_match: ClaimMatch::BY_KEY,
+        key_probe: None,
+        max_key_terms: 500,
+        binds_arrays: false,
+        max_binds: 2_000,
+        max_insert_rows: 1000,
+        current_schema: "current_schema()",
+        lists_all_levels: false,
+        due_level_index: None,
+        order_index_style: OrderIndexStyle::Expressions,
+        timestamp_types: &[],
+    };
+}
+
+/// Where a row limit goes: right after `SELECT ` (T-SQL `TOP (n) `) or after `ORDER BY`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitAt {
+    /// Right after `SELECT `, before the select list.
+    Head,
+    /// After `ORDER BY`, at the end of the query block.
+    Tail,
+}
+
+/// What a due-query selects, for [`Dialect::due_filter`].
+#[derive(Debug, Clone, Copy)]
+pub struct DueFilter<'a> {
+    /// Which priority level.
+    pub level: Level,
+    /// Rows due at or before this.
+    pub due_by: chrono::DateTime<chrono::Utc>,
+    /// Only these tasks.
+    pub task_names: &'a [String],
+    /// Whether the table has [`Syntax::due_level_index`].
+    pub level_index: bool,
+}
+
+/// A catalogue query ([`Dialect::catalog`]), each returning what its variant says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Catalog<'a> {
+    /// One row (one text column `name`) if the column exists on the table, none otherwise.
+    ColumnExists(&'a str),
+    /// One row (one text column `name`) if the generated column exists (an order index's).
+    GeneratedColumnExists(&'a str),
+    /// One row (one text column `name`) if the index exists on the table, none otherwise.
+    IndexExists(&'a str),
+    /// One row per column of the table (none when it does not exist): `name` (text) and
+    /// `data_type` (the catalogue's type name as text, e.g. `timestamp with time zone`,
+    /// `datetime`, `VARCHAR2`). Adopting a table checks these against what docket reads.
+    TableColumns,
+    /// One row per key column of each index on the table: `index_name`, `position` (1-based)
+    /// and `column_name`. A column of an expression index may be reported under a generated
+    /// name; such an index simply matches nothing.
+    IndexColumns,
+}
+
+/// A schema change of a custom order's index ([`Dialect::ddl`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ddl<'a> {
+    /// `ALTER TABLE t DROP COLUMN c`.
+    DropColumn(&'a str),
+    /// `CREATE INDEX <index> ON <table> (`; the caller writes the parts and `)`.
+    CreateIndexHead(&'a str),
+    /// Drops the index.
+    DropIndex(&'a str),
+}
+
+/// One SQL dialect: a few facts ([`Syntax`]) and the pieces of statements that differ, each
+/// with a default built from the shared helpers of [`common`]; a backend overrides whole
+/// pieces in its own crate, next to the measurement that justifies them.
 pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Short backend name, e.g. `postgres`.
     fn name(&self) -> &'static str;
 
     /// Everything the backend can do.
     fn capabilities(&self) -> Capabilities;
+
+    /// The dialect's fixed facts. Default [`Syntax::ANSI`].
+    fn syntax(&self) -> Syntax {
+        Syntax::ANSI
+    }
 
     /// The placeholder for the `n`-th bind (1-based). Default `?`.
     fn placeholder(&self, _n: usize) -> String {
@@ -99,32 +246,12 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         format!("\"{ident}\"")
     }
 
-    /// Appends a row limit for a query (after `ORDER BY`). Default: `LIMIT ?`. A dialect
-    /// that limits with [`Dialect::top`] instead writes nothing here.
-    fn limit(&self, w: &mut SqlWriter<'_>, n: i64) {
-        w.push(" LIMIT ").bind(n);
-    }
-
-    /// Writes a row limit that belongs right after `SELECT ` (T-SQL `TOP (n) `, with its
-    /// trailing space), for dialects whose limit cannot follow `ORDER BY` in every place docket
-    /// needs one (a claiming CTE). Called for every limited query, before the select list, and
-    /// always together with [`Dialect::limit`]. Default: nothing.
-    fn top(&self, _w: &mut SqlWriter<'_>, _n: i64) {}
-
-    /// A table hint written right after the table name in a claiming select, for dialects that
-    /// lock per table reference instead of per statement (T-SQL `WITH (UPDLOCK, READPAST,
-    /// ROWLOCK)`). Default: `""` (the lock is [`Dialect::skip_locked_clause`]).
-    fn lock_hint(&self) -> &'static str {
-        ""
-    }
-
-    /// A pseudo-column addressing a row (Oracle `ROWID`), for dialects that cannot combine a
-    /// row limit with `FOR UPDATE` in one query block. When set, the claiming select limits a
-    /// subquery on this locator and locks in the outer block:
-    /// `SELECT ... WHERE <locator> IN (SELECT <locator> ... ORDER BY ... <limit>) AND picked = ?
-    /// ORDER BY ... FOR UPDATE SKIP LOCKED`. Default: `None` (limit and lock in one block).
-    fn row_locator(&self) -> Option<&'static str> {
-        None
+    /// Writes a row limit `n` at `at`; called at both places of every limited query, each
+    /// dialect writes at one. Default: ` LIMIT ?` at the tail.
+    fn limit(&self, w: &mut SqlWriter<'_>, n: i64, at: LimitAt) {
+        if at == LimitAt::Tail {
+            w.push(" LIMIT ").bind(n);
+        }
     }
 
     /// `column DESC` with NULLs after every value. Default: plain `DESC`, right where NULL
@@ -140,134 +267,37 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         self.desc_nulls_last(column)
     }
 
-    /// The row-lock clause for claiming due rows without waiting on other claimers. A
-    /// single-writer database returns `""` (its write transaction is the lock).
-    fn skip_locked_clause(&self) -> &'static str {
-        " FOR UPDATE SKIP LOCKED"
-    }
-
-    /// Clause appended to an `INSERT` so an existing `(task_name, task_instance)` is left alone
-    /// and reported as zero rows inserted. Default: `ON CONFLICT ... DO NOTHING`.
-    fn insert_if_absent_suffix(&self) -> &'static str {
-        " ON CONFLICT (task_name, task_instance) DO NOTHING"
-    }
-
-    /// How the one-statement claim matches the rows it locked. Default [`ClaimMatch::BY_KEY`].
-    fn claim_match(&self) -> ClaimMatch {
-        ClaimMatch::BY_KEY
-    }
-
-    /// For a statement that writes several executions named by key (the claim of selected
-    /// keys, batched completions): match them through one primary-key probe per key over bound
-    /// arrays (`UNNEST`, as [`Dialect::binds_arrays`]), each probe returning the one column
-    /// `columns`, between `open` and `close`. Default `None`: `(task_name = ? AND
-    /// task_instance = ? [AND version = ?]) OR ...`. PostgreSQL says `Some` with its claim's
-    /// match (`ctid = ANY(ARRAY(...))`): on a table it has never analyzed it answered the OR
-    /// list by reading every row of the keys' task name (the common `task_name = ?` taken
-    /// out as an index condition), 37 ms for 100 keys among 20,000 rows against 1 ms probed.
-    fn key_probe(&self) -> Option<ClaimMatch> {
-        None
-    }
-
-    /// Writes the task filter of the due-query that reads every level (` AND ...`, the names
-    /// bound). Default: ` AND task_name IN (?, ...)`. A dialect whose planner, without
-    /// statistics on a fresh table, would answer that filter through the primary key and sort
-    /// every due row instead of reading the due index in order (PostgreSQL) writes it so the
-    /// planner cannot use it for an index or an estimate.
-    fn due_task_filter(&self, w: &mut SqlWriter<'_>, task_names: &[String]) {
-        w.push(" AND task_name IN ")
-            .bind_list(task_names.iter().map(String::as_str));
-    }
-
-    /// Writes an index hint between a due-query's table and its `WHERE`, for a query at
-    /// `level`. Default: none. MySQL/MariaDB name the per-level due index there: under load
-    /// their optimizer read one level's due rows through the time index of every level instead
-    /// (see the MySQL dialect). Written only where the table has [`Dialect::due_level_index`]
-    /// (a table migrated partway lacks it): the store looks at start-up.
-    fn due_index_hint(&self, _w: &mut SqlWriter<'_>, _level: Level) {}
-
-    /// The index [`Dialect::due_index_hint`] names, whose presence the store checks before the
-    /// hint is written. Default: `None` (no hint).
-    fn due_level_index(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// Writes how a due-query at level `priority` selects it, when the dialect does not use
-    /// ` AND priority = ?` and `ORDER BY execution_time`; returns whether it wrote one, in which
-    /// case the query orders by `priority DESC NULLS LAST, execution_time` (same rows, same
-    /// order). Default: writes nothing, `false`. PostgreSQL writes ` AND priority = ANY(?)` (a
-    /// one-element array): with `priority = ?` its planner read a level's due rows through an
-    /// index of every level's times and filtered the others out (see its dialect); an array
-    /// comparison is no equality the planner propagates, so only the priority index yields the
-    /// order, and the time bound stays an index bound behind it.
-    fn due_level_filter(&self, _w: &mut SqlWriter<'_>, _priority: i16) -> bool {
-        false
-    }
-
-    /// Most keys one statement names in its `(task_name = ? AND task_instance = ? ...) OR ...`
-    /// list (batched completions, the claim of selected keys); longer lists are split into
-    /// several statements of the same transaction. Default 500. MySQL/MariaDB say 20: their
-    /// range optimizer's time grows faster than the list (measured on MariaDB 10.11: 0.4 ms for
-    /// 10 keys, 2.2 ms for 40, 21 ms for 100, against 1 to 2 ms to run the statement).
-    fn max_key_terms(&self) -> usize {
-        500
-    }
-
-    /// Whether a multi-row insert binds one array per column (`INSERT ... SELECT * FROM
-    /// UNNEST(?, ...)`, [`SqlWriter::insert_rows`]) rather than one value per cell. The
-    /// statement is then one short text however many rows it carries, and a chunk is not bound
-    /// by [`Dialect::max_binds`]. Default `false`; PostgreSQL says `true` (20,000 rows into
-    /// the executions table: 2.5 times the rows/s of 1,000-row `VALUES` lists,
-    /// docs/BENCHMARKS.md "Bulk enqueue").
-    fn binds_arrays(&self) -> bool {
-        false
-    }
-
-    /// Most bind parameters one statement may carry; multi-row statements are chunked to stay
-    /// within it. Default 2,000: SQL Server's limit is 2,100 (PostgreSQL and MySQL allow
-    /// 65,535, SQLite's bundled build 32,766; those dialects say so).
-    fn max_binds(&self) -> usize {
-        2_000
-    }
-
-    /// SQL expression for the connection's current schema, for catalogue look-ups.
-    fn current_schema(&self) -> &'static str {
-        "current_schema()"
+    /// Writes the due-query's filter from `WHERE` (and anything before it, such as an index
+    /// hint) up to its level predicate; returns the level its `ORDER BY` is to be written for:
+    /// `due.level`, or [`Level::Any`] (priority first) where the dialect selected one level its
+    /// own way. Default [`common::due_filter`].
+    fn due_filter(&self, w: &mut SqlWriter<'_>, due: &DueFilter<'_>) -> Level {
+        common::due_filter(w, due)
     }
 
     /// Writes a query for the priority levels of `table` (its distinct non-NULL priorities)
     /// below `below` (all when `None`), highest first, as one column named `level`, read
     /// without scanning the table and without planner statistics. The default returns the
     /// highest one only, `SELECT MAX(priority) AS level ... [WHERE priority < ?]`, which every
-    /// database answers from the end of the `(priority, execution_time)` index; the store
-    /// descends one level per statement ([`Dialect::lists_all_levels`]). A `SELECT DISTINCT`
+    /// database answers from the end of the `(priority, execution_time)` index; the planner
+    /// descends one level per statement ([`Syntax::lists_all_levels`]). A `SELECT DISTINCT`
     /// was the default before: MariaDB answers it with a loose index scan only when its
     /// statistics show few distinct priorities (right after a bulk load it read the whole
     /// index, 150 ms per 1M rows, once a second per store), and SQL Server and SQLite have no
     /// loose index scan.
     fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
-        w.push("SELECT MAX(priority) AS level FROM ").table(table);
-        if let Some(level) = below {
-            w.push(" WHERE priority < ")
-                .bind(Value::SmallInt(Some(level)));
-        }
-    }
-
-    /// Whether [`Dialect::priority_levels`] returns every level below its bound in one query
-    /// (PostgreSQL's recursive skip scan) rather than the highest one. Default `false`.
-    fn lists_all_levels(&self) -> bool {
-        false
+        common::priority_levels(w, table, below, "level");
     }
 
     /// Writes an expression reading `key` from the JSON text column `custom_attributes`, NULL
-    /// when the attribute is missing: text (and timestamp, normalized to sortable UTC text at
-    /// intake) in binary collation (code point order), numbers as numbers. The path or name is
-    /// bound where the queries of an indexed key set sort by generated columns
-    /// ([`OrderIndexStyle::GeneratedColumns`]); dialects whose order index is on these very
-    /// expressions write the validated [`AttributeName`](crate::AttributeName) as a literal
-    /// instead ([`SqlWriter::attribute`]; Oracle takes only a literal path anyway), so that a
-    /// plan made without the statement's values still matches the index.
-    /// Default: SQL/JSON `JSON_VALUE(custom_attributes, ?)`.
+    /// when the attribute is missing or its value does not convert to the key's type
+    /// ([`NUMBER_TEXT`], [`TIMESTAMP_TEXT`]): text in binary collation (code point order),
+    /// numbers as numbers. The path or name is bound where the queries of an indexed key set
+    /// sort by generated columns ([`OrderIndexStyle::GeneratedColumns`]); dialects whose order
+    /// index is on these very expressions write the validated
+    /// [`AttributeName`](crate::AttributeName) as a literal instead ([`SqlWriter::attribute`];
+    /// Oracle takes only a literal path anyway), so that a plan made without the statement's
+    /// values still matches the index. Default: SQL/JSON `JSON_VALUE(custom_attributes, ?)`.
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
         let path = key.attribute.json_path();
         match key.kind {
@@ -284,23 +314,10 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         }
     }
 
-    /// Most rows one `INSERT ... VALUES (...), (...)` may list. Default 1000, SQL Server's
-    /// limit; dialects without one return `usize::MAX`, and 1 means one row per statement
-    /// (Oracle before 23ai has no multi-row `VALUES`).
-    fn max_insert_rows(&self) -> usize {
-        1000
-    }
-
     /// The dialect's bulk-load path for large work-queue intakes ([`file_load`]), or `None`
     /// (default): intakes are multi-row inserts only.
     fn file_load(&self) -> Option<&dyn FileLoad> {
         None
-    }
-
-    /// How a custom order is indexed (see [`order_index`]). Default
-    /// [`OrderIndexStyle::Expressions`]: an index on the expressions the queries sort by.
-    fn order_index_style(&self) -> OrderIndexStyle {
-        OrderIndexStyle::Expressions
     }
 
     /// The declared type of a generated column of an order index holding `value`:
@@ -311,97 +328,15 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         None
     }
 
-    /// Writes a query returning one row (one text column named `name`) if the generated
-    /// column `column` exists on `table`. Default: [`Dialect::column_exists`].
-    fn generated_column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        self.column_exists(w, table, column);
+    /// Writes the catalogue query `query` about `table`. Default [`common::catalog`]
+    /// (`information_schema`, as MySQL and MariaDB have it).
+    fn catalog(&self, w: &mut SqlWriter<'_>, table: &TableName, query: Catalog<'_>) {
+        common::catalog(w, table, query);
     }
 
-    /// Writes a statement dropping `column` of `table`. Default: `ALTER TABLE t DROP COLUMN c`.
-    fn drop_column(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        w.push("ALTER TABLE ")
-            .table(table)
-            .push(" DROP COLUMN ")
-            .push(&self.quote_ident(column));
-    }
-
-    /// Writes `CREATE INDEX <index> ON <table> (`; the caller writes the parts and `)`.
-    /// Default: the index name unqualified (it lives in the table's schema), the table
-    /// qualified. SQLite qualifies the index name instead.
-    fn create_index_head(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        w.push("CREATE INDEX ")
-            .push(&self.quote_ident(index))
-            .push(" ON ")
-            .table(table)
-            .push(" (");
-    }
-
-    /// Writes a statement dropping the index `index` of `table`. Default: `DROP INDEX
-    /// [schema.]index` (PostgreSQL, SQLite, Oracle); MySQL and SQL Server name the table
-    /// instead (`DROP INDEX i ON t`).
-    fn drop_index(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        w.push("DROP INDEX ");
-        if let Some(schema) = table.schema() {
-            w.push(&self.quote_ident(schema)).push(".");
-        }
-        w.push(&self.quote_ident(index));
-    }
-
-    /// Writes a query returning one row (one text column named `name`) if the index `index`
-    /// exists on `table`, none otherwise. Default: `information_schema.statistics` (MySQL,
-    /// MariaDB).
-    fn index_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
-        w.push("SELECT DISTINCT index_name AS name FROM information_schema.statistics WHERE table_schema = ");
-        w.schema_of(table);
-        w.push(" AND table_name = ")
-            .bind(table.table())
-            .push(" AND index_name = ")
-            .bind(index);
-    }
-
-    /// Writes a query returning one row (one text column named `name`) if `column` exists on
-    /// `table`, none otherwise. Default: `information_schema.columns`.
-    fn column_exists(&self, w: &mut SqlWriter<'_>, table: &TableName, column: &str) {
-        w.push("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ");
-        w.schema_of(table);
-        w.push(" AND table_name = ")
-            .bind(table.table())
-            .push(" AND column_name = ")
-            .bind(column);
-    }
-
-    /// Writes a query returning one row per column of `table` (none when it does not exist):
-    /// `name` (text) and `data_type` (the catalogue's type name as text, e.g. `timestamp with
-    /// time zone`, `datetime`, `VARCHAR2`). Adopting an existing table checks these against
-    /// what docket reads ([`Dialect::timestamp_types`]). Default: `information_schema.columns`.
-    fn table_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        w.push(
-            "SELECT column_name AS name, data_type AS data_type FROM information_schema.columns \
-             WHERE table_schema = ",
-        );
-        w.schema_of(table);
-        w.push(" AND table_name = ").bind(table.table());
-    }
-
-    /// Writes a query returning one row per key column of each index on `table`:
-    /// `index_name`, `position` (1-based) and `column_name`. A column of an expression index
-    /// may be reported under a generated name; such an index simply matches nothing. Default:
-    /// `information_schema.statistics` (MySQL and MariaDB; other dialects override it).
-    fn index_columns(&self, w: &mut SqlWriter<'_>, table: &TableName) {
-        w.push(
-            "SELECT index_name AS index_name, seq_in_index AS position, column_name AS \
-             column_name FROM information_schema.statistics WHERE table_schema = ",
-        );
-        w.schema_of(table);
-        w.push(" AND table_name = ").bind(table.table());
-    }
-
-    /// The catalogue type names (as [`Dialect::table_columns`] reports them, lower case,
-    /// without a precision such as `(6)`) of timestamp columns this backend reads and writes
-    /// exactly. Adopting a table whose time columns have another type (one that depends on a
-    /// session time zone, say) is an error naming the column. Default: none.
-    fn timestamp_types(&self) -> &'static [&'static str] {
-        &[]
+    /// Writes the schema change `change` of `table`. Default [`common::ddl`].
+    fn ddl(&self, w: &mut SqlWriter<'_>, table: &TableName, change: Ddl<'_>) {
+        common::ddl(w, table, change);
     }
 }
 

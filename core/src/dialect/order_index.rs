@@ -25,7 +25,7 @@
 //! get their own index. Nothing user-supplied is spliced: attribute names are validated
 //! identifiers and the DDL writer refuses any other text ([`SqlWriter::for_ddl`]).
 
-use super::{Dialect, Rendered, SqlWriter, Statements};
+use super::{Catalog, Ddl, Dialect, Rendered, SqlWriter, Statements};
 use crate::error::StoreError;
 use crate::ident::TableName;
 use crate::ordering::{CustomKey, Direction, KeyType};
@@ -116,20 +116,6 @@ fn add_generated_column(
     };
 }
 
-/// Writes `DROP INDEX <index> ON <table>`, as MySQL/MariaDB and SQL Server spell it (index
-/// names are per table there).
-pub fn drop_index_on_table<D: Dialect + ?Sized>(
-    d: &D,
-    w: &mut SqlWriter<'_>,
-    table: &TableName,
-    index: &str,
-) {
-    w.push("DROP INDEX ")
-        .push(&d.quote_ident(index))
-        .push(" ON ")
-        .table(table);
-}
-
 /// Hex digits of the hash in derived names.
 const HASH_DIGITS: usize = 12;
 
@@ -199,7 +185,7 @@ impl Statements<'_> {
 
         let mut columns = Vec::new();
         let mut order_by = Vec::new();
-        if d.order_index_style() == OrderIndexStyle::GeneratedColumns {
+        if d.syntax().order_index_style == OrderIndexStyle::GeneratedColumns {
             parts = head;
             let chars = text_chars(keys);
             for (i, (key, v)) in keys.iter().zip(&values).enumerate() {
@@ -226,12 +212,12 @@ impl Statements<'_> {
             parts.extend(tail);
         }
         let mut create = SqlWriter::new(d);
-        d.create_index_head(&mut create, self.table(), &name);
+        d.ddl(&mut create, self.table(), Ddl::CreateIndexHead(&name));
         create.push(&parts.join(", ")).push(")");
         let mut drop = SqlWriter::new(d);
-        d.drop_index(&mut drop, self.table(), &name);
+        d.ddl(&mut drop, self.table(), Ddl::DropIndex(&name));
         let mut exists = SqlWriter::new(d);
-        d.index_exists(&mut exists, self.table(), &name);
+        d.catalog(&mut exists, self.table(), Catalog::IndexExists(&name));
         Ok(OrderIndex {
             name,
             columns,
@@ -247,9 +233,13 @@ impl Statements<'_> {
         let mut add = SqlWriter::new(d);
         add_generated_column(d, &mut add, self.table(), name, value, expr);
         let mut drop = SqlWriter::new(d);
-        d.drop_column(&mut drop, self.table(), name);
+        d.ddl(&mut drop, self.table(), Ddl::DropColumn(name));
         let mut exists = SqlWriter::new(d);
-        d.generated_column_exists(&mut exists, self.table(), name);
+        d.catalog(
+            &mut exists,
+            self.table(),
+            Catalog::GeneratedColumnExists(name),
+        );
         GeneratedColumn {
             name: name.to_owned(),
             add: add.finish(),

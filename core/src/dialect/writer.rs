@@ -25,7 +25,7 @@ pub enum Value {
     /// Boolean.
     Bool(bool),
     /// One column of many rows, bound as one array parameter (multi-row inserts of a dialect
-    /// that binds arrays: [`Dialect::binds_arrays`]).
+    /// that binds arrays: [`Syntax::binds_arrays`](crate::dialect::Syntax::binds_arrays)).
     Array(Array),
 }
 
@@ -258,7 +258,7 @@ impl<'d> SqlWriter<'d> {
 
     /// Appends ` (<columns>) VALUES (?, ...), (?, ...)`: one entry of `rows` per row, each
     /// naming its columns, in the same order in every row (the first row's names are written).
-    /// Several rows, where the dialect binds arrays ([`Dialect::binds_arrays`]), are appended
+    /// Several rows, where the dialect binds arrays ([`Syntax::binds_arrays`](crate::dialect::Syntax::binds_arrays)), are appended
     /// as ` (<columns>) SELECT * FROM UNNEST(?, ...)`, one array per column, instead: the text
     /// and the bind count of the statement stay the same however many rows it carries.
     pub fn insert_rows(&mut self, rows: Vec<Vec<(&'static str, Value)>>) -> &mut Self {
@@ -271,7 +271,7 @@ impl<'d> SqlWriter<'d> {
             .into_iter()
             .map(|row| row.into_iter().map(|(_, v)| v).collect())
             .collect();
-        let arrays = self.dialect.binds_arrays() && rows.len() > 1;
+        let arrays = self.dialect.syntax().binds_arrays && rows.len() > 1;
         match arrays.then(|| Array::columns(&rows)).flatten() {
             Some(columns) => {
                 self.push(" SELECT * FROM UNNEST")
@@ -307,7 +307,7 @@ impl<'d> SqlWriter<'d> {
         match table.schema() {
             Some(schema) => self.bind(schema),
             None => {
-                let current = self.dialect.current_schema();
+                let current = self.dialect.syntax().current_schema;
                 self.push(current)
             }
         }
@@ -357,8 +357,11 @@ mod tests {
         fn placeholder(&self, n: usize) -> String {
             format!("${n}")
         }
-        fn binds_arrays(&self) -> bool {
-            self.0
+        fn syntax(&self) -> crate::dialect::Syntax {
+            crate::dialect::Syntax {
+                binds_arrays: self.0,
+                ..crate::dialect::Syntax::ANSI
+            }
         }
     }
 

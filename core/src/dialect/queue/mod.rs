@@ -5,7 +5,7 @@ mod catalogue;
 
 use super::statements::{Level, Statements};
 use super::OrderIndex;
-use super::{FileLoad, Rendered, SqlWriter, Value};
+use super::{common, Catalog, FileLoad, LimitAt, Rendered, SqlWriter, Value};
 use crate::error::StoreError;
 use crate::ordering::{CustomKey, Direction, KeyType, PrimaryOrder};
 pub use crate::records::ForWorker;
@@ -57,7 +57,7 @@ impl Statements<'_> {
         let mut w = SqlWriter::new(self.dialect());
         w.push("SELECT ");
         if let Some(n) = limit {
-            self.dialect().top(&mut w, n);
+            self.dialect().limit(&mut w, n, LimitAt::Head);
         }
         let cols: Vec<_> = ITEM_COLUMNS.iter().map(|c| format!("i.{c}")).collect();
         w.push(&cols.join(", ")).push(" FROM ").table(self.table());
@@ -213,14 +213,14 @@ impl Statements<'_> {
     pub fn item_staged_existing(&self) -> Rendered {
         let mut w = SqlWriter::new(self.dialect());
         w.push("SELECT ");
-        self.dialect().top(&mut w, 1);
+        self.dialect().limit(&mut w, 1, LimitAt::Head);
         w.push("s.task_name AS task, s.task_instance AS name FROM ")
             .table(&self.table().intake())
             .push(" s JOIN ")
             .table(self.table())
             .push(" i ON i.task_name = s.task_name AND i.task_instance = s.task_instance")
             .push(" ORDER BY s.seq");
-        self.dialect().limit(&mut w, 1);
+        self.dialect().limit(&mut w, 1, LimitAt::Tail);
         w.finish()
     }
 
@@ -280,7 +280,7 @@ impl Statements<'_> {
         let limit = self.eligible_limit(q, limit, lock);
         let mut w = self.item_select(limit);
         if lock {
-            w.push(self.dialect().lock_hint());
+            w.push(self.dialect().syntax().lock_hint);
         }
         self.push_eligible_where(&mut w, q);
         match index.filter(|ix| !ix.order_by.is_empty()) {
@@ -288,10 +288,10 @@ impl Statements<'_> {
             None => self.push_order(&mut w, q.level, q.order),
         }
         if let Some(n) = limit {
-            self.dialect().limit(&mut w, n);
+            self.dialect().limit(&mut w, n, LimitAt::Tail);
         }
         if lock {
-            w.push(self.dialect().skip_locked_clause());
+            w.push(self.dialect().syntax().skip_locked);
         }
         w.finish()
     }
@@ -308,7 +308,7 @@ impl Statements<'_> {
             .bind(true)
             .push(" AND i.execution_time <= ")
             .bind(q.arrived_by);
-        Self::push_level(w, q.level, "i.");
+        common::level(w, q.level, "i.");
         if let Some(key) = q.key {
             w.push(" AND i.task_instance = ")
                 .bind(key.task_instance.as_str());
@@ -346,12 +346,13 @@ impl Statements<'_> {
     }
 
     /// The row limit of [`Statements::item_eligible`]. A dialect that cannot limit the query
-    /// block it locks ([`Dialect::row_locator`](super::Dialect::row_locator): Oracle rejects a
+    /// block it locks ([`Syntax::row_locator`](crate::dialect::Syntax::row_locator)(super::Syntax::row_locator): Oracle rejects a
     /// row limit beside `FOR UPDATE`) locks only by key, in the two-phase claim
     /// ([`Capabilities::claim_locks_examined_rows`](super::Capabilities)): the key pins at most
     /// one row, so no limit is written.
     fn eligible_limit(&self, q: &ForWorker<'_>, limit: Option<i64>, lock: bool) -> Option<i64> {
-        let by_key_unlimited = lock && q.key.is_some() && self.dialect().row_locator().is_some();
+        let by_key_unlimited =
+            lock && q.key.is_some() && self.dialect().syntax().row_locator.is_some();
         limit.filter(|_| !by_key_unlimited)
     }
 
@@ -529,8 +530,11 @@ impl Statements<'_> {
     /// One row if the assignments table has `column`, none otherwise.
     pub fn assignments_column_exists(&self, column: &str) -> Rendered {
         let mut w = SqlWriter::new(self.dialect());
-        self.dialect()
-            .column_exists(&mut w, &self.table().assignments(), column);
+        self.dialect().catalog(
+            &mut w,
+            &self.table().assignments(),
+            Catalog::ColumnExists(column),
+        );
         w.finish()
     }
 }

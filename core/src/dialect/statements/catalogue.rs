@@ -7,14 +7,16 @@ impl Statements<'_> {
     /// One row if `column` exists on the table, none otherwise.
     pub fn column_exists(&self, column: &str) -> Rendered {
         let mut w = self.writer();
-        self.dialect.column_exists(&mut w, &self.table, column);
+        self.dialect
+            .catalog(&mut w, &self.table, Catalog::ColumnExists(column));
         w.finish()
     }
 
     /// One row if the index `index` exists on the table, none otherwise.
     pub fn index_exists(&self, index: &str) -> Rendered {
         let mut w = self.writer();
-        self.dialect.index_exists(&mut w, &self.table, index);
+        self.dialect
+            .catalog(&mut w, &self.table, Catalog::IndexExists(index));
         w.finish()
     }
 
@@ -183,14 +185,16 @@ impl Statements<'_> {
     /// The table's columns (`name`, `data_type`), none when it does not exist.
     pub fn table_columns(&self) -> Rendered {
         let mut w = self.writer();
-        self.dialect.table_columns(&mut w, &self.table);
+        self.dialect
+            .catalog(&mut w, &self.table, Catalog::TableColumns);
         w.finish()
     }
 
     /// The key columns of the table's indexes (`index_name`, `position`, `column_name`).
     pub fn index_columns(&self) -> Rendered {
         let mut w = self.writer();
-        self.dialect.index_columns(&mut w, &self.table);
+        self.dialect
+            .catalog(&mut w, &self.table, Catalog::IndexColumns);
         w.finish()
     }
 }

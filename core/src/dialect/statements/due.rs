@@ -5,64 +5,26 @@ use super::*;
 
 impl<'d> Statements<'d> {
     /// `WHERE` of the due-queries plus their `ORDER BY` and limit.
-    /// Returns the level the `ORDER BY` was written for (see [`Statements::due_where`]).
+    /// Returns the level the `ORDER BY` was written for.
     fn due_rows(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) -> Level {
         let order_level = self.due_where(w, due);
         self.push_order(w, order_level, &self.policy.primary);
-        self.dialect.limit(w, due.limit);
+        self.dialect.limit(w, due.limit, LimitAt::Tail);
         order_level
     }
 
-    /// `WHERE` of the due-queries; returns the level their `ORDER BY` is written for:
-    /// [`Level::Any`] (priority first) where the dialect selected one level its own way
-    /// ([`Dialect::due_level_filter`]), else the due-query's level.
+    /// `WHERE` of the due-queries, as the dialect writes it ([`Dialect::due_filter`]), then
+    /// the held-back keys; returns the level their `ORDER BY` is written for.
     fn due_where(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) -> Level {
-        let Due {
-            level,
-            due_by,
-            task_names,
-            ..
-        } = *due;
-        if self.due_level_index.load(Ordering::Relaxed) {
-            self.dialect.due_index_hint(w, level);
-        }
-        w.push(" WHERE picked = ")
-            .bind(false)
-            .push(" AND execution_time <= ")
-            .bind(due_by);
-        match level {
-            // Read in execution-time order from the due index, whatever the statistics say.
-            Level::Any => self.dialect.due_task_filter(w, task_names),
-            _ => {
-                w.push(" AND task_name IN ")
-                    .bind_list(task_names.iter().map(String::as_str));
-            }
-        }
-        let order_level = match level {
-            Level::Exactly(p) if self.dialect.due_level_filter(w, p) => Level::Any,
-            _ => {
-                Self::push_level(w, level, "");
-                level
-            }
+        let filter = DueFilter {
+            level: due.level,
+            due_by: due.due_by,
+            task_names: due.task_names,
+            level_index: self.due_level_index.load(Ordering::Relaxed),
         };
+        let order_level = self.dialect.due_filter(w, &filter);
         Self::push_exclusion(w, due.exclude);
         order_level
-    }
-
-    /// ` AND <alias>priority = ?` or ` AND <alias>priority IS NULL`; nothing for [`Level::Any`].
-    pub(crate) fn push_level(w: &mut SqlWriter<'_>, level: Level, alias: &str) {
-        match level {
-            Level::Any => {}
-            Level::Exactly(p) => {
-                w.push(" AND ")
-                    .push(alias)
-                    .push("priority = ")
-                    .bind(Value::SmallInt(Some(p)));
-            }
-            Level::Null => {
-                w.push(" AND ").push(alias).push("priority IS NULL");
-            }
-        }
     }
 
     /// ` AND NOT ((task_name = ? AND task_instance = ?) OR ...)`: nothing when `exclude` is
@@ -108,15 +70,15 @@ impl<'d> Statements<'d> {
     pub fn next_at_level(&self, level: Level, now: DateTime<Utc>) -> Rendered {
         let mut w = self.select_from(Some(1));
         w.push(" WHERE execution_time > ").bind(now);
-        Self::push_level(&mut w, level, "");
+        common::level(&mut w, level, "");
         self.push_order(&mut w, level, &PrimaryOrder::ExecutionTime);
-        self.dialect.limit(&mut w, 1);
+        self.dialect.limit(&mut w, 1, LimitAt::Tail);
         w.finish()
     }
 
     /// The distinct non-NULL priorities in the table below `below` (all when `None`), highest
     /// first (see [`Level`]): all of them or only the highest, as the dialect lists them
-    /// ([`Dialect::lists_all_levels`]).
+    /// ([`Syntax::lists_all_levels`](crate::dialect::Syntax::lists_all_levels)(crate::dialect::Syntax::lists_all_levels)).
     pub fn priority_levels(&self, below: Option<i16>) -> Rendered {
         let mut w = self.writer();
         self.dialect.priority_levels(&mut w, &self.table, below);
@@ -127,7 +89,7 @@ impl<'d> Statements<'d> {
     /// [`super::LockAndFetch::SelectThenUpdate`]; run it in the
     /// transaction that then runs [`Statements::claim_keys`].
     ///
-    /// Where the dialect has a [`Dialect::row_locator`] (it cannot limit and lock in one query
+    /// Where the dialect has a [`Syntax::row_locator`](crate::dialect::Syntax::row_locator)(crate::dialect::Syntax::row_locator) (it cannot limit and lock in one query
     /// block), the limit goes into a subquery of locators and the outer block locks, repeating
     /// `picked = false` so a row claimed and committed by someone else in between is not
     /// returned as due.
@@ -143,20 +105,20 @@ impl<'d> Statements<'d> {
 
     /// [`Statements::due_for_update`] for a [`Due`] (which may exclude keys).
     pub fn due_for_update_excluding(&self, due: &Due<'_>) -> Rendered {
-        let mut w = match self.dialect.row_locator() {
+        let mut w = match self.dialect.syntax().row_locator {
             None => {
                 let mut w = self.select_from(Some(due.limit));
-                w.push(self.dialect.lock_hint());
+                w.push(self.dialect.syntax().lock_hint);
                 self.due_rows(&mut w, due);
                 w
             }
             Some(locator) => {
                 let mut w = self.select_from(None);
-                w.push(self.dialect.lock_hint())
+                w.push(self.dialect.syntax().lock_hint)
                     .push(" WHERE ")
                     .push(locator)
                     .push(" IN (SELECT ");
-                self.dialect.top(&mut w, due.limit);
+                self.dialect.limit(&mut w, due.limit, LimitAt::Head);
                 w.push(locator).push(" FROM ").table(&self.table);
                 let order_level = self.due_rows(&mut w, due);
                 w.push(") AND picked = ").bind(false);
@@ -164,7 +126,7 @@ impl<'d> Statements<'d> {
                 w
             }
         };
-        w.push(self.dialect.skip_locked_clause());
+        w.push(self.dialect.syntax().skip_locked);
         w.finish()
     }
 
@@ -186,12 +148,12 @@ impl<'d> Statements<'d> {
 
     /// Writes the condition of a statement that writes the executions `keys` names (each with
     /// its version, when given): [`Statements::key_terms`], or where the dialect has a
-    /// [`Dialect::key_probe`] and there are several keys, one primary-key probe per key over
+    /// [`Syntax::key_probe`](crate::dialect::Syntax::key_probe)(crate::dialect::Syntax::key_probe) and there are several keys, one primary-key probe per key over
     /// bound arrays, `<open>SELECT (SELECT x.<columns> FROM <table> x WHERE x.task_name = k.n
     /// AND x.task_instance = k.i [AND x.version = k.v]) FROM UNNEST(?, ? [, ?]) AS k(n, i
     /// [, v])<close>`. Callers give a version for every key or for none.
     pub(super) fn push_keys(&self, w: &mut SqlWriter<'_>, keys: Vec<(&ExecutionKey, Option<i64>)>) {
-        let probe = match self.dialect.key_probe() {
+        let probe = match self.dialect.syntax().key_probe {
             Some(probe) if keys.len() > 1 => probe,
             _ => return Self::key_terms(w, keys),
         };
@@ -285,17 +247,17 @@ impl<'d> Statements<'d> {
         if self.dialect.capabilities().lock_and_fetch == Some(LockAndFetch::CteUpdateOutput) {
             return self.lock_and_fetch_cte(due, picked_by);
         }
-        let claim = self.dialect.claim_match();
+        let claim = self.dialect.syntax().claim_match;
         let mut w = self.writer();
         self.push_claim_set(&mut w, picked_by, due.now);
         w.push(" WHERE ").push(claim.open).push("SELECT ");
-        self.dialect.top(&mut w, due.limit);
+        self.dialect.limit(&mut w, due.limit, LimitAt::Head);
         w.push(claim.columns)
             .push(" FROM ")
             .table(&self.table)
-            .push(self.dialect.lock_hint());
+            .push(self.dialect.syntax().lock_hint);
         self.due_rows(&mut w, due);
-        w.push(self.dialect.skip_locked_clause())
+        w.push(self.dialect.syntax().skip_locked)
             .push(claim.close)
             .push(" RETURNING ")
             .push(&self.select_list());
@@ -306,13 +268,13 @@ impl<'d> Statements<'d> {
     fn lock_and_fetch_cte(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
         let mut w = self.writer();
         w.push("WITH due AS (SELECT ");
-        self.dialect.top(&mut w, due.limit);
+        self.dialect.limit(&mut w, due.limit, LimitAt::Head);
         w.push(&self.select_list())
             .push(" FROM ")
             .table(&self.table)
-            .push(self.dialect.lock_hint());
+            .push(self.dialect.syntax().lock_hint);
         self.due_rows(&mut w, due);
-        w.push(self.dialect.skip_locked_clause())
+        w.push(self.dialect.syntax().skip_locked)
             .push(") UPDATE due SET picked = ")
             .bind(true)
             .push(", picked_by = ")

@@ -7,7 +7,9 @@
 mod catalogue;
 mod due;
 
-use super::{Array, Dialect, LockAndFetch, Rendered, SqlWriter, Value};
+use super::{
+    common, Array, Catalog, Dialect, DueFilter, LimitAt, LockAndFetch, Rendered, SqlWriter, Value,
+};
 use crate::ident::TableName;
 pub use crate::ordering::Level;
 use crate::ordering::{Direction, OrderingPolicy, PrimaryOrder};
@@ -16,7 +18,7 @@ use chrono::{DateTime, Utc};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Rows of one insert that binds one array per column ([`Dialect::binds_arrays`]): its text and
+/// Rows of one insert that binds one array per column ([`Syntax::binds_arrays`](crate::dialect::Syntax::binds_arrays)(crate::dialect::Syntax::binds_arrays)): its text and
 /// binds do not grow with the rows, so only memory bounds it. 20,000 executions into
 /// PostgreSQL: 81k rows/s in chunks of 10,000 against 70k in chunks of 1,000.
 pub const ARRAY_ROWS_PER_INSERT: usize = 10_000;
@@ -112,7 +114,7 @@ pub struct Statements<'d> {
     dialect: &'d dyn Dialect,
     table: TableName,
     policy: OrderingPolicy,
-    /// Whether the table has [`Dialect::due_level_index`] (shared by clones).
+    /// Whether the table has [`Syntax::due_level_index`](crate::dialect::Syntax::due_level_index)(crate::dialect::Syntax::due_level_index) (shared by clones).
     due_level_index: Arc<AtomicBool>,
 }
 
@@ -128,7 +130,7 @@ impl<'d> Statements<'d> {
         }
     }
 
-    /// Says whether the table has the dialect's [`Dialect::due_level_index`]: the per-level
+    /// Says whether the table has the dialect's [`Syntax::due_level_index`](crate::dialect::Syntax::due_level_index)(crate::dialect::Syntax::due_level_index): the per-level
     /// due-queries name it in a hint only then, so a table migrated partway (without it)
     /// still runs them.
     pub fn set_due_level_index(&self, present: bool) {
@@ -169,12 +171,12 @@ impl<'d> Statements<'d> {
     }
 
     /// `SELECT [<top>]<columns> FROM <table>`; `limit` is the row limit the query will end
-    /// with, for dialects that write it up front ([`Dialect::top`]).
+    /// with, for dialects that write it up front ([`LimitAt::Head`]).
     fn select_from(&self, limit: Option<i64>) -> SqlWriter<'d> {
         let mut w = self.writer();
         w.push("SELECT ");
         if let Some(n) = limit {
-            self.dialect.top(&mut w, n);
+            self.dialect.limit(&mut w, n, LimitAt::Head);
         }
         w.push(&self.select_list())
             .push(" FROM ")
@@ -273,24 +275,24 @@ impl<'d> Statements<'d> {
     }
 
     /// How many rows one multi-row insert of `columns` columns may carry. With one bind per
-    /// cell: as many as [`Dialect::max_binds`] allows, at most `most`. With one array per
-    /// column ([`Dialect::binds_arrays`]): [`ARRAY_ROWS_PER_INSERT`]. Never more than
-    /// [`Dialect::max_insert_rows`].
+    /// cell: as many as [`Syntax::max_binds`](crate::dialect::Syntax::max_binds)(crate::dialect::Syntax::max_binds) allows, at most `most`. With one array per
+    /// column ([`Syntax::binds_arrays`](crate::dialect::Syntax::binds_arrays)(crate::dialect::Syntax::binds_arrays)): [`ARRAY_ROWS_PER_INSERT`]. Never more than
+    /// [`Syntax::max_insert_rows`](crate::dialect::Syntax::max_insert_rows)(crate::dialect::Syntax::max_insert_rows).
     pub fn rows_per_insert(&self, columns: usize, most: usize) -> usize {
-        let rows = match self.dialect.binds_arrays() {
+        let rows = match self.dialect.syntax().binds_arrays {
             true => ARRAY_ROWS_PER_INSERT,
-            false => (self.dialect.max_binds() / columns.max(1)).min(most),
+            false => (self.dialect.syntax().max_binds / columns.max(1)).min(most),
         };
-        rows.min(self.dialect.max_insert_rows()).max(1)
+        rows.min(self.dialect.syntax().max_insert_rows).max(1)
     }
 
     /// Inserts the rows in one multi-row `INSERT ... VALUES (...), (...)`. With the dialect's
-    /// insert-if-absent clause ([`Dialect::insert_if_absent_suffix`]) existing keys are skipped
+    /// insert-if-absent clause ([`Syntax::insert_if_absent`](crate::dialect::Syntax::insert_if_absent)(crate::dialect::Syntax::insert_if_absent)) existing keys are skipped
     /// and rows affected count the new ones; without it an existing key fails the whole
     /// statement (the store then inserts that chunk row by row). Callers pass at least one row
-    /// and keep the binds within [`Dialect::max_binds`].
+    /// and keep the binds within [`Syntax::max_binds`](crate::dialect::Syntax::max_binds)(crate::dialect::Syntax::max_binds).
     pub fn insert_many(&self, rows: &[NewExecution]) -> Rendered {
-        self.insert_rows(rows, self.dialect.insert_if_absent_suffix())
+        self.insert_rows(rows, self.dialect.syntax().insert_if_absent)
     }
 
     /// [`Statements::insert_many`] without the insert-if-absent clause: an existing key fails
@@ -476,7 +478,7 @@ impl<'d> Statements<'d> {
         }
         self.push_order(&mut w, Level::Any, &self.policy.primary);
         if let Some(limit) = filter.limit {
-            self.dialect.limit(&mut w, limit);
+            self.dialect.limit(&mut w, limit, LimitAt::Tail);
         }
         w.finish()
     }

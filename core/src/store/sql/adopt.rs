@@ -42,7 +42,7 @@ impl Kind {
             Kind::Bytes => "a binary type".to_owned(),
             Kind::Integer => "an integer type".to_owned(),
             Kind::Bool => "a boolean or integer type".to_owned(),
-            Kind::Timestamp => format!("one of {}", dialect.timestamp_types().join(", ")),
+            Kind::Timestamp => format!("one of {}", dialect.syntax().timestamp_types.join(", ")),
         }
     }
 
@@ -92,12 +92,12 @@ impl Kind {
             Kind::Bytes => BYTES.contains(&t),
             Kind::Integer => INTEGER.contains(&t),
             Kind::Bool => BOOL.contains(&t) || INTEGER.contains(&t),
-            Kind::Timestamp => dialect.timestamp_types().contains(&t),
+            Kind::Timestamp => dialect.syntax().timestamp_types.contains(&t),
         }
     }
 }
 
-/// A catalogue type name as [`Dialect::timestamp_types`] lists them: lower case, without
+/// A catalogue type name as [`Syntax::timestamp_types`](crate::dialect::Syntax::timestamp_types)(crate::dialect::Syntax::timestamp_types) lists them: lower case, without
 /// parenthesized precision or length (`TIMESTAMP(6) WITH TIME ZONE` is `timestamp with time
 /// zone`, `varchar(100)` is `varchar`), single spaces.
 fn normalize(declared: &str) -> String {
@@ -361,8 +361,11 @@ mod tests {
                     claim_locks_examined_rows: false,
                 }
             }
-            fn timestamp_types(&self) -> &'static [&'static str] {
-                &["timestamp with time zone"]
+            fn syntax(&self) -> crate::dialect::Syntax {
+                crate::dialect::Syntax {
+                    timestamp_types: &["timestamp with time zone"],
+                    ..crate::dialect::Syntax::ANSI
+                }
             }
         }
         assert!(Kind::Timestamp.fits(&D, "timestamp with time zone"));

@@ -15,7 +15,7 @@ impl<C: SqlConnector> DueSource for SqlOps<C> {
     }
 
     fn lists_all_levels(&self) -> bool {
-        self.connector.dialect().lists_all_levels()
+        self.connector.dialect().syntax().lists_all_levels
     }
 
     fn due_rows(&self, due: &Due<'_>) -> Result<Decoded, StoreError> {
@@ -91,7 +91,7 @@ impl<C: SqlConnector> SqlOps<C> {
             }
             let keys: Vec<_> = rows.iter().map(Execution::key).collect();
             let mut claimed = 0;
-            for chunk in keys.chunks(self.connector.dialect().max_key_terms().max(1)) {
+            for chunk in keys.chunks(self.connector.dialect().syntax().max_key_terms.max(1)) {
                 claimed += s.execute(&self.statements.claim_keys(chunk, picked_by, due.now))?;
             }
             if claimed != rows.len() as u64 {

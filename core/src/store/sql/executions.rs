@@ -38,7 +38,8 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         let skips_existing = !self
             .connector
             .dialect()
-            .insert_if_absent_suffix()
+            .syntax()
+            .insert_if_absent
             .is_empty();
         let chunks = self.insert_chunks(rows);
         let insert = |render: &dyn Fn(&[NewExecution]) -> Rendered| {
@@ -87,8 +88,8 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
 
     fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
         let dialect = self.connector.dialect();
-        let most = (dialect.max_binds() / COMPLETION_BINDS_PER_ROW)
-            .min(dialect.max_key_terms())
+        let most = (dialect.syntax().max_binds / COMPLETION_BINDS_PER_ROW)
+            .min(dialect.syntax().max_key_terms)
             .clamp(1, COMPLETION_CHUNK);
         let mut written = Vec::with_capacity(batch.len());
         for chunk in batch.chunks(most) {

@@ -221,7 +221,7 @@ impl<C: SqlConnector> SqlOps<C> {
     /// Looks whether the table has the dialect's per-level due index (migrations add it, a
     /// table migrated partway lacks it) and writes the due-queries accordingly.
     fn learn_indexes(&self) -> Result<(), StoreError> {
-        let Some(index) = self.connector.dialect().due_level_index() else {
+        let Some(index) = self.connector.dialect().syntax().due_level_index else {
             return Ok(());
         };
         let present = self.exists(self.statements.index_exists(index))?;

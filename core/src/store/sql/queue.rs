@@ -158,7 +158,8 @@ impl<C: SqlConnector> ItemSource for SqlOps<C> {
     }
 
     fn named_order_index(&self, keys: &[CustomKey]) -> Result<Option<OrderIndex>, StoreError> {
-        if self.connector.dialect().order_index_style() != OrderIndexStyle::GeneratedColumns {
+        if self.connector.dialect().syntax().order_index_style != OrderIndexStyle::GeneratedColumns
+        {
             return Ok(None);
         }
         self.statements.order_index(keys).map(Some)

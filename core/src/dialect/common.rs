@@ -1,0 +1,140 @@
+//! The shared pieces of statements: what [`Dialect`](super::Dialect)'s default methods write, public so that
+//! a backend overriding a piece can still write the shared parts of it (sea-query's
+//! `*_common` shape). Each takes the writer, whose dialect quotes and numbers.
+
+use super::{Catalog, Ddl, DueFilter, Level, SqlWriter, Value};
+use crate::ident::TableName;
+
+/// The due-query's filter: ` WHERE picked = ? AND execution_time <= ? AND task_name IN (...)`
+/// and the level's predicate; returns `due.level`.
+pub fn due_filter(w: &mut SqlWriter<'_>, due: &DueFilter<'_>) -> Level {
+    due_head(w, due);
+    task_in(w, due.task_names);
+    level(w, due.level, "");
+    due.level
+}
+
+/// ` WHERE picked = ? AND execution_time <= ?`: what every due-query starts with.
+pub fn due_head(w: &mut SqlWriter<'_>, due: &DueFilter<'_>) {
+    w.push(" WHERE picked = ")
+        .bind(false)
+        .push(" AND execution_time <= ")
+        .bind(due.due_by);
+}
+
+/// ` AND task_name IN (?, ...)`.
+pub fn task_in(w: &mut SqlWriter<'_>, task_names: &[String]) {
+    w.push(" AND task_name IN ")
+        .bind_list(task_names.iter().map(String::as_str));
+}
+
+/// ` AND <alias>priority = ?` or ` AND <alias>priority IS NULL` for one level; nothing for
+/// [`Level::Any`].
+pub fn level(w: &mut SqlWriter<'_>, level: Level, alias: &str) {
+    match level {
+        Level::Any => {}
+        Level::Exactly(p) => {
+            w.push(" AND ")
+                .push(alias)
+                .push("priority = ")
+                .bind(Value::SmallInt(Some(p)));
+        }
+        Level::Null => {
+            w.push(" AND ").push(alias).push("priority IS NULL");
+        }
+    }
+}
+
+/// `SELECT MAX(priority) AS <alias> FROM t [WHERE priority < ?]`: the highest level below a
+/// bound, from the end of the priority index.
+pub fn priority_levels(w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>, alias: &str) {
+    w.push("SELECT MAX(priority) AS ")
+        .push(alias)
+        .push(" FROM ")
+        .table(table);
+    if let Some(level) = below {
+        w.push(" WHERE priority < ")
+            .bind(Value::SmallInt(Some(level)));
+    }
+}
+
+/// The catalogue queries through `information_schema` (MySQL, MariaDB; the others override
+/// what they spell differently).
+pub fn catalog(w: &mut SqlWriter<'_>, table: &TableName, query: Catalog<'_>) {
+    let filter = |w: &mut SqlWriter<'_>| {
+        w.schema_of(table);
+        w.push(" AND table_name = ").bind(table.table());
+    };
+    match query {
+        Catalog::ColumnExists(column) | Catalog::GeneratedColumnExists(column) => {
+            w.push(
+                "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ",
+            );
+            filter(w);
+            w.push(" AND column_name = ").bind(column);
+        }
+        Catalog::IndexExists(index) => {
+            w.push(
+                "SELECT DISTINCT index_name AS name FROM information_schema.statistics \
+                 WHERE table_schema = ",
+            );
+            filter(w);
+            w.push(" AND index_name = ").bind(index);
+        }
+        Catalog::TableColumns => {
+            w.push(
+                "SELECT column_name AS name, data_type AS data_type FROM \
+                 information_schema.columns WHERE table_schema = ",
+            );
+            filter(w);
+        }
+        Catalog::IndexColumns => {
+            w.push(
+                "SELECT index_name AS index_name, seq_in_index AS position, column_name AS \
+                 column_name FROM information_schema.statistics WHERE table_schema = ",
+            );
+            filter(w);
+        }
+    }
+}
+
+/// The schema changes of a custom order's index: `ALTER TABLE t DROP COLUMN c`; `CREATE INDEX
+/// i ON t (` with the index name unqualified (it lives in the table's schema) and the table
+/// qualified; `DROP INDEX [schema.]i` (PostgreSQL, SQLite, Oracle).
+pub fn ddl(w: &mut SqlWriter<'_>, table: &TableName, change: Ddl<'_>) {
+    let d = w.dialect();
+    let quote = |name: &str| d.quote_ident(name);
+    match change {
+        Ddl::DropColumn(column) => {
+            let column = quote(column);
+            w.push("ALTER TABLE ")
+                .table(table)
+                .push(" DROP COLUMN ")
+                .push(&column);
+        }
+        Ddl::CreateIndexHead(index) => {
+            let index = quote(index);
+            w.push("CREATE INDEX ")
+                .push(&index)
+                .push(" ON ")
+                .table(table)
+                .push(" (");
+        }
+        Ddl::DropIndex(index) => {
+            let index = quote(index);
+            let schema = table.schema().map(quote);
+            w.push("DROP INDEX ");
+            if let Some(schema) = schema {
+                w.push(&schema).push(".");
+            }
+            w.push(&index);
+        }
+    }
+}
+
+/// `DROP INDEX <index> ON <table>`, as MySQL/MariaDB and SQL Server spell it (index names are
+/// per table there).
+pub fn drop_index_on_table(w: &mut SqlWriter<'_>, table: &TableName, index: &str) {
+    let index = w.dialect().quote_ident(index);
+    w.push("DROP INDEX ").push(&index).push(" ON ").table(table);
+}
