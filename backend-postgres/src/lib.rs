@@ -11,8 +11,6 @@
 //! # Ok::<(), docket_core::StoreError>(())
 //! ```
 
-#[cfg(feature = "bench")]
-pub mod bench;
 mod connect;
 mod dialect;
 mod explain;

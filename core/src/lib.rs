@@ -16,8 +16,6 @@
 //! for worker names, [`AttributeName::parse`](ordering::AttributeName::parse) for attributes.
 
 pub mod backend;
-#[cfg(feature = "bench")]
-pub mod bench;
 pub mod clock;
 pub mod dialect;
 pub mod error;

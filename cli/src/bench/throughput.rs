@@ -23,10 +23,10 @@
 //! The last line is the summary (see [`summary`]).
 
 use super::database_url;
+use crate::bench::load::Recording;
 use crate::error::CliError;
 use crate::{parse_table, progress, store_config};
 use chrono::{SubsecRound, Utc};
-use docket_core::bench::Recording;
 use docket_core::dialect::{LockAndFetch, Rendered, SqlWriter};
 use docket_core::store::sql::{SqlConnector, SqlSession, SqlStore};
 use docket_core::store::Row;
@@ -98,8 +98,8 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
                     };
                     docket_postgres::connect_with(url, config, &options)
                 },
-                ensure_database: Some(docket_postgres::bench::ensure_database),
-                drop: docket_diesel::bench::drop_scenario,
+                ensure_database: Some(crate::bench::load::postgres::ensure_database),
+                drop: crate::bench::load::diesel::drop_scenario,
             },
         ),
         #[cfg(feature = "mysql")]
@@ -115,8 +115,8 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
                     };
                     docket_mysql::connect_with(url, config, &options)
                 },
-                ensure_database: Some(docket_mysql::bench::ensure_database),
-                drop: docket_diesel::bench::drop_scenario,
+                ensure_database: Some(crate::bench::load::mysql::ensure_database),
+                drop: crate::bench::load::diesel::drop_scenario,
             },
         ),
         "sqlite" => run_all(
@@ -132,7 +132,7 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
                     docket_sqlite::connect_with(url, config, &options)
                 },
                 ensure_database: None,
-                drop: docket_diesel::bench::drop_scenario,
+                drop: crate::bench::load::diesel::drop_scenario,
             },
         ),
         other => Err(CliError::Bench(format!(

@@ -2,19 +2,18 @@
 //! not the scheduler). Rows are generated server-side with `generate_series`, in chunks so the
 //! caller can show progress; costs are read from `EXPLAIN (ANALYZE, BUFFERS)`.
 
-use crate::dialect::PgDialect;
-use crate::PgFamily;
-use crate::PgStore;
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::Text;
 use diesel::{QueryableByName, RunQueryDsl};
-use docket_core::bench::{Cost, QueuePlan, QueueScenario, Recorded};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;
 use docket_core::{StoreError, StoreInfo};
-use docket_diesel::bench::{AdminDatabase, QueueRows, QueueSql, Rows, ScenarioSql};
 use docket_diesel::db;
+use docket_postgres::{PgDialect, PgFamily, PgStore};
+
+use super::diesel::{AdminDatabase, QueueRows, QueueSql, Rows, ScenarioSql};
+use super::{Cost, QueuePlan, QueueScenario, Recorded};
 
 /// How PostgreSQL generates the priority benchmark's rows: `generate_series`, server-side.
 #[derive(Debug, Clone, Copy)]
@@ -54,7 +53,7 @@ impl ScenarioSql for PgScenario {
 /// server's `postgres` database to do so), so a benchmark can run in a database of its own.
 /// Returns whether it was created. The name must be a plain identifier (letters, digits, `_`).
 pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
-    docket_diesel::bench::ensure_database::<PgFamily>(
+    super::diesel::ensure_database::<PgFamily>(
         url,
         &AdminDatabase {
             dialect: &PgDialect,
@@ -214,7 +213,7 @@ fn whole_type(lines: &[String], table: &str) -> Option<String> {
 /// claims nothing): the plan, buffers of the top node and execution time, item rows read and
 /// assignment probes, and any sort or scan of the whole type.
 pub fn queue_plan(store: &PgStore, stmt: &Rendered) -> Result<QueuePlan, StoreError> {
-    let lines = crate::explain_plan(store, stmt)?;
+    let lines = docket_postgres::explain_plan(store, stmt)?;
     let table = store.config().table.table();
     let (items_read, probes) = queue_plan_reads(&lines, table);
     Ok(QueuePlan {
