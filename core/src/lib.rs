@@ -19,6 +19,7 @@ pub mod backend;
 pub mod clock;
 pub mod dialect;
 pub mod error;
+pub mod explain;
 pub mod ident;
 pub mod listener;
 pub mod migrate;
