@@ -7,8 +7,6 @@
 //! own transaction ([`ScheduleInTransaction`]). Each backend keeps its dialect, its SQL, and
 //! its family: how it binds values and reads columns.
 
-#[cfg(feature = "bench")]
-pub mod bench;
 pub mod session;
 pub mod statement;
 pub mod transactional;

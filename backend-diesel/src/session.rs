@@ -202,6 +202,13 @@ impl<F: Family> DieselConnector<F> {
     }
 }
 
+/// Plans go out with the statement cache off (see [`DieselConnector::with_statement_cache`]).
+impl<F: Family> docket_core::explain::PlanConnector for DieselConnector<F> {
+    fn for_plans(&self) -> Self {
+        self.clone().with_statement_cache(false)
+    }
+}
+
 impl<F: Family> SqlConnector for DieselConnector<F> {
     fn dialect(&self) -> &'static dyn Dialect {
         self.prepare.dialect

@@ -246,6 +246,14 @@ pub fn connect_with(
     ))
 }
 
+/// tiberius keeps no statements prepared (every statement goes through `sp_executesql`), so
+/// plans need no other connector.
+impl docket_core::explain::PlanConnector for MssqlConnector {
+    fn for_plans(&self) -> Self {
+        self.clone()
+    }
+}
+
 impl SqlConnector for MssqlConnector {
     fn dialect(&self) -> &'static dyn Dialect {
         &DIALECT

@@ -38,23 +38,34 @@
 mod connect;
 mod dialect;
 mod error;
-mod explain;
 mod migrate;
 mod session;
 
 pub use connect::{connect, connect_with, parse_url, MssqlConnector, MssqlOptions};
 pub use dialect::{MssqlDialect, TEXT_KEY_BYTES};
 pub use error::MssqlError;
-pub use explain::explain_plan;
 pub use migrate::{migrate, MIGRATIONS, VERSION_TABLE};
+
+use docket_core::explain::PlanQuery;
 
 docket_core::backend!(
     MssqlBackend,
     "mssql",
     ["mssql", "sqlserver"],
     MssqlDialect,
-    "SET SHOWPLAN_TEXT ON"
+    PLAN_QUERY
 );
+
+/// How SQL Server shows a plan (for `docket explain` and [`docket_core::explain::explain_plan`]):
+/// the estimated plan as `SHOWPLAN_TEXT` lines. `SET SHOWPLAN_TEXT ON` must be the only
+/// statement of its batch (sent as plain text, see the session's `execute_unprepared`) and
+/// makes the server return plans instead of running statements; the statement is sent through
+/// `sp_executesql` with its parameters, whose plan is then the one shown. Nothing is executed,
+/// so explaining a claim claims nothing.
+pub const PLAN_QUERY: PlanQuery = PlanQuery::Toggled {
+    on: "SET SHOWPLAN_TEXT ON",
+    off: "SET SHOWPLAN_TEXT OFF",
+};
 
 /// The SQL Server store.
 pub type MssqlStore = docket_core::backend::SqlStore<MssqlConnector>;

@@ -145,6 +145,13 @@ impl SqlSession for MssqlSession<'_> {
             })
             .collect())
     }
+
+    /// Sends `sql` as a batch of its own, as plain text (not through `sp_executesql`, whose
+    /// scope would undo a `SET` at its end): e.g. `SET SHOWPLAN_TEXT ON`, which must be alone
+    /// in its batch.
+    fn execute_unprepared(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.batch(sql)
+    }
 }
 
 #[cfg(test)]

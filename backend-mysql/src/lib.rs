@@ -28,28 +28,34 @@
 //! # Ok::<(), docket_core::StoreError>(())
 //! ```
 
-#[cfg(feature = "bench")]
-pub mod bench;
 mod connect;
 mod dialect;
-mod explain;
 mod family;
 mod file_load;
 mod migrate;
 
 pub use connect::{connect, connect_with, from_pool, MysqlConnector, MysqlOptions};
 pub use dialect::{Flavor, MysqlDialect};
-pub use explain::explain_plan;
 pub use family::{MysqlFamily, MysqlMeta};
 pub use migrate::{migrate, MIGRATIONS};
+
+use docket_core::explain::PlanQuery;
 
 docket_core::backend!(
     MysqlBackend,
     "mysql",
     ["mysql", "mariadb"],
     MysqlDialect::MARIADB,
-    "EXPLAIN FORMAT=JSON"
+    PLAN_QUERY
 );
+
+/// How MySQL/MariaDB show a plan (for `docket explain` and
+/// [`docket_core::explain::explain_plan`]): `EXPLAIN FORMAT=JSON`, one line per line of the
+/// JSON. Plain `EXPLAIN` does not execute the statement, so explaining a claim claims nothing.
+pub const PLAN_QUERY: PlanQuery = PlanQuery::Prefix {
+    prefix: "EXPLAIN FORMAT=JSON",
+    rolled_back: false,
+};
 
 /// The MySQL/MariaDB store.
 pub type MysqlStore = docket_core::backend::SqlStore<MysqlConnector>;

@@ -37,23 +37,33 @@
 
 mod connect;
 mod dialect;
-mod explain;
 mod family;
 mod migrate;
 
 pub use connect::{connect, connect_with, OracleConnector, OracleOptions};
 pub use dialect::{OracleDialect, TEXT_KEY_BYTES};
-pub use explain::explain_plan;
 pub use family::OracleFamily;
 pub use migrate::{migrate, MIGRATIONS};
+
+use docket_core::explain::PlanQuery;
 
 docket_core::backend!(
     OracleBackend,
     "oracle",
     ["oracle"],
     OracleDialect,
-    "EXPLAIN PLAN FOR"
+    PLAN_QUERY
 );
+
+/// How Oracle shows a plan (for `docket explain` and [`docket_core::explain::explain_plan`]):
+/// `EXPLAIN PLAN FOR` writes it to the session's `plan_table` (emptied first), and
+/// `DBMS_XPLAN.DISPLAY` reads it back. `EXPLAIN PLAN` does not execute the statement, so
+/// explaining a claim claims nothing.
+pub const PLAN_QUERY: PlanQuery = PlanQuery::Stored {
+    clear: "DELETE FROM plan_table",
+    prefix: "EXPLAIN PLAN FOR",
+    display: "SELECT plan_table_output FROM TABLE(DBMS_XPLAN.DISPLAY())",
+};
 
 /// The Oracle store.
 pub type OracleStore = docket_core::backend::SqlStore<OracleConnector>;

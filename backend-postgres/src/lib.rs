@@ -11,27 +11,34 @@
 //! # Ok::<(), docket_core::StoreError>(())
 //! ```
 
-#[cfg(feature = "bench")]
-pub mod bench;
 mod connect;
 mod dialect;
-mod explain;
 mod family;
 mod migrate;
 
 pub use connect::{connect, connect_with, from_pool, PgConnector, PgOptions};
 pub use dialect::PgDialect;
-pub use explain::explain_plan;
 pub use family::PgFamily;
 pub use migrate::{migrate, MIGRATIONS};
+
+use docket_core::explain::PlanQuery;
 
 docket_core::backend!(
     PostgresBackend,
     "postgres",
     ["postgres", "postgresql"],
     PgDialect,
-    "EXPLAIN (ANALYZE, BUFFERS)"
+    PLAN_QUERY
 );
+
+/// How PostgreSQL shows a plan (for `docket explain` and [`docket_core::explain::explain_plan`]):
+/// `EXPLAIN (ANALYZE, BUFFERS)`. ANALYZE executes the statement, so it runs inside a
+/// transaction that is always rolled back: explaining the lock-and-fetch `UPDATE` claims
+/// nothing.
+pub const PLAN_QUERY: PlanQuery = PlanQuery::Prefix {
+    prefix: "EXPLAIN (ANALYZE, BUFFERS)",
+    rolled_back: true,
+};
 
 /// The PostgreSQL store.
 pub type PgStore = docket_core::backend::SqlStore<PgConnector>;

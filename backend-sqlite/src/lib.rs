@@ -17,11 +17,8 @@
 //! # Ok::<(), docket_core::StoreError>(())
 //! ```
 
-#[cfg(feature = "bench")]
-pub mod bench;
 mod connect;
 mod dialect;
-mod explain;
 mod family;
 mod migrate;
 
@@ -29,17 +26,26 @@ pub use connect::{
     connect, connect_with, database_path, from_pool, Pragmas, SqliteConnector, SqliteOptions,
 };
 pub use dialect::SqliteDialect;
-pub use explain::explain_plan;
 pub use family::SqliteFamily;
 pub use migrate::{migrate, MIGRATIONS};
+
+use docket_core::explain::PlanQuery;
 
 docket_core::backend!(
     SqliteBackend,
     "sqlite",
     ["sqlite"],
     SqliteDialect,
-    "EXPLAIN QUERY PLAN"
+    PLAN_QUERY
 );
+
+/// How SQLite shows a plan (for `docket explain` and [`docket_core::explain::explain_plan`]):
+/// `EXPLAIN QUERY PLAN`, one line per step, indented by depth (`SEARCH ... USING INDEX ...`).
+/// Nothing is executed, so this is safe for statements that write (the lock-and-fetch
+/// `UPDATE`).
+pub const PLAN_QUERY: PlanQuery = PlanQuery::Tree {
+    prefix: "EXPLAIN QUERY PLAN",
+};
 
 /// The SQLite store.
 pub type SqliteStore = docket_core::backend::SqlStore<SqliteConnector>;

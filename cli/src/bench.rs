@@ -1,7 +1,7 @@
 //! `docket bench priority`: what the priority toggle costs a poll and a cluster, side by side.
 //!
-//! One run loads a scenario into its own table (the SQL is each backend crate's `bench`
-//! module), then measures, at the scheduler's batch sizes (`threads x upper fraction`):
+//! One run loads a scenario into its own table (the SQL is each backend's module of
+//! [`load`]), then measures, at the scheduler's batch sizes (`threads x upper fraction`):
 //! - the due-query of one poll, with priority off, with priority on (every statement the store
 //!   sends: recorded through [`Recording`], then replayed under the backend's counter), and the
 //!   plain single `ORDER BY priority DESC, execution_time` statement;
@@ -15,6 +15,7 @@
 //! `docket bench throughput` (module [`throughput`](mod@throughput)): the engine's own cost against the raw
 //! claim1 ceiling of the same driver.
 
+mod load;
 mod queue;
 mod throughput;
 
@@ -22,7 +23,6 @@ use crate::error::CliError;
 use crate::{parse_table, progress, store_config};
 use chrono::{SubsecRound, Utc};
 use docket_core::backend::SqlStore;
-use docket_core::bench::{Call, Cost, Recorded, Recording, Scenario};
 use docket_core::dialect::Level;
 use docket_core::store::sql::SqlConnector;
 use docket_core::store::DueParams;
@@ -31,6 +31,7 @@ use docket_core::{
     ExecutionStore, PollingStrategy, PriorityMode, Scheduler, SchedulerConfig, SchedulerEvent,
     Store, StoreConfig, StoreError, TableName, Task, TaskDescriptor,
 };
+use load::{Call, Cost, Recorded, Recording, Scenario};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -147,16 +148,17 @@ struct Ops<C: SqlConnector> {
     unit: &'static str,
 }
 
-/// The [`Ops`] of a diesel backend crate: its `connect` and `measure`, the shared loaders of
-/// `docket_diesel::bench` with the crate's [`ScenarioSql`](docket_diesel::bench::ScenarioSql).
+/// The [`Ops`] of a diesel backend: its crate's `connect`, its [`load`] module's `measure`, and
+/// the shared loaders of [`load::diesel`] with that module's
+/// [`ScenarioSql`](load::diesel::ScenarioSql).
 macro_rules! ops {
-    ($krate:ident, $scenario:expr, $unit:literal) => {
+    ($krate:ident, $load:ident, $scenario:expr, $unit:literal) => {
         Ops {
             connect: $krate::connect,
-            load: |st, s, r, p| docket_diesel::bench::load_scenario(st, &$scenario(st), s, r, p),
-            reload: |st, s, p| docket_diesel::bench::reload_due(st, &$scenario(st), s, p),
-            drop: docket_diesel::bench::drop_scenario,
-            measure: $krate::bench::measure,
+            load: |st, s, r, p| load::diesel::load_scenario(st, &$scenario(st), s, r, p),
+            reload: |st, s, p| load::diesel::reload_due(st, &$scenario(st), s, p),
+            drop: load::diesel::drop_scenario,
+            measure: load::$load::measure,
             unit: $unit,
         }
     };
@@ -215,7 +217,8 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
             backend.name(),
             ops!(
                 docket_postgres,
-                |_| docket_postgres::bench::PgScenario,
+                postgres,
+                |_| load::postgres::PgScenario,
                 "shared buffers hit+read, EXPLAIN (ANALYZE, BUFFERS)"
             ),
         ),
@@ -226,7 +229,8 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
             backend.name(),
             ops!(
                 docket_mysql,
-                |st: &docket_mysql::MysqlStore| docket_mysql::bench::MysqlScenario(
+                mysql,
+                |st: &docket_mysql::MysqlStore| load::mysql::MysqlScenario(
                     st.connector().meta().flavor()
                 ),
                 "Handler_read_* delta of the session (rows the engine handed over)"
@@ -238,7 +242,8 @@ fn priority(args: &PriorityArgs) -> Result<(), CliError> {
             backend.name(),
             ops!(
                 docket_sqlite,
-                |_| docket_sqlite::bench::SqliteScenario,
+                sqlite,
+                |_| load::sqlite::SqliteScenario,
                 "none available; the figures are execution microseconds"
             ),
         ),

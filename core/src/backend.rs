@@ -72,10 +72,12 @@ impl std::fmt::Debug for dyn Backend {
 }
 
 /// Implements [`Backend`] for a unit struct of a backend crate whose root has the standard
-/// functions `connect(url, config)`, `explain_plan(&store, stmt)` and `MIGRATIONS`.
+/// function `connect(url, config)` (returning a [`SqlStore`](crate::store::sql::SqlStore)) and
+/// `MIGRATIONS`; `$plan` is the backend's [`PlanQuery`](crate::explain::PlanQuery), which
+/// [`explain`](Backend::explain) runs through [`explain_plan`](crate::explain::explain_plan).
 #[macro_export]
 macro_rules! backend {
-    ($ty:ident, $name:literal, [$($scheme:literal),+], $dialect:expr, $plan:literal) => {
+    ($ty:ident, $name:literal, [$($scheme:literal),+], $dialect:expr, $plan:expr) => {
         /// This backend for tooling that picks one at run time (see
         /// [`docket_core::backend::Backend`]).
         #[derive(Debug, Clone, Copy, Default)]
@@ -92,7 +94,7 @@ macro_rules! backend {
                 &$dialect
             }
             fn plan_label(&self) -> &'static str {
-                $plan
+                $plan.label()
             }
             fn migration_names(&self) -> Vec<&'static str> {
                 MIGRATIONS.iter().map(|m| m.name).collect()
@@ -111,7 +113,10 @@ macro_rules! backend {
                 stmts: &[$crate::dialect::Rendered],
             ) -> Result<Vec<Vec<String>>, $crate::StoreError> {
                 let store = connect(url, config)?;
-                stmts.iter().map(|s| explain_plan(&store, s)).collect()
+                stmts
+                    .iter()
+                    .map(|s| $crate::explain::explain_plan(store.connector(), &$plan, s))
+                    .collect()
             }
         }
     };

@@ -16,11 +16,10 @@
 //! for worker names, [`AttributeName::parse`](ordering::AttributeName::parse) for attributes.
 
 pub mod backend;
-#[cfg(feature = "bench")]
-pub mod bench;
 pub mod clock;
 pub mod dialect;
 pub mod error;
+pub mod explain;
 pub mod ident;
 pub mod listener;
 pub mod migrate;

@@ -2,7 +2,7 @@
 //! a fresh worker on the same table.
 //!
 //! One run loads two task types of `--items` items each into its own table (the SQL is each
-//! backend crate's `bench` module; each type is the other's "rest of the table"), with worker
+//! backend's module of [`load`](super::load); each type is the other's "rest of the table"), with worker
 //! [`WORKER`] holding a SUBMITTED assignment on the first `--worked` items of both, in FIFO order:
 //! - scenario A, type [`TYPE_A`], `max_assignments = 1`: those items are full
 //!   (`assignable = false`), the usual case;
@@ -28,15 +28,15 @@
 )]
 
 use super::{database_url, ratio};
+use crate::bench::load::diesel::ScenarioSql;
+use crate::bench::load::{Call, QueuePlan, QueueScenario, QueueType, Recording};
 use crate::error::CliError;
 use crate::{parse_table, progress, store_config};
 use chrono::{SubsecRound, Utc};
 use docket_core::backend::SqlStore;
-use docket_core::bench::{Call, QueuePlan, QueueScenario, QueueType, Recording};
 use docket_core::dialect::Rendered;
 use docket_core::store::sql::SqlConnector;
 use docket_core::{QueueConfig, Store, StoreConfig, StoreError, StoreInfo, TableName, WorkQueue};
-use docket_diesel::bench::ScenarioSql;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -116,13 +116,13 @@ struct Ops<C: SqlConnector> {
 }
 
 macro_rules! ops {
-    ($krate:ident, $scenario:expr, $label:literal, $unit:literal) => {
+    ($krate:ident, $load:ident, $scenario:expr, $label:literal, $unit:literal) => {
         Ops {
             connect: $krate::connect,
-            ensure_database: $krate::bench::ensure_database,
-            load: |st, s, p| docket_diesel::bench::load_queue(st, &$scenario(st), s, p),
-            plan: $krate::bench::queue_plan,
-            drop: docket_diesel::bench::drop_scenario,
+            ensure_database: crate::bench::load::$load::ensure_database,
+            load: |st, s, p| crate::bench::load::diesel::load_queue(st, &$scenario(st), s, p),
+            plan: crate::bench::load::$load::queue_plan,
+            drop: crate::bench::load::diesel::drop_scenario,
             analyze: |st| {
                 let table = &st.config().table;
                 st.connector()
@@ -153,7 +153,8 @@ pub fn run(args: &QueueArgs) -> Result<(), CliError> {
             &url,
             ops!(
                 docket_postgres,
-                |_| docket_postgres::bench::PgScenario,
+                postgres,
+                |_| crate::bench::load::postgres::PgScenario,
                 "EXPLAIN (ANALYZE, BUFFERS)",
                 "shared buffers hit+read of the top plan node, EXPLAIN (ANALYZE, BUFFERS)"
             ),
@@ -164,7 +165,8 @@ pub fn run(args: &QueueArgs) -> Result<(), CliError> {
             &url,
             ops!(
                 docket_mysql,
-                |st: &docket_mysql::MysqlStore| docket_mysql::bench::MysqlScenario(
+                mysql,
+                |st: &docket_mysql::MysqlStore| crate::bench::load::mysql::MysqlScenario(
                     st.connector().meta().flavor()
                 ),
                 "ANALYZE FORMAT=JSON",

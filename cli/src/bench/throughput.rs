@@ -23,11 +23,11 @@
 //! The last line is the summary (see [`summary`]).
 
 use super::database_url;
+use crate::bench::load::Recording;
 use crate::error::CliError;
 use crate::{parse_table, progress, store_config};
 use chrono::{SubsecRound, Utc};
 use docket_core::backend::SqlStore;
-use docket_core::bench::Recording;
 use docket_core::dialect::{LimitAt, LockAndFetch, Rendered, SqlWriter};
 use docket_core::store::sql::{SqlConnector, SqlSession};
 use docket_core::store::Row;
@@ -99,8 +99,8 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
                     };
                     docket_postgres::connect_with(url, config, &options)
                 },
-                ensure_database: Some(docket_postgres::bench::ensure_database),
-                drop: docket_diesel::bench::drop_scenario,
+                ensure_database: Some(crate::bench::load::postgres::ensure_database),
+                drop: crate::bench::load::diesel::drop_scenario,
             },
         ),
         #[cfg(feature = "mysql")]
@@ -116,8 +116,8 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
                     };
                     docket_mysql::connect_with(url, config, &options)
                 },
-                ensure_database: Some(docket_mysql::bench::ensure_database),
-                drop: docket_diesel::bench::drop_scenario,
+                ensure_database: Some(crate::bench::load::mysql::ensure_database),
+                drop: crate::bench::load::diesel::drop_scenario,
             },
         ),
         "sqlite" => run_all(
@@ -133,7 +133,7 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
                     docket_sqlite::connect_with(url, config, &options)
                 },
                 ensure_database: None,
-                drop: docket_diesel::bench::drop_scenario,
+                drop: crate::bench::load::diesel::drop_scenario,
             },
         ),
         other => Err(CliError::Bench(format!(

@@ -3,19 +3,18 @@
 //! cross join of digits on MySQL); costs are the session's `Handler_read_*` deltas, i.e. index
 //! and table rows the storage engine handed to the server.
 
-use crate::dialect::Flavor;
-use crate::MysqlFamily;
-use crate::MysqlStore;
 use diesel::sql_types::Text;
 use diesel::{MysqlConnection, QueryableByName, RunQueryDsl};
-use docket_core::bench::{Cost, QueuePlan, QueueScenario, Recorded};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;
 use docket_core::StoreError;
-use docket_diesel::bench::{rolled_back, AdminDatabase, QueueRows, QueueSql, Rows, ScenarioSql};
 use docket_diesel::db;
+use docket_mysql::{Flavor, MysqlFamily, MysqlStore};
 use std::time::Instant;
+
+use super::diesel::{rolled_back, AdminDatabase, QueueRows, QueueSql, Rows, ScenarioSql};
+use super::{Cost, QueuePlan, QueueScenario, Recorded};
 
 /// `n` for `0 <= n < CHUNK`: MariaDB's sequence engine, else ten digits cross-joined.
 fn numbers(flavor: Flavor) -> &'static str {
@@ -150,7 +149,7 @@ pub fn measure(store: &MysqlStore, stmts: &[Recorded]) -> Result<Cost, StoreErro
 /// `information_schema` to do so), so a benchmark can run in a database of its own. Returns
 /// whether it was created. The name must be a plain identifier (letters, digits, `_`).
 pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
-    docket_diesel::bench::ensure_database::<MysqlFamily>(
+    super::diesel::ensure_database::<MysqlFamily>(
         url,
         &AdminDatabase {
             // Either flavor: only its `?` placeholders matter here.

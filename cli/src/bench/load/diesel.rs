@@ -1,16 +1,15 @@
 //! The benchmarks' loaders (`docket bench priority`, `docket bench queue`), written once for the
 //! diesel backends: each backend says only how it generates rows server-side, empties a table
-//! and refreshes statistics ([`ScenarioSql`], [`QueueSql`]). Tooling, behind the `bench` feature.
+//! and refreshes statistics ([`ScenarioSql`], [`QueueSql`]).
 
-use crate::session::{DieselConnector, DieselSession, Family};
-use crate::statement::Prepare;
+use super::{chunks, QueueScenario, QueueType, Scenario};
 use diesel::connection::SimpleConnection;
 use docket_core::backend::SqlStore;
-use docket_core::bench::{chunks, QueueScenario, QueueType, Scenario};
 use docket_core::dialect::{Dialect, Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::{SqlConnector, SqlSession};
 use docket_core::{StoreError, StoreInfo};
+use docket_diesel::{DieselConnector, DieselSession, Family, Prepare};
 
 /// Runs `measured` (a replay and its counters) in a transaction that is then rolled back, so
 /// that replaying what a claim sends (`SELECT ... FOR UPDATE`, the claiming `UPDATE`) locks

@@ -2,19 +2,14 @@
 //! not the scheduler). Rows are generated server-side with `generate_series`, in chunks so the
 //! caller can show progress; costs are read from `EXPLAIN (ANALYZE, BUFFERS)`.
 
-use crate::dialect::PgDialect;
-use crate::PgFamily;
-use crate::PgStore;
-use diesel::connection::SimpleConnection;
-use diesel::sql_types::Text;
-use diesel::{QueryableByName, RunQueryDsl};
-use docket_core::bench::{Cost, QueuePlan, QueueScenario, Recorded};
 use docket_core::dialect::{Rendered, SqlWriter, Value};
 use docket_core::ident::TableName;
 use docket_core::store::sql::SqlSession;
 use docket_core::{StoreError, StoreInfo};
-use docket_diesel::bench::{AdminDatabase, QueueRows, QueueSql, Rows, ScenarioSql};
-use docket_diesel::db;
+use docket_postgres::{PgDialect, PgFamily, PgStore, PLAN_QUERY};
+
+use super::diesel::{AdminDatabase, QueueRows, QueueSql, Rows, ScenarioSql};
+use super::{Cost, QueuePlan, QueueScenario, Recorded};
 
 /// How PostgreSQL generates the priority benchmark's rows: `generate_series`, server-side.
 #[derive(Debug, Clone, Copy)]
@@ -54,7 +49,7 @@ impl ScenarioSql for PgScenario {
 /// server's `postgres` database to do so), so a benchmark can run in a database of its own.
 /// Returns whether it was created. The name must be a plain identifier (letters, digits, `_`).
 pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
-    docket_diesel::bench::ensure_database::<PgFamily>(
+    super::diesel::ensure_database::<PgFamily>(
         url,
         &AdminDatabase {
             dialect: &PgDialect,
@@ -214,7 +209,7 @@ fn whole_type(lines: &[String], table: &str) -> Option<String> {
 /// claims nothing): the plan, buffers of the top node and execution time, item rows read and
 /// assignment probes, and any sort or scan of the whole type.
 pub fn queue_plan(store: &PgStore, stmt: &Rendered) -> Result<QueuePlan, StoreError> {
-    let lines = crate::explain_plan(store, stmt)?;
+    let lines = explain_plan(store, stmt)?;
     let table = store.config().table.table();
     let (items_read, probes) = queue_plan_reads(&lines, table);
     Ok(QueuePlan {
@@ -224,13 +219,6 @@ pub fn queue_plan(store: &PgStore, stmt: &Rendered) -> Result<QueuePlan, StoreEr
         whole_type: whole_type(&lines, table),
         lines,
     })
-}
-
-#[derive(QueryableByName)]
-struct PlanRow {
-    #[diesel(sql_type = Text)]
-    #[diesel(column_name = "QUERY PLAN")]
-    line: String,
 }
 
 /// Shared buffers (hit + read) of the plan's top node, which include its children's, and the
@@ -268,25 +256,14 @@ fn plan_cost(lines: &[String]) -> Cost {
 /// Runs each statement under `EXPLAIN (ANALYZE, BUFFERS)` in a rolled-back transaction and
 /// sums shared buffers and execution time.
 pub fn measure(store: &PgStore, stmts: &[Recorded]) -> Result<Cost, StoreError> {
-    let mut conn = store.connector().connection()?;
-    let mut total = Cost::default();
-    for Recorded { stmt, .. } in stmts {
-        let explained = Rendered {
-            sql: format!("EXPLAIN (ANALYZE, BUFFERS) {}", stmt.sql),
-            binds: stmt.binds.clone(),
-        };
-        conn.batch_execute("BEGIN").map_err(db)?;
-        let plan = store
-            .connector()
-            .uncached(&explained)?
-            .load::<PlanRow>(&mut *conn)
-            .map_err(db);
-        let rollback = conn.batch_execute("ROLLBACK").map_err(db);
-        let lines: Vec<String> = plan?.into_iter().map(|r| r.line).collect();
-        rollback?;
-        total = total + plan_cost(&lines);
-    }
-    Ok(total)
+    stmts.iter().try_fold(Cost::default(), |total, r| {
+        Ok(total + plan_cost(&explain_plan(store, &r.stmt)?))
+    })
+}
+
+/// The plan of `stmt` under `EXPLAIN (ANALYZE, BUFFERS)`, rolled back ([`PLAN_QUERY`]).
+fn explain_plan(store: &PgStore, stmt: &Rendered) -> Result<Vec<String>, StoreError> {
+    docket_core::explain::explain_plan(store.connector(), &PLAN_QUERY, stmt)
 }
 
 #[cfg(test)]
