@@ -72,7 +72,7 @@ impl std::fmt::Debug for dyn Backend {
 }
 
 /// Implements [`Backend`] for a unit struct of a backend crate whose root has the standard
-/// function `connect(url, config)` (returning a [`SqlStore`](crate::store::sql::SqlStore)) and
+/// function `connect(url, config)` (returning a [`SqlStore`](crate::backend::SqlStore)) and
 /// `MIGRATIONS`; `$plan` is the backend's [`PlanQuery`](crate::explain::PlanQuery), which
 /// [`explain`](Backend::explain) runs through [`explain_plan`](crate::explain::explain_plan).
 #[macro_export]
