@@ -7,9 +7,10 @@
 //!
 //! diesel's only public way to bind a value, `AstPass::push_bind_param`, writes the
 //! placeholder itself (`$n` on PostgreSQL, `?` on MySQL and SQLite, `:inN` on Oracle). So the
-//! rendered text is cut at the dialect's own placeholders and sent as its pieces, with each
-//! value pushed between them: diesel rebuilds the same text (Oracle's `:n` becomes `:in{n-1}`,
-//! the names diesel-oci binds by).
+//! rendered text is sent as its pieces between the placeholders, with each value pushed
+//! between them: diesel rebuilds the same text (Oracle's `:n` becomes `:in{n-1}`, the names
+//! diesel-oci binds by). Where the placeholders stand was recorded by the writer as it wrote
+//! them ([`Rendered::placeholders`]): the text is rendered once and never searched again.
 
 use crate::session::Family;
 use diesel::backend::Backend;
@@ -35,21 +36,11 @@ pub const MAX_CACHED_BINDS: usize = 64;
 /// Why a statement could not be built or bound.
 #[derive(Debug, thiserror::Error)]
 pub enum StatementError {
-    /// The text lacks the placeholder of a bind, or has it out of order.
-    #[error("placeholder {placeholder} of {binds} binds is missing or out of order in: {sql}")]
-    MissingPlaceholder {
-        /// The placeholder looked for.
-        placeholder: String,
-        /// How many values the statement binds.
-        binds: usize,
-        /// The statement's text.
-        sql: String,
-    },
-    /// The text has a placeholder beyond its binds.
-    #[error("placeholder {placeholder} has no value ({binds} binds) in: {sql}")]
-    UnboundPlaceholder {
-        /// The placeholder without a value.
-        placeholder: String,
+    /// The statement does not say where its placeholders are, one per value, in the
+    /// dialect's spelling (it was not made by a [`docket_core::dialect::SqlWriter`] of this
+    /// dialect).
+    #[error("statement of {binds} binds without its placeholders in this dialect: {sql}")]
+    Placeholders {
         /// How many values the statement binds.
         binds: usize,
         /// The statement's text.
@@ -120,13 +111,13 @@ pub struct Statement<'a, F: Family> {
 
 impl<'a, F: Family> Statement<'a, F> {
     /// `stmt`, whose placeholders are `dialect`'s, kept prepared by diesel when `cache`. Fails
-    /// unless the text holds exactly one placeholder per value, in order.
+    /// unless the statement records one placeholder per value, each the dialect's spelling.
     pub fn new(
         stmt: &'a Rendered,
         dialect: &dyn Dialect,
         cache: bool,
     ) -> Result<Self, StatementError> {
-        let (pieces, tail) = cut(&stmt.sql, dialect, stmt.binds.len())?;
+        let (pieces, tail) = cut(stmt, dialect)?;
         let binds = stmt
             .binds
             .iter()
@@ -149,52 +140,32 @@ impl<'a, F: Family> Statement<'a, F> {
     }
 }
 
-/// `sql` cut before and after each of the placeholders `1..=binds`, found in order: the text
-/// before each one, and the text after the last.
+/// `stmt`'s text cut around its recorded placeholders: the text before each one, and the text
+/// after the last. Each recorded range must hold the dialect's placeholder for its value.
 fn cut<'a>(
-    sql: &'a str,
+    stmt: &'a Rendered,
     dialect: &dyn Dialect,
-    binds: usize,
 ) -> Result<(Vec<&'a str>, &'a str), StatementError> {
-    let mut pieces = Vec::with_capacity(binds);
-    let mut rest = sql;
-    for n in 1..=binds {
-        let placeholder = dialect.placeholder(n);
-        let at = find_placeholder(rest, &placeholder).ok_or_else(|| {
-            StatementError::MissingPlaceholder {
-                placeholder: placeholder.clone(),
-                binds,
-                sql: sql.to_owned(),
-            }
-        })?;
-        pieces.push(&rest[..at]);
-        rest = &rest[at + placeholder.len()..];
+    let ranges = stmt.placeholders();
+    let sql = stmt.sql.as_str();
+    let wrong = || StatementError::Placeholders {
+        binds: stmt.binds.len(),
+        sql: sql.to_owned(),
+    };
+    if ranges.len() != stmt.binds.len() {
+        return Err(wrong());
     }
-    // A further placeholder would be sent without its value.
-    let next = dialect.placeholder(binds + 1);
-    if find_placeholder(rest, &next).is_some() {
-        return Err(StatementError::UnboundPlaceholder {
-            placeholder: next,
-            binds,
-            sql: sql.to_owned(),
-        });
-    }
-    Ok((pieces, rest))
-}
-
-/// Where `placeholder` first stands alone in `text`: a numbered one (`$1`, `:1`) must not be
-/// the start of a longer number (`$10`).
-fn find_placeholder(text: &str, placeholder: &str) -> Option<usize> {
-    let numbered = placeholder.ends_with(|c: char| c.is_ascii_digit());
+    let mut pieces = Vec::with_capacity(ranges.len());
     let mut from = 0;
-    while let Some(i) = text[from..].find(placeholder) {
-        let end = from + i + placeholder.len();
-        if !(numbered && text[end..].starts_with(|c: char| c.is_ascii_digit())) {
-            return Some(from + i);
+    for (n, range) in ranges.iter().enumerate() {
+        let placeholder = sql.get(range.clone()).ok_or_else(wrong)?;
+        if range.start < from || placeholder != dialect.placeholder(n + 1) {
+            return Err(wrong());
         }
-        from = end;
+        pieces.push(&sql[from..range.start]);
+        from = range.end;
     }
-    None
+    Ok((pieces, &sql[from..]))
 }
 
 impl<F: Family> QueryFragment<F::Backend> for Statement<'_, F> {
@@ -301,43 +272,36 @@ mod tests {
     }
 
     #[test]
-    fn a_numbered_placeholder_is_not_the_start_of_a_longer_one() {
-        assert_eq!(find_placeholder("a = $10 AND b = $1", "$1"), Some(16));
-        assert_eq!(find_placeholder("a = $10", "$1"), None);
-        assert_eq!(find_placeholder("a = ? AND ?", "?"), Some(4));
-    }
-
-    #[test]
-    fn the_text_is_cut_at_each_placeholder_in_order() {
-        let sql = "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)";
-        let (pieces, tail) = cut(sql, &Dollar, 3).expect("three placeholders");
+    fn the_text_is_cut_where_the_writer_wrote_each_placeholder() {
+        let mut w = docket_core::dialect::SqlWriter::new(&Dollar);
+        w.push("SELECT a FROM t WHERE b = ")
+            .bind(1i64)
+            .push(" AND c IN ")
+            .bind_list([2i64, 3]);
+        let stmt = w.finish();
+        let (pieces, tail) = cut(&stmt, &Dollar).expect("three placeholders");
         assert_eq!(pieces, ["SELECT a FROM t WHERE b = ", " AND c IN (", ", "]);
         assert_eq!(tail, ")");
-        let (pieces, tail) = cut("x = ? OR y = ?", &Question, 2).expect("two placeholders");
+        let mut w = docket_core::dialect::SqlWriter::new(&Question);
+        w.push("x = ").bind(1i64).push(" OR y = ").bind(2i64);
+        let stmt = w.finish();
+        let (pieces, tail) = cut(&stmt, &Question).expect("two placeholders");
         assert_eq!((pieces, tail), (vec!["x = ", " OR y = "], ""));
     }
 
     #[test]
-    fn a_missing_out_of_order_or_unbound_placeholder_is_an_error() {
-        let missing = cut("a = $1", &Dollar, 2);
+    fn a_statement_without_its_placeholders_or_of_another_dialect_is_an_error() {
+        let mut by_hand = Rendered::text("a = $1");
+        by_hand.binds.push(Value::BigInt(1));
         assert!(matches!(
-            missing,
-            Err(StatementError::MissingPlaceholder { .. })
+            cut(&by_hand, &Dollar),
+            Err(StatementError::Placeholders { .. })
         ));
-        let reversed = cut("a = $2 AND b = $1", &Dollar, 2);
+        let mut w = docket_core::dialect::SqlWriter::new(&Question);
+        w.push("a = ").bind(1i64);
         assert!(matches!(
-            reversed,
-            Err(StatementError::MissingPlaceholder { .. })
-        ));
-        let unbound = cut("a = $1 AND b = $2", &Dollar, 1);
-        assert!(matches!(
-            unbound,
-            Err(StatementError::UnboundPlaceholder { .. })
-        ));
-        let unbound = cut("a = ? AND b = ?", &Question, 1);
-        assert!(matches!(
-            unbound,
-            Err(StatementError::UnboundPlaceholder { .. })
+            cut(&w.finish(), &Dollar),
+            Err(StatementError::Placeholders { .. })
         ));
     }
 

@@ -4,8 +4,9 @@
 //! nothing behind and is retried whole.
 
 use crate::error::MssqlError;
+use crate::MssqlDialect;
 use crate::{MssqlConnector, MssqlStore};
-use docket_core::dialect::{Rendered, Value};
+use docket_core::dialect::{Rendered, SqlWriter};
 use docket_core::migrate::{split_statements, MigrationFile, TableMigration};
 use docket_core::store::sql::{SqlConnector, SqlSession};
 use docket_core::{StoreError, StoreInfo};
@@ -36,10 +37,9 @@ pub fn migrate(store: &MssqlStore, up_to: Option<&str>) -> Result<Vec<String>, S
 pub(crate) fn recorded(connector: &MssqlConnector) -> Result<Vec<String>, StoreError> {
     connector.batch_execute(&create_version_table())?;
     let rows = connector.with_session(&mut |s| {
-        s.query(&Rendered {
-            sql: format!("SELECT version AS name FROM [{VERSION_TABLE}]"),
-            binds: Vec::new(),
-        })
+        s.query(&Rendered::text(format!(
+            "SELECT version AS name FROM [{VERSION_TABLE}]"
+        )))
     })?;
     rows.into_iter().map(|mut r| r.text("name")).collect()
 }
@@ -53,36 +53,37 @@ pub(crate) fn run(
     connector.batch_execute(&create_version_table())?;
     let mut applied = Vec::new();
     for step in steps {
-        let version = || vec![Value::from(step.version.as_str())];
+        // `... WHERE version = @P1` / `... VALUES (@P1)`, the version bound.
+        let with_version = |head: String, tail: &str| {
+            let mut w = SqlWriter::new(&MssqlDialect);
+            w.push(&head).bind(step.version.as_str()).push(tail);
+            w.finish()
+        };
         let done = connector.in_transaction(&mut |s: &mut dyn SqlSession| {
             // Serializes concurrent migrators of the same table: the second waits, then sees
             // the version row.
-            let existing = s.query(&Rendered {
-                sql: format!(
+            let existing = s.query(&with_version(
+                format!(
                     "SELECT version AS name FROM [{VERSION_TABLE}] WITH (UPDLOCK, HOLDLOCK) \
-                     WHERE version = @P1"
+                     WHERE version = "
                 ),
-                binds: version(),
-            })?;
+                "",
+            ))?;
             if !existing.is_empty() {
                 return Ok(false);
             }
             for stmt in split_statements(&step.up) {
-                s.execute(&Rendered {
-                    sql: stmt,
-                    binds: Vec::new(),
-                })
-                .map_err(|source| {
+                s.execute(&Rendered::text(stmt)).map_err(|source| {
                     StoreError::from(MssqlError::Migration {
                         version: step.version.clone(),
                         source,
                     })
                 })?;
             }
-            s.execute(&Rendered {
-                sql: format!("INSERT INTO [{VERSION_TABLE}] (version) VALUES (@P1)"),
-                binds: version(),
-            })?;
+            s.execute(&with_version(
+                format!("INSERT INTO [{VERSION_TABLE}] (version) VALUES ("),
+                ")",
+            ))?;
             Ok(true)
         })?;
         if done {

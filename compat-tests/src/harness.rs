@@ -239,10 +239,7 @@ pub fn set_literal(
 
 /// Literal SQL without binds.
 pub fn literal(sql: &str) -> Rendered {
-    Rendered {
-        sql: sql.to_owned(),
-        binds: Vec::new(),
-    }
+    Rendered::text(sql)
 }
 
 /// Plain SQL on a space (see [`Space::foreign`]), written with the backend's dialect so that

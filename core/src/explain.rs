@@ -82,10 +82,7 @@ pub fn explain_plan<C: PlanConnector>(
     stmt: &Rendered,
 ) -> Result<Vec<String>, StoreError> {
     let connector = &connector.for_plans();
-    let prefixed = |prefix: &str| Rendered {
-        sql: format!("{prefix} {}", stmt.sql),
-        binds: stmt.binds.clone(),
-    };
+    let prefixed = |prefix: &str| stmt.prefixed(&format!("{prefix} "));
     match *how {
         PlanQuery::Prefix {
             prefix,
@@ -111,10 +108,7 @@ pub fn explain_plan<C: PlanConnector>(
             display,
         } => {
             let explained = prefixed(prefix);
-            let display = Rendered {
-                sql: display.to_owned(),
-                binds: Vec::new(),
-            };
+            let display = Rendered::text(display);
             connector.with_session(&mut |s| {
                 s.execute_unprepared(clear)?;
                 s.execute(&explained)?;

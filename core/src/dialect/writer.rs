@@ -153,6 +153,40 @@ pub struct Rendered {
     pub sql: String,
     /// Values for the placeholders, in order.
     pub binds: Vec<Value>,
+    /// Where each placeholder stands in `sql` (byte ranges, in order), recorded as the writer
+    /// wrote them: a session that sends text and values apart cuts the text here instead of
+    /// searching it again.
+    placeholders: Vec<std::ops::Range<usize>>,
+}
+
+impl Rendered {
+    /// A statement without binds, written by hand (migration bookkeeping, tooling).
+    pub fn text(sql: impl Into<String>) -> Self {
+        Self {
+            sql: sql.into(),
+            binds: Vec::new(),
+            placeholders: Vec::new(),
+        }
+    }
+
+    /// Where each placeholder stands in the text, one byte range per bind, in order.
+    pub fn placeholders(&self) -> &[std::ops::Range<usize>] {
+        &self.placeholders
+    }
+
+    /// The same statement after `prefix` (such as `EXPLAIN `), its placeholders moved along.
+    pub fn prefixed(&self, prefix: &str) -> Self {
+        let shift = prefix.len();
+        Self {
+            sql: format!("{prefix}{}", self.sql),
+            binds: self.binds.clone(),
+            placeholders: self
+                .placeholders
+                .iter()
+                .map(|r| r.start + shift..r.end + shift)
+                .collect(),
+        }
+    }
 }
 
 /// Builds one statement for one dialect.
@@ -160,6 +194,7 @@ pub struct SqlWriter<'d> {
     dialect: &'d dyn Dialect,
     sql: String,
     binds: Vec<Value>,
+    placeholders: Vec<std::ops::Range<usize>>,
     /// DDL mode ([`SqlWriter::for_ddl`]): values are written as literals, not bound.
     ddl: bool,
     /// In DDL mode, the first value that cannot be written as a literal.
@@ -182,6 +217,7 @@ impl<'d> SqlWriter<'d> {
             dialect,
             sql: String::with_capacity(256),
             binds: Vec::new(),
+            placeholders: Vec::new(),
             ddl: false,
             refused: None,
         }
@@ -228,7 +264,9 @@ impl<'d> SqlWriter<'d> {
         }
         self.binds.push(value);
         let placeholder = self.dialect.placeholder(self.binds.len());
+        let start = self.sql.len();
         self.sql.push_str(&placeholder);
+        self.placeholders.push(start..self.sql.len());
         self
     }
 
@@ -318,6 +356,7 @@ impl<'d> SqlWriter<'d> {
         Rendered {
             sql: self.sql,
             binds: self.binds,
+            placeholders: self.placeholders,
         }
     }
 

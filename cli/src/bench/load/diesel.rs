@@ -384,9 +384,6 @@ pub fn ensure_database<F: Family>(url: &str, admin: &AdminDatabase) -> Result<bo
     if !session.query(&(admin.exists)(name))?.is_empty() {
         return Ok(false);
     }
-    session.execute(&Rendered {
-        sql: (admin.create)(name),
-        binds: Vec::new(),
-    })?;
+    session.execute(&Rendered::text((admin.create)(name)))?;
     Ok(true)
 }

@@ -78,10 +78,7 @@ impl ScenarioSql for MysqlScenario {
         let mut w = SqlWriter::new(self.0.dialect());
         w.push("ANALYZE TABLE ").table(table);
         session.query(&w.finish())?;
-        let history = Rendered {
-            sql: "SHOW GLOBAL STATUS LIKE 'Innodb_history_list_length'".to_owned(),
-            binds: Vec::new(),
-        };
+        let history = Rendered::text("SHOW GLOBAL STATUS LIKE 'Innodb_history_list_length'");
         let started = Instant::now();
         while started.elapsed() < PURGE_WAIT {
             let rows = session.query(&history)?;
@@ -155,11 +152,11 @@ pub fn ensure_database(url: &str) -> Result<bool, StoreError> {
             // Either flavor: only its `?` placeholders matter here.
             dialect: Flavor::MariaDb.dialect(),
             name: "information_schema",
-            exists: |name| Rendered {
-                sql: "SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE \
-                      SCHEMA_NAME = ?"
-                    .to_owned(),
-                binds: vec![Value::from(name)],
+            exists: |name| {
+                let mut w = SqlWriter::new(Flavor::MariaDb.dialect());
+                w.push("SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ")
+                    .bind(name);
+                w.finish()
             },
             create: |name| format!("CREATE DATABASE `{name}`"),
         },
@@ -319,18 +316,11 @@ fn walk_plan(v: &serde_json::Value, acc: &mut Walked) {
 pub fn queue_plan(store: &MysqlStore, stmt: &Rendered) -> Result<QueuePlan, StoreError> {
     use diesel::connection::SimpleConnection;
     let mariadb = store.connector().meta().flavor() == Flavor::MariaDb;
-    let explained = Rendered {
-        sql: format!(
-            "{} {}",
-            if mariadb {
-                "ANALYZE FORMAT=JSON"
-            } else {
-                "EXPLAIN ANALYZE"
-            },
-            stmt.sql
-        ),
-        binds: stmt.binds.clone(),
-    };
+    let explained = stmt.prefixed(if mariadb {
+        "ANALYZE FORMAT=JSON "
+    } else {
+        "EXPLAIN ANALYZE "
+    });
     let mut conn = store.connector().connection()?;
     let a = handler_reads(&mut conn)?;
     let b = handler_reads(&mut conn)?;

@@ -50,11 +50,7 @@ pub trait SqlSession {
     /// Runs a statement that takes no binds and cannot be prepared (MySQL's `LOAD DATA`), as
     /// plain text. Default: [`SqlSession::execute`] with no binds.
     fn execute_unprepared(&mut self, sql: &str) -> Result<(), StoreError> {
-        let stmt = Rendered {
-            sql: sql.to_owned(),
-            binds: Vec::new(),
-        };
-        self.execute(&stmt).map(drop)
+        self.execute(&Rendered::text(sql)).map(drop)
     }
 }
 
