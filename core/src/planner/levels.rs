@@ -6,7 +6,7 @@
 //! per probe. Only the probes chosen and the bound values differ, and they are chosen here, in
 //! core, so the hand-out is the same on every backend.
 
-use super::{bands, guard, DueSource, Planner, Probe};
+use super::{bands, guard, Decoded, DueSource, Planner, Probe};
 use crate::dialect::Due;
 use crate::error::StoreError;
 use crate::ordering::{Aging, Level, PriorityMode, Stride, Weights};
@@ -14,6 +14,9 @@ use crate::records::{DueParams, Execution, ExecutionKey};
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 use std::sync::MutexGuard;
+
+/// Rounds of due-query a poll spends refilling its batch after it found poison rows.
+const POISON_ROUNDS: usize = 4;
 
 /// Most distinct priority levels probed one at a time (see `Planner::by_level`).
 pub const MAX_PROBED_LEVELS: usize = 64;
@@ -173,6 +176,36 @@ impl Planner {
         })?;
         if self.policy.mode == PriorityMode::Strict {
             rows.sort_by(|a, b| a.cmp_in_hand_out_order(b, &self.policy));
+        }
+        Ok(rows)
+    }
+
+    /// Fills up to `limit` rows with `round(exclude, room)` (one due-query that leaves out the
+    /// held-back keys and the rows already taken), again while a round finds poison rows and
+    /// fills its room: the good rows behind poison rows are handed out in the same poll.
+    fn without_poison(
+        &self,
+        now: DateTime<Utc>,
+        limit: i64,
+        mut round: impl FnMut(&[ExecutionKey], i64) -> Result<Decoded, StoreError>,
+    ) -> Result<Vec<Execution>, StoreError> {
+        let mut rows: Vec<Execution> = Vec::new();
+        for _ in 0..POISON_ROUNDS {
+            let room = limit - rows.len() as i64;
+            if room <= 0 {
+                break;
+            }
+            // Fetch-and-lock-on-execute leaves the rows it read due: a refill must not read
+            // them again.
+            let mut exclude = guard(&self.quarantine).held_back(now);
+            exclude.extend(rows.iter().map(Execution::key));
+            let Decoded { rows: good, poison } = round(&exclude, room)?;
+            let more = !poison.is_empty() && (good.len() + poison.len()) as i64 >= room;
+            rows.extend(good);
+            self.hold_back(poison, now);
+            if !more {
+                break;
+            }
         }
         Ok(rows)
     }

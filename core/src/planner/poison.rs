@@ -5,9 +5,8 @@
 //! due-queries for [`POISON_HOLD_BACK_MS`] (at most [`MAX_HELD_BACK`] keys) and reports each
 //! once per hold-back ([`crate::ExecutionStore::execution_poisoned`]).
 
-use super::{guard, Decoded, Planner};
-use crate::error::StoreError;
-use crate::records::{Execution, ExecutionKey, PoisonRow};
+use super::{guard, Planner};
+use crate::records::{ExecutionKey, PoisonRow};
 use chrono::{DateTime, Utc};
 
 /// How long (by the clock passed in [`DueParams::now`](crate::records::DueParams::now)) a store leaves a poison row out of its
@@ -18,9 +17,6 @@ pub const POISON_HOLD_BACK_MS: i64 = 10 * 60 * 1_000;
 /// binds to the due-queries.
 pub const MAX_HELD_BACK: usize = 100;
 
-/// Rounds of due-query a poll spends refilling its batch after it found poison rows.
-const POISON_ROUNDS: usize = 4;
-
 /// The keys held back and the reports not yet taken.
 #[derive(Debug, Default)]
 pub(super) struct Quarantine {
@@ -30,7 +26,7 @@ pub(super) struct Quarantine {
 
 impl Quarantine {
     /// The keys held back at `now` (expired ones are dropped).
-    fn held_back(&mut self, now: DateTime<Utc>) -> Vec<ExecutionKey> {
+    pub(super) fn held_back(&mut self, now: DateTime<Utc>) -> Vec<ExecutionKey> {
         self.held.retain(|(_, until)| now < *until);
         self.held.iter().map(|(k, _)| k.clone()).collect()
     }
@@ -74,36 +70,6 @@ impl Planner {
     /// The poison rows found since the last call.
     pub fn poisoned(&self) -> Vec<PoisonRow> {
         std::mem::take(&mut guard(&self.quarantine).reports)
-    }
-
-    /// Fills up to `limit` rows with `round(exclude, room)` (one due-query that leaves out the
-    /// held-back keys and the rows already taken), again while a round finds poison rows and
-    /// fills its room: the good rows behind poison rows are handed out in the same poll.
-    pub(super) fn without_poison(
-        &self,
-        now: DateTime<Utc>,
-        limit: i64,
-        mut round: impl FnMut(&[ExecutionKey], i64) -> Result<Decoded, StoreError>,
-    ) -> Result<Vec<Execution>, StoreError> {
-        let mut rows: Vec<Execution> = Vec::new();
-        for _ in 0..POISON_ROUNDS {
-            let room = limit - rows.len() as i64;
-            if room <= 0 {
-                break;
-            }
-            // Fetch-and-lock-on-execute leaves the rows it read due: a refill must not read
-            // them again.
-            let mut exclude = guard(&self.quarantine).held_back(now);
-            exclude.extend(rows.iter().map(Execution::key));
-            let Decoded { rows: good, poison } = round(&exclude, room)?;
-            let more = !poison.is_empty() && (good.len() + poison.len()) as i64 >= room;
-            rows.extend(good);
-            self.hold_back(poison, now);
-            if !more {
-                break;
-            }
-        }
-        Ok(rows)
     }
 }
 
