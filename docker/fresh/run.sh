@@ -13,7 +13,7 @@
 #   2. the debootstrap base image (docker/build-images.sh --base-only), then the image
 #      $DOCKET_FRESH_IMAGE: base + ca-certificates, gcc, libc6-dev + the host's default rustup
 #      toolchain (from $RUSTUP_HOME and $CARGO_HOME/bin; not the nightly or other toolchains,
-#      not the crate cache);
+#      not the crate cache) + the host's extra CA certificates, if any (see the Dockerfile);
 #   3. `git clone` of COMMIT into a scratch folder, mounted at /src in the container;
 #   4. `docker run --network host` (apt and cargo need the network) of `scripts/test` there:
 #      it compiles the whole workspace from scratch. Its output goes to $DOCKET_FRESH_LOG too.
@@ -120,6 +120,12 @@ cp -al "$rustup_home/toolchains/$toolchain" "$ctx/rustup/toolchains/" 2>/dev/nul
   cp -a "$rustup_home/toolchains/$toolchain" "$ctx/rustup/toolchains/"
 cp -a "$rustup_home/settings.toml" "$ctx/rustup/"
 cp -a "$cargo_home/bin" "$cargo_home/env" "$ctx/cargo/"
+# The host's CA bundle: the Dockerfile adds only what Debian's stock bundle lacks (a proxy's CA).
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  cp /etc/ssl/certs/ca-certificates.crt "$ctx/host-ca-certificates.crt"
+else
+  : >"$ctx/host-ca-certificates.crt"
+fi
 phase_start=$SECONDS
 # The classic builder: no buildx plugin needed, and RUN steps use the host network.
 DOCKER_BUILDKIT=0 docker build --quiet --network host --build-arg "BASE=$base_image" \
