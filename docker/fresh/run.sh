@@ -11,9 +11,11 @@
 #      dockerd this script left at $DOCKET_FRESH_STATE, else it starts one there (host network
 #      only: no bridge, no iptables changes) and stops it at the end;
 #   2. the debootstrap base image (docker/build-images.sh --base-only), then the image
-#      $DOCKET_FRESH_IMAGE: base + ca-certificates, gcc, libc6-dev + the host's default rustup
-#      toolchain (from $RUSTUP_HOME and $CARGO_HOME/bin; not the nightly or other toolchains,
-#      not the crate cache) + the host's extra CA certificates, if any (see the Dockerfile);
+#      $DOCKET_FRESH_IMAGE: base + the release's -updates and -security apt sources (as a fresh
+#      install has; debootstrap sets only the release) + ca-certificates, gcc, libc6-dev + the
+#      host's default rustup toolchain (from $RUSTUP_HOME and $CARGO_HOME/bin; not the nightly
+#      or other toolchains, not the crate cache) + the host's extra CA certificates, if any
+#      (see the Dockerfile);
 #   3. `git clone` of COMMIT into a scratch folder, mounted at /src in the container;
 #   4. `docker run --network host` (apt and cargo need the network) of `scripts/test` there:
 #      it compiles the whole workspace from scratch. Its output goes to $DOCKET_FRESH_LOG too.
@@ -125,6 +127,15 @@ if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
   cp /etc/ssl/certs/ca-certificates.crt "$ctx/host-ca-certificates.crt"
 else
   : >"$ctx/host-ca-certificates.crt"
+fi
+# apt sources as on a freshly installed machine: the release with its -updates and -security
+# suites, from the mirrors the host's apt uses for them (main only: all the tests need).
+apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(TARGET_OF)' 2>/dev/null |
+  awk -v r="$release" '$3 == "deb" && ($2 == r || $2 == r "-updates" || $2 == r "-security") {
+    print "deb " $1 " " $2 " main" }' | sort -u >"$ctx/sources.list"
+if ! grep -q " $release main\$" "$ctx/sources.list"; then
+  echo "apt has no source for release $release (run apt-get update)" >&2
+  exit 1
 fi
 phase_start=$SECONDS
 # The classic builder: no buildx plugin needed, and RUN steps use the host network.
