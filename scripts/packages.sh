@@ -28,6 +28,9 @@ docket_missing_packages() {
   command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server-core)
   command -v mariadb-tzinfo-to-sql >/dev/null 2>&1 || need+=(mariadb-client)
   [ -f /usr/share/zoneinfo/America/New_York ] || need+=(tzdata)
+  # The outage test stops the throwaway MariaDB with the kill command (the program, not the
+  # shell builtin `command -v` would find); minimal installs and containers lack procps.
+  type -P kill >/dev/null 2>&1 || need+=(procps)
   if [ ${#need[@]} -gt 0 ]; then
     printf '%s\n' "${need[@]}"
   fi
