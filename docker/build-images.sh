@@ -4,6 +4,9 @@
 # by debootstrap (from the mirror and release apt is configured with here) is imported as a base
 # image, then docker/postgres and docker/mariadb are built on it with Debian's packages.
 #
+# Usage: docker/build-images.sh [--base-only]
+#   --base-only  builds only the debootstrap base image (docker/fresh/run.sh needs no servers).
+#
 # Needs: root, a reachable Docker engine (DOCKER_HOST or the default socket), debootstrap.
 # Images that already exist are kept; DOCKET_TC_REBUILD=1 rebuilds them.
 #
@@ -16,6 +19,14 @@
 #   DOCKET_TC_REBUILD         [0]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+
+base_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --base-only) base_only=1 ;;
+    *) echo "usage: $0 [--base-only]" >&2; exit 2 ;;
+  esac
+done
 
 release="${DOCKET_TC_DEBIAN_RELEASE:-$(. /etc/os-release && echo "${VERSION_CODENAME:-}")}"
 if [ -z "$release" ]; then
@@ -84,5 +95,6 @@ build() {
   echo "build-images: $image ready ($((SECONDS - start)) s)"
 }
 
+[ "$base_only" = 1 ] && exit 0
 build "$postgres_image" "$here/postgres"
 build "$mariadb_image" "$here/mariadb"
