@@ -29,10 +29,24 @@ use std::fmt;
 
 /// A diesel error, normalized: a unique-key violation is [`StoreError::Duplicate`] (diesel
 /// reports every backend's code as `UniqueViolation`), a closed connection
-/// [`StoreError::Connection`], a missing row [`StoreError::NotFound`].
+/// [`StoreError::Connection`], a missing row [`StoreError::NotFound`], a deadlock or
+/// serialization failure [`StoreError::Contention`] (diesel reports MySQL's 1213 and
+/// PostgreSQL's 40001 as `SerializationFailure`; PostgreSQL's deadlock, 40P01, and MySQL's
+/// lock wait timeout, 1205, only by their messages).
 pub fn db(e: diesel::result::Error) -> StoreError {
     use diesel::result::{DatabaseErrorKind as Kind, Error};
+    const CONTENTION: [&str; 2] = ["deadlock detected", "Lock wait timeout exceeded"];
     match e {
+        Error::DatabaseError(Kind::SerializationFailure, _) => StoreError::Contention {
+            source: Box::new(e),
+        },
+        Error::DatabaseError(_, ref info)
+            if CONTENTION.iter().any(|m| info.message().contains(m)) =>
+        {
+            StoreError::Contention {
+                source: Box::new(e),
+            }
+        }
         Error::DatabaseError(Kind::UniqueViolation, _) => StoreError::Duplicate {
             source: Box::new(e),
         },

@@ -35,6 +35,15 @@ pub enum StoreError {
         #[source]
         source: BoxError,
     },
+    /// The database ended a statement or transaction to break a deadlock or a serialization
+    /// conflict with concurrent work (MySQL/MariaDB 1213 and 1205, PostgreSQL 40001 and
+    /// 40P01): nothing was written, and running it again may succeed.
+    #[error("contention with concurrent work (retryable): {source}")]
+    Contention {
+        /// The driver's error.
+        #[source]
+        source: BoxError,
+    },
     /// The database rejected a statement or the driver failed.
     #[error("database error: {source}")]
     Database {

@@ -15,6 +15,10 @@ use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 use std::sync::MutexGuard;
 
+/// Times a claim ended by contention is run again before the poll fails
+/// ([`StoreError::Contention`]).
+pub const CONTENTION_RETRIES: usize = 3;
+
 /// Rounds of due-query a poll spends refilling its batch after it found poison rows.
 const POISON_ROUNDS: usize = 4;
 
@@ -171,7 +175,7 @@ impl Planner {
         }
         let mut rows = self.by_level(src, p, true, |level, limit, due_by| {
             self.without_poison(p.now, limit, |exclude, room| {
-                src.claim_rows(&due_of(p, level, room, due_by, exclude), picked_by)
+                retried(|| src.claim_rows(&due_of(p, level, room, due_by, exclude), picked_by))
             })
         })?;
         if self.policy.mode == PriorityMode::Strict {
@@ -506,6 +510,25 @@ fn next_at(src: &dyn DueSource, level: Level, p: &DueParams<'_>) -> Result<Next,
     match next(src.first_due(level, p.now, p.task_names)?) {
         Next::Never => Ok(next(src.next_due(level, p.now)?)),
         found => Ok(found),
+    }
+}
+
+/// Runs a claim again when the database ended it to break a deadlock or a serialization
+/// conflict with other claimers ([`StoreError::Contention`]: nothing was written), up to
+/// [`CONTENTION_RETRIES`] times; each retry is counted (`docket_contention_retries_total`).
+/// Claimers locking rows in different orders is normal contention (MariaDB ends one of two
+/// claims now and then), so it is not a failed poll.
+fn retried<T>(mut claim: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    let mut retries = 0;
+    loop {
+        match claim() {
+            Err(StoreError::Contention { source }) if retries < CONTENTION_RETRIES => {
+                retries += 1;
+                metrics::counter!("docket_contention_retries_total").increment(1);
+                tracing::debug!(error = %source, retries, "claim ended by contention; retrying");
+            }
+            other => return other,
+        }
     }
 }
 

@@ -27,7 +27,7 @@ mod queue;
 #[cfg(test)]
 mod tests;
 
-pub use levels::{LEVEL_CACHE_TTL_MS, MAX_PROBED_LEVELS};
+pub use levels::{CONTENTION_RETRIES, LEVEL_CACHE_TTL_MS, MAX_PROBED_LEVELS};
 pub use planned::Planned;
 pub use poison::{MAX_HELD_BACK, POISON_HOLD_BACK_MS};
 pub use queue::ORDER_INDEX_TTL_MS;

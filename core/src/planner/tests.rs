@@ -17,6 +17,8 @@ struct Memory {
     poison: Vec<ExecutionKey>,
     statements: Cell<usize>,
     lists_all: bool,
+    /// Claims the database ends for contention before one goes through.
+    contended: Cell<usize>,
 }
 
 fn t0() -> DateTime<Utc> {
@@ -124,6 +126,12 @@ impl DueSource for Memory {
 
     fn claim_rows(&self, due: &Due<'_>, picked_by: &str) -> Result<Decoded, StoreError> {
         self.count();
+        if self.contended.get() > 0 {
+            self.contended.set(self.contended.get() - 1);
+            return Err(StoreError::Contention {
+                source: "Deadlock found when trying to get lock".into(),
+            });
+        }
         let chosen = self.select(due);
         let mut claimed = Vec::new();
         for e in self.rows.borrow_mut().iter_mut() {
@@ -397,4 +405,31 @@ fn aging_ranks_levels_by_their_oldest_item() {
     );
     assert_eq!(tie[0].0, Level::Exactly(90));
     assert_eq!(tie[1], (Level::Exactly(10), ago(80)));
+}
+
+/// A claim the database ends for contention (a deadlock between claimers) is run again a few
+/// times, not a failed poll; past the bound the poll fails with the database's word.
+#[test]
+fn contended_claims_are_retried_a_bounded_number_of_times() {
+    for (contended, ok) in [(CONTENTION_RETRIES, true), (CONTENTION_RETRIES + 1, false)] {
+        let memory = Memory::with(vec![row("a", Some(5), 10)]);
+        memory.contended.set(contended);
+        let planner = planner(PriorityMode::Strict);
+        let names = names();
+        let p = DueParams {
+            now: t0(),
+            task_names: &names,
+            limit: 1,
+        };
+        match planner.claim(&memory, &p, "me") {
+            Ok(rows) => {
+                assert!(ok, "{contended} contentions");
+                assert_eq!(ids(&rows), ["a"]);
+            }
+            Err(e) => {
+                assert!(!ok, "{contended} contentions: {e}");
+                assert!(matches!(e, StoreError::Contention { .. }));
+            }
+        }
+    }
 }
