@@ -441,7 +441,7 @@ impl<R: Read> Iterator for CsvItems<R> {
         }
         if let Some(p) = &mut self.progress {
             let rows = self.intake.numbered();
-            if self.done || rows % p.every == 0 {
+            if self.done || rows.is_multiple_of(p.every) {
                 (p.report)(rows, self.reader.position().byte());
             }
         }

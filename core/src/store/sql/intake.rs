@@ -219,7 +219,7 @@ impl<C: SqlConnector> SqlOps<C> {
                 None => file.insert(IntakeFile::create().map_err(StoreError::database)?),
             };
             out.write(&line).map_err(StoreError::database)?;
-            if written.count % ROWS_PER_FILE == 0 {
+            if written.count.is_multiple_of(ROWS_PER_FILE) {
                 file.take().map(send).transpose()?;
             }
         }
