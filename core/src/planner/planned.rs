@@ -8,9 +8,9 @@ use crate::dialect::Capabilities;
 use crate::error::{DocketError, StoreError};
 use crate::ordering::CustomKey;
 use crate::records::{
-    Assignment, Changes, Completion, DueParams, Execution, ExecutionKey, Finishing, ForWorker,
-    Guard, IndexChange, Item, ItemCount, ListFilter, NewExecution, NewItem, PickChange, PoisonRow,
-    TaskSummary,
+    Assignment, Changes, Completion, DeadPage, DueParams, Execution, ExecutionKey, Finishing,
+    ForWorker, Guard, IndexChange, Item, ItemCount, ItemsQuery, ListFilter, ListedItem,
+    NewExecution, NewItem, PickChange, PoisonRow, TaskSummary,
 };
 use crate::store::{
     Adopted, ExecutionOps, ExecutionStore, QueueOps, QueueStore, StoreConfig, StoreInfo,
@@ -173,6 +173,22 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
         Ok(dead.rows)
     }
 
+    fn execution_dead_page(
+        &self,
+        page: &DeadPage,
+    ) -> Result<(Vec<Execution>, Option<(DateTime<Utc>, ExecutionKey)>), StoreError> {
+        let (dead, next) = self.store.execution_dead_rows(page)?;
+        self.planner.hold_back(dead.poison, page.older_than);
+        Ok((dead.rows, next))
+    }
+
+    fn execution_dead_counts(
+        &self,
+        older_than: DateTime<Utc>,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        self.store.execution_dead_counts(older_than)
+    }
+
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {
         self.store.execution_summary()
     }
@@ -256,5 +272,9 @@ impl<S: QueueOps> QueueStore for Planned<S> {
 
     fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError> {
         self.store.assignment_list(key)
+    }
+
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError> {
+        self.store.item_list_assigned(q)
     }
 }

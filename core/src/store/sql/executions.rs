@@ -119,6 +119,32 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         })
     }
 
+    fn execution_dead_rows(
+        &self,
+        page: &DeadPage,
+    ) -> Result<(Decoded, Option<(DateTime<Utc>, ExecutionKey)>), StoreError> {
+        let rows = self.rows(&self.statements.dead_page(page))?;
+        let full = rows.len() as i64 >= page.limit;
+        let (rows, bad) = poison::decode_executions(rows);
+        let next = if full {
+            rows.last()
+                .and_then(|e| e.last_heartbeat.map(|at| (at, e.key())))
+        } else {
+            None
+        };
+        let poison = bad.into_iter().map(|b| b.row).collect();
+        Ok((Decoded { rows, poison }, next))
+    }
+
+    fn execution_dead_counts(
+        &self,
+        older_than: DateTime<Utc>,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        decode_all(self.rows(&self.statements.dead_counts(older_than))?, |r| {
+            Ok((r.text("task_name")?, r.i64("dead")?))
+        })
+    }
+
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {
         decode_all(
             self.rows(&self.statements.summary())?,
