@@ -85,7 +85,6 @@ fn parse_type_order(value: &str) -> Result<(String, PrimaryOrder), String> {
 /// Everything a request handler needs; shared behind an `Arc`.
 #[derive(Debug)]
 pub struct Web {
-    store: Arc<dyn Store>,
     client: SchedulerClient,
     /// `Err(reason)` when the table has no work-queue schema (or the backend none).
     queue: Result<WorkQueue, String>,
@@ -120,7 +119,6 @@ impl Web {
         Ok(Self {
             backend: store.backend(),
             table: store.config().table.to_string(),
-            store,
             client,
             queue,
             queue_config,

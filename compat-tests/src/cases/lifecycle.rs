@@ -553,6 +553,12 @@ pub fn dead_executions_are_paged(h: &dyn Harness, t: Toggle) {
     }
     assert_eq!(seen, expected, "every dead row once, in order");
     assert!(pages >= 3);
+    let ghost_only = DeadPage {
+        task_name: Some("ghost".into()),
+        ..DeadPage::first(older_than, 3)
+    };
+    let (rows, next) = client.dead_page(&ghost_only).unwrap();
+    assert_eq!((rows.len(), next), (1, None), "one task's rows only");
     assert!(client.dead_page(&DeadPage::first(older_than, 0)).is_err());
 
     let (work, _runs) = counting_task(WORK);

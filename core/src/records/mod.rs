@@ -286,6 +286,8 @@ mod tests {
 pub struct DeadPage {
     /// Heartbeat bound.
     pub older_than: DateTime<Utc>,
+    /// Only this task's rows (`None`: every task's).
+    pub task_name: Option<String>,
     /// Start after this row: its heartbeat and key (`None`: from the first).
     pub after: Option<(DateTime<Utc>, ExecutionKey)>,
     /// Most rows.
@@ -297,6 +299,7 @@ impl DeadPage {
     pub fn first(older_than: DateTime<Utc>, limit: i64) -> Self {
         Self {
             older_than,
+            task_name: None,
             after: None,
             limit,
         }

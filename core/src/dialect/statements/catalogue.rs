@@ -154,6 +154,7 @@ impl Statements<'_> {
             (
                 "dead_page_after",
                 self.dead_page(&DeadPage {
+                    task_name: Some("email".into()),
                     after: Some((now, keys[0].clone())),
                     ..DeadPage::first(now, 100)
                 }),

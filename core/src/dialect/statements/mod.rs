@@ -466,7 +466,7 @@ impl<'d> Statements<'d> {
     }
 
     /// One page of the dead executions ([`DeadPage`]): picked, heartbeat at or before
-    /// `older_than`, after the page's cursor, in `(last_heartbeat, task_name, task_instance)`
+    /// `older_than`, of `task_name` when given, after the page's cursor, in `(last_heartbeat, task_name, task_instance)`
     /// order, at most `limit` rows.
     pub fn dead_page(&self, page: &DeadPage) -> Rendered {
         let mut w = self.select_from(Some(page.limit));
@@ -474,6 +474,9 @@ impl<'d> Statements<'d> {
             .bind(true)
             .push(" AND last_heartbeat <= ")
             .bind(page.older_than);
+        if let Some(task) = &page.task_name {
+            w.push(" AND task_name = ").bind(task.as_str());
+        }
         if let Some((at, key)) = &page.after {
             // Spelled out: SQL Server and Oracle have no row-value comparison.
             w.push(" AND (last_heartbeat > ")
