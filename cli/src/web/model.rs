@@ -8,12 +8,13 @@
 //! missed-heartbeats limit, 5 min x 6 = 30 min), and **failing** (consecutive failures > 0,
 //! across the other four).
 
-use super::{Web, WebError};
+use super::error::WebError;
+use super::state::{blocking, AppState, Web};
 use chrono::{DateTime, Utc};
 use docket_core::queue::{Item, ItemsQuery, ListedAssignment, ListedItem, MAX_WORKER_LEN};
 use docket_core::store::ListFilter;
 use docket_core::{DeadPage, Execution, ExecutionKey};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
 /// Due executions counted per task (and for the backlog chart) before counting stops.
@@ -1095,6 +1096,94 @@ fn totals(rows: &[TaskRow]) -> Counts {
     }
     total.scheduled = rows.iter().map(|t| t.counts.scheduled).sum::<Option<i64>>();
     total
+}
+
+/// `?task=&instance=` of a search.
+#[derive(Debug, Default, Deserialize)]
+pub struct SearchQuery {
+    /// Task name or task type.
+    pub task: Option<String>,
+    /// Instance or item id.
+    pub instance: Option<String>,
+}
+
+impl SearchQuery {
+    /// Empty fields are absent.
+    pub fn normalized(self) -> (Option<String>, Option<String>) {
+        let keep = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
+        (keep(self.task), keep(self.instance))
+    }
+}
+
+/// `?limit=` of a task type's page.
+#[derive(Debug, Default, Deserialize)]
+pub struct LimitQuery {
+    /// Items to show.
+    pub limit: Option<i64>,
+}
+
+/// What an execution action changes.
+#[derive(Debug, Clone, Copy)]
+pub enum ExecAction {
+    /// Reschedule to now.
+    RunNow,
+    /// Reschedule to a given time.
+    Reschedule,
+    /// Remove.
+    Cancel,
+}
+
+impl ExecAction {
+    /// From the URL's last segment.
+    pub fn parse(action: &str) -> Result<Self, WebError> {
+        match action {
+            "run-now" => Ok(Self::RunNow),
+            "reschedule" => Ok(Self::Reschedule),
+            "cancel" => Ok(Self::Cancel),
+            other => Err(WebError::NotFound(format!(
+                "no action {other:?}: run-now, reschedule or cancel"
+            ))),
+        }
+    }
+
+    /// Past tense.
+    pub fn done(self) -> &'static str {
+        match self {
+            Self::RunNow => "run now",
+            Self::Reschedule => "rescheduled",
+            Self::Cancel => "cancelled",
+        }
+    }
+
+    /// Applies it; returns the row afterwards (`None` after cancel).
+    pub async fn apply(
+        self,
+        web: &AppState,
+        key: ExecutionKey,
+        version: i64,
+        at: Option<&str>,
+    ) -> Result<Option<ExecutionView>, WebError> {
+        let at = match self {
+            Self::Reschedule => Some(parse_time(at.ok_or_else(|| {
+                WebError::BadRequest("reschedule needs a time (field \"at\")".into())
+            })?)?),
+            _ => None,
+        };
+        blocking(web, move |w| {
+            match self {
+                Self::RunNow => w.reschedule(&key, version, w.clock.now())?,
+                Self::Reschedule => {
+                    w.reschedule(&key, version, at.unwrap_or_else(|| w.clock.now()))?
+                }
+                Self::Cancel => {
+                    w.cancel(&key, version)?;
+                    return Ok(None);
+                }
+            }
+            w.execution(&key).map(Some)
+        })
+        .await
+    }
 }
 
 /// A worker's action on an item they hold.

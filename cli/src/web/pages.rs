@@ -1,17 +1,15 @@
 //! Server-rendered HTML (maud escapes every value it interpolates; the only unescaped
 //! insertions are the stylesheet and the chart, which carry no user text).
 
-use super::api::{ExecAction, LimitQuery, SearchQuery};
 use super::auth::{local_path, Secrets};
-
 use super::chart::backlog_svg;
 use super::error::{HtmlError, WebError};
 use super::limit::ClientIp;
 use super::model::{
-    check_worker, AssignmentView, Counts, ExecutionView, ItemView, Meta, State as ExecState,
-    WorkerAction, HELD_ROWS, LIST_LIMIT,
+    check_worker, AssignmentView, Counts, ExecAction, ExecutionView, ItemView, LimitQuery, Meta,
+    SearchQuery, State as ExecState, WorkerAction, HELD_ROWS, LIST_LIMIT,
 };
-use super::{blocking, AppState};
+use super::state::{blocking, AppState};
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap};
@@ -1192,6 +1190,13 @@ fn set_cookie(res: &mut Response, cookie: &str) -> Result<(), WebError> {
         .map_err(|e| WebError::Internal(format!("cookie header: {e}")))?;
     res.headers_mut().append(header::SET_COOKIE, value);
     Ok(())
+}
+
+impl IntoResponse for HtmlError {
+    fn into_response(self) -> Response {
+        let res = (self.0.status(), error_page(&self.0)).into_response();
+        self.0.with_retry_after(res)
+    }
 }
 
 #[cfg(test)]
