@@ -100,6 +100,7 @@ macro_rules! compat_cases {
             queue_order_index_serves_the_same_order,
             queue_items_with_assignments_in_one_read,
             dead_executions_are_paged,
+            dead_detection_reads_past_rows_it_leaves_alone,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

@@ -570,3 +570,51 @@ pub fn dead_executions_are_paged(h: &dyn Harness, t: Toggle) {
         "the unknown task's row is left alone"
     );
 }
+
+/// More dead rows of an unknown task than one page of the scheduler's dead detection holds,
+/// all older than a known task's dead row: the detection reads past them (page after page)
+/// and handles the known one; it is never hidden behind rows it leaves alone.
+pub fn dead_detection_reads_past_rows_it_leaves_alone(h: &dyn Harness, t: Toggle) {
+    const GHOST: docket_core::TaskDescriptor<()> = TaskDescriptor::new("ghost");
+    let ctx = Ctx::new(h, t);
+    let client = ctx.client();
+    let n = 600; // more than the detection's page (500)
+    client
+        .schedule_batch((0..n).map(|i| GHOST.instance(format!("{i:04}"))))
+        .unwrap();
+    let claimed = ctx
+        .store
+        .execution_lock_and_fetch_due(
+            &DueParams {
+                now: ctx.clock.now(),
+                task_names: &["ghost".to_owned()],
+                limit: 1000,
+            },
+            "gone",
+        )
+        .unwrap();
+    assert_eq!(claimed.len(), n);
+    ctx.clock.advance(std::time::Duration::from_secs(1));
+    client.schedule(WORK.instance("late")).unwrap();
+    claim_as(&ctx, &ExecutionKey::new("work", "late"), "gone");
+    ctx.clock.advance(std::time::Duration::from_secs(60 * 60));
+
+    let (work, _runs) = counting_task(WORK);
+    let scheduler = ctx.build("s1", PollingStrategy::fetch(), vec![work]);
+    assert_eq!(
+        scheduler.detect_dead().unwrap(),
+        1,
+        "the known row behind them"
+    );
+    let e = ctx
+        .store
+        .execution_get(&ExecutionKey::new("work", "late"))
+        .unwrap()
+        .unwrap();
+    assert!(!e.picked, "revived");
+    let older_than = ctx.clock.now() - Duration::minutes(30);
+    assert_eq!(
+        client.dead_counts(older_than).unwrap(),
+        [("ghost".to_owned(), n as i64)]
+    );
+}

@@ -166,17 +166,11 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
         Ok(written)
     }
 
-    fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Result<Vec<Execution>, StoreError> {
-        // A dead row that does not decode is reported, not a failed dead-execution check.
-        let dead = self.store.execution_dead(older_than)?;
-        self.planner.hold_back(dead.poison, older_than);
-        Ok(dead.rows)
-    }
-
     fn execution_dead_page(
         &self,
         page: &DeadPage,
     ) -> Result<(Vec<Execution>, Option<(DateTime<Utc>, ExecutionKey)>), StoreError> {
+        // A dead row that does not decode is reported, not a failed dead-execution check.
         let (dead, next) = self.store.execution_dead_rows(page)?;
         self.planner.hold_back(dead.poison, page.older_than);
         Ok((dead.rows, next))

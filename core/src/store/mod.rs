@@ -135,10 +135,8 @@ pub trait ExecutionStore: StoreInfo {
     /// (revived elsewhere), which the scheduler reports as lost. Removals are one statement and
     /// updates one statement per chunk of the batch, in one transaction.
     fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError>;
-    /// Picked executions whose heartbeat is at or before `older_than`: every one, however
-    /// many (prefer the bounded [`ExecutionStore::execution_dead_page`]).
-    fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Result<Vec<Execution>, StoreError>;
-    /// One page of the dead executions ([`DeadPage`]): at most `page.limit` rows, after
+    /// One page of the dead executions ([`DeadPage`]: picked, heartbeat at or before
+    /// `older_than`): at most `page.limit` rows, after
     /// `page.after`, in `(last_heartbeat, task_name, task_instance)` order. The rows that do
     /// not decode are left out (and reported as [`ExecutionStore::execution_poisoned`] says);
     /// the second value is the cursor of the next page (the page's last row, decoded or not),

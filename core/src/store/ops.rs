@@ -114,8 +114,6 @@ pub trait ExecutionOps: StoreInfo + DueSource {
     fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> Result<bool, StoreError>;
     /// [`ExecutionStore::execution_complete_batch`].
     fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError>;
-    /// [`ExecutionStore::execution_get_dead`], with the rows that do not decode apart.
-    fn execution_dead(&self, older_than: DateTime<Utc>) -> Result<Decoded, StoreError>;
     /// [`ExecutionStore::execution_dead_page`], with the rows that do not decode apart, and
     /// the next page's cursor: the last decoded row when the page is full, else `None` (a full
     /// page of nothing but poison rows ends the walk too).

@@ -454,7 +454,9 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
-    /// Picked executions whose last heartbeat is at or before `older_than`.
+    /// Picked executions whose last heartbeat is at or before `older_than`, all of them (the
+    /// db-scheduler form; the stores read [`Statements::dead_page`] and
+    /// [`Statements::dead_counts`], bounded).
     pub fn dead(&self, older_than: DateTime<Utc>) -> Rendered {
         let mut w = self.select_from(None);
         w.push(" WHERE picked = ")

@@ -111,14 +111,6 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         Ok(self.execute(self.statements.delete(key, guard))? == 1)
     }
 
-    fn execution_dead(&self, older_than: DateTime<Utc>) -> Result<Decoded, StoreError> {
-        let (rows, bad) = poison::decode_executions(self.rows(&self.statements.dead(older_than))?);
-        Ok(Decoded {
-            rows,
-            poison: bad.into_iter().map(|b| b.row).collect(),
-        })
-    }
-
     fn execution_dead_rows(
         &self,
         page: &DeadPage,
