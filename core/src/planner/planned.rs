@@ -8,8 +8,8 @@ use crate::dialect::Capabilities;
 use crate::error::{DocketError, StoreError};
 use crate::ordering::CustomKey;
 use crate::records::{
-    Assignment, Changes, Completion, DeadPage, DueParams, Execution, ExecutionKey, Finishing,
-    ForWorker, Guard, IndexChange, Item, ItemCount, ItemsQuery, ListFilter, ListedItem,
+    Assignment, Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey,
+    Finishing, ForWorker, Guard, IndexChange, Item, ItemCount, ItemsQuery, ListFilter, ListedItem,
     NewExecution, NewItem, PickChange, PoisonRow, TaskSummary,
 };
 use crate::store::{
@@ -169,7 +169,7 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
     fn execution_dead_page(
         &self,
         page: &DeadPage,
-    ) -> Result<(Vec<Execution>, Option<(DateTime<Utc>, ExecutionKey)>), StoreError> {
+    ) -> Result<(Vec<Execution>, Option<DeadCursor>), StoreError> {
         // A dead row that does not decode is reported, not a failed dead-execution check.
         let (dead, next) = self.store.execution_dead_rows(page)?;
         self.planner.hold_back(dead.poison, page.older_than);

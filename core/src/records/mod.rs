@@ -278,6 +278,9 @@ mod tests {
     }
 }
 
+/// Where a page of dead executions starts: after the row with this heartbeat and key.
+pub type DeadCursor = (DateTime<Utc>, ExecutionKey);
+
 /// One page of the dead executions (picked, heartbeat at or before `older_than`), in
 /// `(last_heartbeat, task_name, task_instance)` order: at most `limit` rows after `after`.
 /// Reading every page, each starting after the last row of the one before, reads every dead
@@ -289,7 +292,7 @@ pub struct DeadPage {
     /// Only this task's rows (`None`: every task's).
     pub task_name: Option<String>,
     /// Start after this row: its heartbeat and key (`None`: from the first).
-    pub after: Option<(DateTime<Utc>, ExecutionKey)>,
+    pub after: Option<DeadCursor>,
     /// Most rows.
     pub limit: i64,
 }

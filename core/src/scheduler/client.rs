@@ -4,8 +4,8 @@
 use crate::clock::{to_micros, Clock, SystemClock};
 use crate::error::{DocketError, Result};
 use crate::records::{
-    Changes, DeadPage, DueParams, Execution, ExecutionKey, Guard, ListFilter, NewExecution,
-    TaskSummary,
+    Changes, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, ListFilter,
+    NewExecution, TaskSummary,
 };
 use crate::store::{ExecutionStore, Instrumented, StoreConfig};
 use crate::task::{Priority, TaskInstance};
@@ -39,9 +39,6 @@ pub struct DueCounts {
     /// hand-out order: the last level's count is a lower bound).
     pub capped: bool,
 }
-
-/// The next page's cursor of a paged read of dead executions (see [`DeadPage`]).
-pub type DeadCursor = (DateTime<Utc>, ExecutionKey);
 
 /// Schedules and inspects executions. Cheap to clone.
 #[derive(Clone)]

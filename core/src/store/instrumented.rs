@@ -90,7 +90,7 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn execution_heartbeat(&self, key: &ExecutionKey, version: i64, now: DateTime<Utc>) -> bool;
         fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> bool;
         fn execution_complete_batch(&self, batch: &[Completion]) -> Vec<bool>;
-        fn execution_dead_page(&self, page: &DeadPage) -> (Vec<Execution>, Option<(DateTime<Utc>, ExecutionKey)>);
+        fn execution_dead_page(&self, page: &DeadPage) -> (Vec<Execution>, Option<DeadCursor>);
         fn execution_dead_counts(&self, older_than: DateTime<Utc>) -> Vec<(String, i64)>;
         fn execution_summary(&self) -> Vec<TaskSummary>;
         fn execution_unresolved_names(&self, known: &[String]) -> Vec<String>;

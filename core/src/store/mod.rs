@@ -12,8 +12,8 @@ pub mod sql;
 
 pub use crate::migrate::{MIGRATION_BASE, MIGRATION_PRIORITY};
 pub use crate::records::{
-    Changes, Completion, DeadPage, DueParams, Execution, ExecutionKey, Guard, ListFilter,
-    NewExecution, PickChange, PoisonRow, TaskSummary,
+    Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard,
+    ListFilter, NewExecution, PickChange, PoisonRow, TaskSummary,
 };
 pub use instrumented::Instrumented;
 pub use ops::{Decoded, DueSource, ExecutionOps, ItemSource, Probe, QueueOps};
@@ -144,7 +144,7 @@ pub trait ExecutionStore: StoreInfo {
     fn execution_dead_page(
         &self,
         page: &DeadPage,
-    ) -> Result<(Vec<Execution>, Option<(DateTime<Utc>, ExecutionKey)>), StoreError>;
+    ) -> Result<(Vec<Execution>, Option<DeadCursor>), StoreError>;
     /// Dead executions (picked, heartbeat at or before `older_than`) counted per task name,
     /// by name.
     fn execution_dead_counts(

@@ -120,7 +120,7 @@ pub trait ExecutionOps: StoreInfo + DueSource {
     fn execution_dead_rows(
         &self,
         page: &DeadPage,
-    ) -> Result<(Decoded, Option<(DateTime<Utc>, ExecutionKey)>), StoreError>;
+    ) -> Result<(Decoded, Option<DeadCursor>), StoreError>;
     /// [`ExecutionStore::execution_dead_counts`].
     fn execution_dead_counts(
         &self,

@@ -114,7 +114,7 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
     fn execution_dead_rows(
         &self,
         page: &DeadPage,
-    ) -> Result<(Decoded, Option<(DateTime<Utc>, ExecutionKey)>), StoreError> {
+    ) -> Result<(Decoded, Option<DeadCursor>), StoreError> {
         let rows = self.rows(&self.statements.dead_page(page))?;
         let full = rows.len() as i64 >= page.limit;
         let (rows, bad) = poison::decode_executions(rows);
