@@ -98,6 +98,9 @@ macro_rules! compat_cases {
             queue_intake_streams_all_or_nothing,
             queue_large_batches_keep_every_byte,
             queue_order_index_serves_the_same_order,
+            queue_items_with_assignments_in_one_read,
+            dead_executions_are_paged,
+            dead_detection_reads_past_rows_it_leaves_alone,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

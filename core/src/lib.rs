@@ -41,11 +41,11 @@ pub use ordering::{
     Aging, CustomKey, Direction, KeyType, OrderingPolicy, PrimaryOrder, PriorityMode, Weights,
 };
 pub use queue::{QueueConfig, WorkQueue};
-pub use records::{Execution, ExecutionKey, ListFilter, TaskSummary};
+pub use records::{DeadCursor, DeadPage, Execution, ExecutionKey, ListFilter, TaskSummary};
 pub use runtime::AsyncRuntime;
 pub use schedule::Schedule;
 pub use scheduler::{
-    client::{ScheduleOutcome, SchedulerClient},
+    client::{DueCounts, ScheduleOutcome, SchedulerClient},
     config::{PollingStrategy, SchedulerConfig},
     Scheduler,
 };

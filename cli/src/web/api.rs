@@ -4,10 +4,10 @@
 use super::error::{ApiError, WebError};
 use super::limit::ClientIp;
 use super::model::{
-    parse_time, ExecutionView, ItemPage, ItemView, Overview, QueuePage, QueueTypePage,
-    SearchResult, TaskPage, WorkerAction, WorkerPage,
+    ExecAction, ExecutionView, ItemPage, ItemView, LimitQuery, Overview, QueuePage, QueueTypePage,
+    SearchQuery, SearchResult, TaskPage, WorkerAction, WorkerPage,
 };
-use super::{blocking, AppState};
+use super::state::{blocking, AppState};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
@@ -16,30 +16,6 @@ use docket_core::ExecutionKey;
 use serde::{Deserialize, Serialize};
 
 type ApiResult<T> = Result<Json<T>, ApiError>;
-
-/// `?task=&instance=` of a search.
-#[derive(Debug, Default, Deserialize)]
-pub struct SearchQuery {
-    /// Task name or task type.
-    pub task: Option<String>,
-    /// Instance or item id.
-    pub instance: Option<String>,
-}
-
-impl SearchQuery {
-    /// Empty fields are absent.
-    pub fn normalized(self) -> (Option<String>, Option<String>) {
-        let keep = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
-        (keep(self.task), keep(self.instance))
-    }
-}
-
-/// `?limit=` of a task type's page.
-#[derive(Debug, Default, Deserialize)]
-pub struct LimitQuery {
-    /// Items to show.
-    pub limit: Option<i64>,
-}
 
 /// Body of an execution action.
 #[derive(Debug, Deserialize)]
@@ -106,70 +82,6 @@ pub async fn execution(
 ) -> ApiResult<ExecutionView> {
     let key = ExecutionKey::new(task, instance);
     Ok(Json(blocking(&web, move |w| w.execution(&key)).await?))
-}
-
-/// What an execution action changes.
-#[derive(Debug, Clone, Copy)]
-pub enum ExecAction {
-    /// Reschedule to now.
-    RunNow,
-    /// Reschedule to a given time.
-    Reschedule,
-    /// Remove.
-    Cancel,
-}
-
-impl ExecAction {
-    /// From the URL's last segment.
-    pub fn parse(action: &str) -> Result<Self, WebError> {
-        match action {
-            "run-now" => Ok(Self::RunNow),
-            "reschedule" => Ok(Self::Reschedule),
-            "cancel" => Ok(Self::Cancel),
-            other => Err(WebError::NotFound(format!(
-                "no action {other:?}: run-now, reschedule or cancel"
-            ))),
-        }
-    }
-
-    /// Past tense.
-    pub fn done(self) -> &'static str {
-        match self {
-            Self::RunNow => "run now",
-            Self::Reschedule => "rescheduled",
-            Self::Cancel => "cancelled",
-        }
-    }
-
-    /// Applies it; returns the row afterwards (`None` after cancel).
-    pub async fn apply(
-        self,
-        web: &AppState,
-        key: ExecutionKey,
-        version: i64,
-        at: Option<&str>,
-    ) -> Result<Option<ExecutionView>, WebError> {
-        let at = match self {
-            Self::Reschedule => Some(parse_time(at.ok_or_else(|| {
-                WebError::BadRequest("reschedule needs a time (field \"at\")".into())
-            })?)?),
-            _ => None,
-        };
-        blocking(web, move |w| {
-            match self {
-                Self::RunNow => w.reschedule(&key, version, w.clock.now())?,
-                Self::Reschedule => {
-                    w.reschedule(&key, version, at.unwrap_or_else(|| w.clock.now()))?
-                }
-                Self::Cancel => {
-                    w.cancel(&key, version)?;
-                    return Ok(None);
-                }
-            }
-            w.execution(&key).map(Some)
-        })
-        .await
-    }
 }
 
 /// `POST /api/executions/{task}/{instance}/{run-now|reschedule|cancel}` with

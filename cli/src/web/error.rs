@@ -116,7 +116,8 @@ impl WebError {
     }
 }
 
-/// A failure rendered as an HTML page.
+/// A failure rendered as an HTML page (its `IntoResponse` is in `pages`, which renders it:
+/// errors stay a leaf every other module may use).
 #[derive(Debug)]
 pub struct HtmlError(pub WebError);
 
@@ -128,7 +129,7 @@ impl<E: Into<WebError>> From<E> for HtmlError {
 
 impl WebError {
     /// `Retry-After` on a `429`.
-    fn with_retry_after(&self, mut res: Response) -> Response {
+    pub fn with_retry_after(&self, mut res: Response) -> Response {
         if let WebError::TooManyRequests {
             retry_after_secs, ..
         } = self
@@ -137,13 +138,6 @@ impl WebError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
         }
         res
-    }
-}
-
-impl IntoResponse for HtmlError {
-    fn into_response(self) -> Response {
-        let res = (self.0.status(), super::pages::error_page(&self.0)).into_response();
-        self.0.with_retry_after(res)
     }
 }
 

@@ -2,7 +2,7 @@
 //! the request timeout. One place for all routes, the fallback and the error pages alike.
 
 use super::error::{ApiError, HtmlError, WebError};
-use super::AppState;
+use super::state::AppState;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::middleware::Next;

@@ -15,6 +15,7 @@ mod limit;
 mod model;
 mod pages;
 mod serve;
+mod state;
 #[cfg(test)]
 mod tests;
 
@@ -22,15 +23,12 @@ use crate::error::CliError;
 use crate::{backends, store_config, Target};
 use axum::routing::{get, post};
 use axum::Router;
-use docket_core::{
-    Clock, PrimaryOrder, QueueConfig, SchedulerClient, SchedulerConfig, Store, SystemClock,
-    WorkQueue,
-};
+use docket_core::{PrimaryOrder, QueueConfig, SystemClock};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use error::WebError;
+pub use state::{Access, AppState, Web};
 
 /// Arguments of `docket web`.
 #[derive(Debug, clap::Args)]
@@ -63,91 +61,12 @@ pub struct Args {
     secure_cookies: bool,
 }
 
-/// Who may do what: the write token, the `Host` values answered to, cookie flags.
-#[derive(Debug, Clone)]
-pub struct Access {
-    /// What writes need (`None`: read-only).
-    pub token: Option<String>,
-    /// `Host` values answered to.
-    pub hosts: hosts::Hosts,
-    /// Whether cookies get `Secure`.
-    pub secure_cookies: bool,
-}
-
 fn parse_type_order(value: &str) -> Result<(String, PrimaryOrder), String> {
     let (task, keys) = value
         .split_once('=')
         .ok_or_else(|| "expected TYPE=KEYS, e.g. label=team,score:number:desc".to_owned())?;
     let order = PrimaryOrder::parse_custom(keys).map_err(|e| e.to_string())?;
     Ok((task.to_owned(), order))
-}
-
-/// Everything a request handler needs; shared behind an `Arc`.
-#[derive(Debug)]
-pub struct Web {
-    store: Arc<dyn Store>,
-    client: SchedulerClient,
-    /// `Err(reason)` when the table has no work-queue schema (or the backend none).
-    queue: Result<WorkQueue, String>,
-    queue_config: QueueConfig,
-    clock: Arc<dyn Clock>,
-    auth: auth::Secrets,
-    /// `Host` values answered to.
-    hosts: hosts::Hosts,
-    /// Silence after which a picked execution counts as dead.
-    dead_after: chrono::Duration,
-    backend: &'static str,
-    table: String,
-}
-
-/// The state of the router.
-pub type AppState = Arc<Web>;
-
-impl Web {
-    /// State over an open store.
-    pub fn new(
-        store: Arc<dyn Store>,
-        clock: Arc<dyn Clock>,
-        queue_config: QueueConfig,
-        access: Access,
-    ) -> Result<Self, CliError> {
-        let client = SchedulerClient::with_clock(store.clone(), clock.clone())?;
-        let queue = WorkQueue::with_clock(store.clone(), clock.clone(), queue_config.clone())
-            .map_err(|e| e.to_string());
-        // The scheduler's defaults: 5 min heartbeat x 6 missed heartbeats = 30 min.
-        let dead_after = chrono::Duration::from_std(SchedulerConfig::default().dead_after())
-            .unwrap_or(chrono::Duration::minutes(30));
-        Ok(Self {
-            backend: store.backend(),
-            table: store.config().table.to_string(),
-            store,
-            client,
-            queue,
-            queue_config,
-            clock,
-            auth: auth::Secrets::new(access.token, access.secure_cookies)?,
-            hosts: access.hosts,
-            dead_after,
-        })
-    }
-
-    /// The work queue, or why there is none.
-    fn queue(&self) -> Result<&WorkQueue, WebError> {
-        self.queue
-            .as_ref()
-            .map_err(|reason| WebError::NotFound(format!("this table has no work queue: {reason}")))
-    }
-}
-
-/// Runs `f` on the blocking pool (the store API is synchronous).
-async fn blocking<T: Send + 'static>(
-    web: &AppState,
-    f: impl FnOnce(&Web) -> Result<T, WebError> + Send + 'static,
-) -> Result<T, WebError> {
-    let web = web.clone();
-    tokio::task::spawn_blocking(move || f(&web))
-        .await
-        .map_err(|e| WebError::Internal(format!("request worker failed: {e}")))?
 }
 
 /// Every page and API route, behind the request timeout, the `Host` check and the security

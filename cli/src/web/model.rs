@@ -1,5 +1,6 @@
-//! What the pages show and the JSON API returns, read from the store with its public API only
-//! (`SchedulerClient`, `WorkQueue`, `Store`): no SQL of its own.
+//! What the pages show and the JSON API returns, read through the client and work-queue APIs
+//! only (`SchedulerClient`, `WorkQueue`): no store call and no SQL of its own, and every read
+//! bounded by a limit in its statement.
 //!
 //! States of an execution (`docs/WEB.md`): **due** (not picked, execution time passed),
 //! **scheduled** (not picked, in the future), **running** (picked, heartbeat fresh), **dead**
@@ -7,13 +8,14 @@
 //! missed-heartbeats limit, 5 min x 6 = 30 min), and **failing** (consecutive failures > 0,
 //! across the other four).
 
-use super::{Web, WebError};
+use super::error::WebError;
+use super::state::{blocking, AppState, Web};
 use chrono::{DateTime, Utc};
-use docket_core::queue::{Assignment, Item, MAX_WORKER_LEN};
-use docket_core::store::{DueParams, Guard, ListFilter};
-use docket_core::{DocketError, Execution, ExecutionKey, QueueConfig, StoreError, WorkQueue};
-use serde::Serialize;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use docket_core::queue::{Item, ItemsQuery, ListedAssignment, ListedItem, MAX_WORKER_LEN};
+use docket_core::store::ListFilter;
+use docket_core::{DeadPage, Execution, ExecutionKey};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 
 /// Due executions counted per task (and for the backlog chart) before counting stops.
 pub const DUE_CAP: i64 = 1000;
@@ -23,8 +25,8 @@ pub const LIST_LIMIT: i64 = 100;
 pub const ITEMS_DEFAULT: i64 = 50;
 /// Largest `limit` of a task type's page.
 pub const ITEMS_MAX: i64 = 500;
-/// Items of a type scanned for the ones a worker holds.
-pub const HELD_SCAN: i64 = 100;
+/// Items a worker holds listed on their page.
+pub const HELD_ROWS: i64 = 100;
 /// Items on a worker's list.
 pub const WORKER_LIST: i64 = 20;
 /// Workers whose lists a task type's page shows.
@@ -35,9 +37,9 @@ pub const NAME_ROWS: usize = 200;
 /// Picked executions read to find [`LIST_LIMIT`] running ones among the dead.
 pub const PICKED_SCAN: i64 = 2000;
 /// Assignments shown per item on an item's page; on a task type's page, [`CHIPS`].
-pub const ASSIGNMENT_ROWS: usize = 100;
+pub const ASSIGNMENT_ROWS: i64 = 100;
 /// Assignments shown per item in a task type's item table.
-pub const CHIPS: usize = 10;
+pub const CHIPS: i64 = 10;
 
 /// The state of one execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -271,19 +273,20 @@ pub struct SearchResult {
 pub struct AssignmentView {
     /// The worker.
     pub worker: String,
-    /// ACCEPTED, SUBMITTED, ...
-    pub status: &'static str,
+    /// ACCEPTED, SUBMITTED, ..., or `unknown: <stored text>` for a status this version does
+    /// not know (the row is shown, not the error).
+    pub status: String,
     /// Its deadline (ACCEPTED: lease end; RETURNED/ABANDONED: hidden until).
     pub deadline: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
 }
 
-impl From<Assignment> for AssignmentView {
-    fn from(a: Assignment) -> Self {
+impl From<ListedAssignment> for AssignmentView {
+    fn from(a: ListedAssignment) -> Self {
         Self {
             worker: a.worker,
-            status: a.status.as_str(),
+            status: a.status.to_string(),
             deadline: a.deadline,
             updated_at: a.updated_at,
         }
@@ -320,10 +323,6 @@ pub struct ItemView {
     /// Its assignments in all (where listed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assignments_total: Option<usize>,
-    /// Why its assignments could not be listed (e.g. `unknown: assignment status "WEIRD"`, a
-    /// row this version does not know); the rest of the item is shown.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub assignments_unreadable: Option<String>,
 }
 
 /// Work-queue task types with their counts.
@@ -395,8 +394,7 @@ pub struct WorkerPage {
     pub task_type: String,
     /// The worker.
     pub worker: String,
-    /// Items this worker holds (among the first [`HELD_SCAN`] by arrival, plus the one asked
-    /// for).
+    /// Items this worker holds (the first [`HELD_ROWS`] by arrival, plus the one asked for).
     pub held: Vec<ItemView>,
     /// What `next_for` would hand them, in order (`list_for`, at most [`WORKER_LIST`]).
     pub list: Vec<ItemView>,
@@ -411,7 +409,7 @@ impl Web {
             now: self.clock.now(),
             backend: self.backend,
             table: self.table.clone(),
-            priority: self.store.config().ordering.priority,
+            priority: self.client.config().ordering.priority,
             read_only: self.auth.read_only(),
             dead_after_secs: self.dead_after.num_seconds(),
         }
@@ -429,9 +427,7 @@ impl Web {
     }
 
     fn split_names(&self, all: Vec<String>) -> Result<(Vec<String>, Vec<String>), WebError> {
-        // With the work-queue columns, this skips rows with max_assignments: the task names of
-        // the scheduler. Without them every name is one.
-        let tasks = self.store.execution_unresolved_names(&[])?;
+        let tasks = self.client.task_names()?;
         let task_set: HashSet<&String> = tasks.iter().collect();
         let types = if self.queue.is_ok() {
             all.iter()
@@ -449,62 +445,64 @@ impl Web {
     }
 
     /// Due executions of `tasks`, by level, and per task, from one due-query reading at most
-    /// [`DUE_CAP`] rows in hand-out order (the store has no count query).
-    fn backlog(
-        &self,
-        tasks: &[String],
-        now: DateTime<Utc>,
-    ) -> Result<(Backlog, HashMap<String, i64>), WebError> {
-        let rows = self.store.execution_fetch_due(&DueParams {
-            now,
-            task_names: tasks,
-            limit: DUE_CAP + 1,
-        })?;
-        let capped = rows.len() as i64 > DUE_CAP;
-        let by_priority = self.store.config().ordering.priority;
-        // Highest first, NULL last: Reverse(Some(p)) sorts by p descending, then Reverse(None).
-        let mut levels: BTreeMap<std::cmp::Reverse<Option<i16>>, i64> = BTreeMap::new();
-        let mut per_task: HashMap<String, i64> = HashMap::new();
-        for e in rows.into_iter().take(DUE_CAP as usize) {
-            let level = if by_priority { e.priority } else { None };
-            *levels.entry(std::cmp::Reverse(level)).or_default() += 1;
-            *per_task.entry(e.task_name).or_default() += 1;
+    /// [`DUE_CAP`] rows in hand-out order ([`docket_core::SchedulerClient::due_counts`]).
+    fn backlog(&self, tasks: &[String]) -> Result<(Backlog, HashMap<String, i64>), WebError> {
+        let by_priority = self.client.config().ordering.priority;
+        if tasks.is_empty() {
+            // No scheduler task: nothing to count (an empty list would mean every row).
+            let backlog = Backlog {
+                by_priority,
+                levels: Vec::new(),
+                cap: DUE_CAP,
+                capped: false,
+            };
+            return Ok((backlog, HashMap::new()));
         }
-        let count = levels.len();
+        let due = self.client.due_counts(tasks, DUE_CAP)?;
+        let count = due.per_level.len();
         let backlog = Backlog {
             by_priority,
-            levels: levels
+            levels: due
+                .per_level
                 .into_iter()
                 .enumerate()
-                .map(|(i, (std::cmp::Reverse(priority), due))| Level {
+                .map(|(i, (priority, n))| Level {
                     priority,
-                    due,
-                    capped: capped && i + 1 == count,
+                    due: n,
+                    capped: due.capped && i + 1 == count,
                 })
                 .collect(),
             cap: DUE_CAP,
-            capped,
+            capped: due.capped,
         };
-        Ok((backlog, per_task))
+        Ok((backlog, due.per_task))
     }
 
     /// Picked executions of the scheduler tasks: at most [`LIST_LIMIT`] running and dead ones
-    /// each, and the dead ones per task. The store's dead query has no limit: its rows are
-    /// counted, not kept.
+    /// each, and the dead ones counted per task. The dead ones are the first page of
+    /// [`LIST_LIMIT`] rows (by heartbeat) and one count query grouped by task: the cost does
+    /// not grow with the number of dead rows.
     fn picked(&self, tasks: &HashSet<&String>, now: DateTime<Utc>) -> Result<Picked, WebError> {
-        let mut dead = Vec::new();
-        let mut dead_per_task: HashMap<String, i64> = HashMap::new();
-        let mut dead_total = 0;
-        for e in self.store.execution_get_dead(now - self.dead_after)? {
-            if !tasks.contains(&e.task_name) {
-                continue;
-            }
-            dead_total += 1;
-            *dead_per_task.entry(e.task_name.clone()).or_default() += 1;
-            if dead.len() < LIST_LIMIT as usize {
-                dead.push(self.view(e, now));
-            }
-        }
+        let older_than = now - self.dead_after;
+        let dead_per_task: HashMap<String, i64> = self
+            .client
+            .dead_counts(older_than)?
+            .into_iter()
+            .filter(|(task, _)| tasks.contains(task))
+            .collect();
+        let dead_total = dead_per_task.values().sum::<i64>() as usize;
+        // One task (its page): only its rows; else every task's (work-queue items are never
+        // picked, so every dead row is a scheduler task's).
+        let only = (tasks.len() == 1).then(|| tasks.iter().next().map(|t| t.to_string()));
+        let (first_page, _) = self.client.dead_page(&DeadPage {
+            task_name: only.flatten(),
+            ..DeadPage::first(older_than, LIST_LIMIT)
+        })?;
+        let dead: Vec<ExecutionView> = first_page
+            .into_iter()
+            .filter(|e| tasks.contains(&e.task_name))
+            .map(|e| self.view(e, now))
+            .collect();
         // Dead rows are picked too: read past them, but never more than PICKED_SCAN rows.
         let scan = (LIST_LIMIT + dead_total as i64).min(PICKED_SCAN);
         let mut running: Vec<ExecutionView> = self
@@ -596,7 +594,7 @@ impl Web {
             .into_iter()
             .filter(|e| task_set.contains(&e.task))
             .collect();
-        let (backlog, due) = self.backlog(&tasks, now)?;
+        let (backlog, due) = self.backlog(&tasks)?;
         let mut rows = self.rows(
             summary,
             &task_set,
@@ -638,7 +636,7 @@ impl Web {
         };
         let only: HashSet<&String> = std::iter::once(name).collect();
         let picked = self.picked(&only, now)?;
-        let (backlog, due) = self.backlog(std::slice::from_ref(name), now)?;
+        let (backlog, due) = self.backlog(std::slice::from_ref(name))?;
         let row = self
             .rows(summary, &only, &picked.dead_per_task, &due, backlog.capped)
             .pop()
@@ -741,8 +739,8 @@ impl Web {
                     }
                 }
                 (Ok(queue), true) => {
-                    if let Some(item) = queue.item(&key)? {
-                        result.items.push(self.item_view(item, None, None)?);
+                    if let Some(listed) = queue.item_with_assignments(&key, 0)? {
+                        result.items.push(item_view(listed, false)?);
                     }
                 }
                 (Err(_), true) => {}
@@ -752,7 +750,8 @@ impl Web {
     }
 
     /// Reschedules an execution that is not running to `at` (run now: `at` = now), if it is
-    /// still at `version`.
+    /// still at `version` when checked ([`docket_core::SchedulerClient::reschedule`] then
+    /// refuses it if it was picked meanwhile).
     pub fn reschedule(
         &self,
         key: &ExecutionKey,
@@ -760,28 +759,15 @@ impl Web {
         at: DateTime<Utc>,
     ) -> Result<(), WebError> {
         self.check_unpicked(key, version)?;
-        let changes = docket_core::store::Changes {
-            execution_time: Some(docket_core::clock::to_micros(at)),
-            ..Default::default()
-        };
-        if self
-            .store
-            .execution_update(key, Guard::Version(version), &changes)?
-        {
-            Ok(())
-        } else {
-            Err(stale(key, version))
-        }
+        Ok(self.client.reschedule(key, at)?)
     }
 
-    /// Cancels (removes) an execution that is not running, if it is still at `version`.
+    /// Cancels (removes) an execution that is not running, if it is still at `version` when
+    /// checked ([`docket_core::SchedulerClient::cancel`] then refuses it if it was picked
+    /// meanwhile).
     pub fn cancel(&self, key: &ExecutionKey, version: i64) -> Result<(), WebError> {
         self.check_unpicked(key, version)?;
-        if self.store.execution_remove(key, Guard::Version(version))? {
-            Ok(())
-        } else {
-            Err(stale(key, version))
-        }
+        Ok(self.client.cancel(key)?)
     }
 
     /// The execution exists, is a scheduler execution, is not picked, and is at `version`.
@@ -805,57 +791,23 @@ impl Web {
 
     // ---- work queue ----
 
-    /// `version`: the row's version when the caller read it already (else it is read);
-    /// `assignments`: how many of its assignments to list (`None`: no list).
-    fn item_view(
-        &self,
-        item: Item,
-        assignments: Option<usize>,
-        version: Option<i64>,
-    ) -> Result<ItemView, WebError> {
-        let queue = self.queue()?;
-        let version = match version {
-            Some(v) => v,
-            None => self
-                .client
-                .get(&item.key)?
-                .map(|e| e.version)
-                .ok_or_else(|| item_missing(&item.key))?,
-        };
-        let (mut assignment_list, mut assignments_total, mut assignments_unreadable) =
-            (None, None, None);
-        if let Some(shown) = assignments {
-            match queue.assignments(&item.key) {
-                Ok(all) => {
-                    assignments_total = Some(all.len());
-                    let list = all.into_iter().take(shown).map(AssignmentView::from);
-                    assignment_list = Some(list.collect());
-                }
-                // One row this version cannot read (a status written by hand or by a newer
-                // version) must not take the page down: say so instead of the list.
-                Err(DocketError::Store(StoreError::Decode { column, reason })) => {
-                    assignments_unreadable = Some(format!("unknown: {reason} (column {column})"));
-                    assignment_list = Some(Vec::new());
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(ItemView {
-            record: serde_json::to_value(item.record)
-                .map_err(|e| WebError::Internal(format!("record key: {e}")))?,
-            attributes: serde_json::Value::Object(item.attributes()?),
-            data_bytes: item.data.as_ref().map(Vec::len),
-            task_type: item.key.task_name,
-            item: item.key.task_instance,
-            available_at: item.available_at,
-            assignments: item.assignments,
-            max_assignments: item.max_assignments,
-            held_by: item.held_by,
-            version,
-            assignment_list,
-            assignments_total,
-            assignments_unreadable,
-        })
+    /// An item `list_for` returned, with its version (one primary-key lookup: the hand-out
+    /// list is at most [`WORKER_LIST`] items).
+    fn with_version(&self, item: Item) -> Result<ItemView, WebError> {
+        let version = self
+            .client
+            .get(&item.key)?
+            .map(|e| e.version)
+            .ok_or_else(|| item_missing(&item.key))?;
+        item_view(
+            ListedItem {
+                item,
+                version,
+                assignments: Vec::new(),
+                assignments_total: 0,
+            },
+            false,
+        )
     }
 
     /// The work-queue task types.
@@ -902,44 +854,24 @@ impl Web {
     /// The task type exists: its first row (by execution time) is a work-queue item. Cheaper
     /// than [`Web::check_type`]; used on the worker's paths.
     fn check_type_exists(&self, task_type: &str) -> Result<(), WebError> {
-        let queue = self.queue()?;
-        let first = self.client.list_scheduled(&ListFilter {
-            task_name: Some(task_type.to_owned()),
-            limit: Some(1),
-            ..ListFilter::default()
-        })?;
-        match first.first() {
-            Some(e) if queue.item(&e.key())?.is_some() => Ok(()),
-            _ => Err(type_missing(task_type, &self.table)),
+        let first = self
+            .queue()?
+            .items_with_assignments(&ItemsQuery::new(task_type, 1))?;
+        if first.is_empty() {
+            return Err(type_missing(task_type, &self.table));
         }
+        Ok(())
     }
 
-    /// Items of `task_type` (the first `limit` by arrival) that `keep` accepts, with their
-    /// assignments when asked. The version shown is the one read with the listing: if the item
-    /// changes in between, an action from the page is refused as stale (never the reverse).
-    fn items_of(
-        &self,
-        task_type: &str,
-        limit: i64,
-        assignments: Option<usize>,
-        keep: impl Fn(&Item) -> bool,
-    ) -> Result<Vec<ItemView>, WebError> {
-        let queue = self.queue()?;
-        let rows = self.client.list_scheduled(&ListFilter {
-            task_name: Some(task_type.to_owned()),
-            limit: Some(limit),
-            ..ListFilter::default()
-        })?;
-        let mut items = Vec::with_capacity(rows.len());
-        for row in rows {
-            // Gone since it was listed: not shown.
-            if let Some(item) = queue.item(&row.key())? {
-                if keep(&item) {
-                    items.push(self.item_view(item, assignments, Some(row.version))?);
-                }
-            }
-        }
-        Ok(items)
+    /// The items `q` selects with their versions (and their first `q.assignments`
+    /// assignments, listed when `q.assignments > 0`), in one statement. If an item changes
+    /// after it is read, an action from the page is refused as stale (never the reverse).
+    fn items_of(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemView>, WebError> {
+        self.queue()?
+            .items_with_assignments(q)?
+            .into_iter()
+            .map(|listed| item_view(listed, q.assignments > 0))
+            .collect()
     }
 
     /// A task type's page.
@@ -955,7 +887,10 @@ impl Web {
             )));
         }
         let total = self.check_type(task_type)?;
-        let items = self.items_of(task_type, limit, Some(CHIPS), |_| true)?;
+        let items = self.items_of(&ItemsQuery {
+            assignments: CHIPS,
+            ..ItemsQuery::new(task_type, limit)
+        })?;
         let mut workers: Vec<&str> = items
             .iter()
             .flat_map(|i| i.assignment_list.iter().flatten())
@@ -990,10 +925,13 @@ impl Web {
 
     /// One item with its assignments.
     pub fn item(&self, key: &ExecutionKey) -> Result<ItemPage, WebError> {
-        let item = self.queue()?.item(key)?.ok_or_else(|| item_missing(key))?;
+        let listed = self
+            .queue()?
+            .item_with_assignments(key, ASSIGNMENT_ROWS)?
+            .ok_or_else(|| item_missing(key))?;
         Ok(ItemPage {
             meta: self.meta(),
-            item: self.item_view(item, Some(ASSIGNMENT_ROWS), None)?,
+            item: item_view(listed, true)?,
         })
     }
 
@@ -1007,20 +945,22 @@ impl Web {
         check_worker(worker)?;
         self.check_type_exists(task_type)?;
         let queue = self.queue()?;
-        let mut held = self.items_of(task_type, HELD_SCAN, None, |i| {
-            i.held_by.as_deref() == Some(worker)
+        let mut held = self.items_of(&ItemsQuery {
+            held_by: Some(worker),
+            ..ItemsQuery::new(task_type, HELD_ROWS)
         })?;
         if let Some(id) = also.filter(|id| !held.iter().any(|i| i.item == *id)) {
-            if let Some(item) = queue.item(&ExecutionKey::new(task_type, id))? {
-                if item.held_by.as_deref() == Some(worker) {
-                    held.insert(0, self.item_view(item, None, None)?);
+            let key = ExecutionKey::new(task_type, id);
+            if let Some(listed) = queue.item_with_assignments(&key, 0)? {
+                if listed.item.held_by.as_deref() == Some(worker) {
+                    held.insert(0, item_view(listed, false)?);
                 }
             }
         }
         let list = queue
             .list_for(worker, task_type, WORKER_LIST)?
             .into_iter()
-            .map(|i| self.item_view(i, None, None))
+            .map(|i| self.with_version(i))
             .collect::<Result<_, _>>()?;
         Ok(WorkerPage {
             meta: self.meta(),
@@ -1036,10 +976,14 @@ impl Web {
     pub fn take_next(&self, task_type: &str, worker: &str) -> Result<Option<ItemView>, WebError> {
         check_worker(worker)?;
         self.check_type_exists(task_type)?;
-        self.queue()?
-            .next_for(worker, task_type)?
-            .map(|item| self.item_view(item, Some(ASSIGNMENT_ROWS), None))
-            .transpose()
+        let queue = self.queue()?;
+        let Some(item) = queue.next_for(worker, task_type)? else {
+            return Ok(None);
+        };
+        let listed = queue
+            .item_with_assignments(&item.key, ASSIGNMENT_ROWS)?
+            .ok_or_else(|| item_missing(&item.key))?;
+        Ok(Some(item_view(listed, true)?))
     }
 
     /// Submit, skip or give back (hidden from the worker for `hide_for`, default the queue's)
@@ -1055,11 +999,12 @@ impl Web {
         check_worker(worker)?;
         // `item` finds work-queue items only: a scheduler execution's key is not found.
         let queue = self.queue()?;
-        let item = queue.item(key)?.ok_or_else(|| item_missing(key))?;
-        let now_version = self
-            .client
-            .get(key)?
-            .map(|e| e.version)
+        let ListedItem {
+            item,
+            version: now_version,
+            ..
+        } = queue
+            .item_with_assignments(key, 0)?
             .ok_or_else(|| item_missing(key))?;
         if now_version != version {
             return Err(stale(key, version));
@@ -1079,19 +1024,55 @@ impl Web {
             WorkerAction::Skip => queue.skip(worker, key)?,
             WorkerAction::GiveBack => match hide_for {
                 None => queue.give_back(worker, key)?,
-                Some(hide_for) => WorkQueue::with_clock(
-                    self.store.clone(),
-                    self.clock.clone(),
-                    QueueConfig {
-                        hide_for,
-                        ..self.queue_config.clone()
-                    },
-                )?
-                .give_back(worker, key)?,
+                Some(hide_for) => {
+                    let hide_for = chrono::Duration::from_std(hide_for).map_err(|_| {
+                        WebError::BadRequest(format!("hide_for {hide_for:?} is too long"))
+                    })?;
+                    let until = self
+                        .clock
+                        .now()
+                        .checked_add_signed(hide_for)
+                        .ok_or_else(|| {
+                            WebError::BadRequest("hide_for ends past the last time".into())
+                        })?;
+                    queue.give_back_until(worker, key, until)?
+                }
             },
         }
         Ok(())
     }
+}
+
+/// An item as the pages show it; with `list`, its assignments as read (an unknown status
+/// shows as `unknown: ...` on its own row).
+fn item_view(listed: ListedItem, list: bool) -> Result<ItemView, WebError> {
+    let ListedItem {
+        item,
+        version,
+        assignments,
+        assignments_total,
+    } = listed;
+    let (assignment_list, assignments_total) = if list {
+        let shown = assignments.into_iter().map(AssignmentView::from).collect();
+        (Some(shown), Some(assignments_total.max(0) as usize))
+    } else {
+        (None, None)
+    };
+    Ok(ItemView {
+        record: serde_json::to_value(item.record)
+            .map_err(|e| WebError::Internal(format!("record key: {e}")))?,
+        attributes: serde_json::Value::Object(item.attributes()?),
+        data_bytes: item.data.as_ref().map(Vec::len),
+        task_type: item.key.task_name,
+        item: item.key.task_instance,
+        available_at: item.available_at,
+        assignments: item.assignments,
+        max_assignments: item.max_assignments,
+        held_by: item.held_by,
+        version,
+        assignment_list,
+        assignments_total,
+    })
 }
 
 /// Picked executions as the pages show them.
@@ -1115,6 +1096,94 @@ fn totals(rows: &[TaskRow]) -> Counts {
     }
     total.scheduled = rows.iter().map(|t| t.counts.scheduled).sum::<Option<i64>>();
     total
+}
+
+/// `?task=&instance=` of a search.
+#[derive(Debug, Default, Deserialize)]
+pub struct SearchQuery {
+    /// Task name or task type.
+    pub task: Option<String>,
+    /// Instance or item id.
+    pub instance: Option<String>,
+}
+
+impl SearchQuery {
+    /// Empty fields are absent.
+    pub fn normalized(self) -> (Option<String>, Option<String>) {
+        let keep = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
+        (keep(self.task), keep(self.instance))
+    }
+}
+
+/// `?limit=` of a task type's page.
+#[derive(Debug, Default, Deserialize)]
+pub struct LimitQuery {
+    /// Items to show.
+    pub limit: Option<i64>,
+}
+
+/// What an execution action changes.
+#[derive(Debug, Clone, Copy)]
+pub enum ExecAction {
+    /// Reschedule to now.
+    RunNow,
+    /// Reschedule to a given time.
+    Reschedule,
+    /// Remove.
+    Cancel,
+}
+
+impl ExecAction {
+    /// From the URL's last segment.
+    pub fn parse(action: &str) -> Result<Self, WebError> {
+        match action {
+            "run-now" => Ok(Self::RunNow),
+            "reschedule" => Ok(Self::Reschedule),
+            "cancel" => Ok(Self::Cancel),
+            other => Err(WebError::NotFound(format!(
+                "no action {other:?}: run-now, reschedule or cancel"
+            ))),
+        }
+    }
+
+    /// Past tense.
+    pub fn done(self) -> &'static str {
+        match self {
+            Self::RunNow => "run now",
+            Self::Reschedule => "rescheduled",
+            Self::Cancel => "cancelled",
+        }
+    }
+
+    /// Applies it; returns the row afterwards (`None` after cancel).
+    pub async fn apply(
+        self,
+        web: &AppState,
+        key: ExecutionKey,
+        version: i64,
+        at: Option<&str>,
+    ) -> Result<Option<ExecutionView>, WebError> {
+        let at = match self {
+            Self::Reschedule => Some(parse_time(at.ok_or_else(|| {
+                WebError::BadRequest("reschedule needs a time (field \"at\")".into())
+            })?)?),
+            _ => None,
+        };
+        blocking(web, move |w| {
+            match self {
+                Self::RunNow => w.reschedule(&key, version, w.clock.now())?,
+                Self::Reschedule => {
+                    w.reschedule(&key, version, at.unwrap_or_else(|| w.clock.now()))?
+                }
+                Self::Cancel => {
+                    w.cancel(&key, version)?;
+                    return Ok(None);
+                }
+            }
+            w.execution(&key).map(Some)
+        })
+        .await
+    }
 }
 
 /// A worker's action on an item they hold.

@@ -1,17 +1,15 @@
 //! Server-rendered HTML (maud escapes every value it interpolates; the only unescaped
 //! insertions are the stylesheet and the chart, which carry no user text).
 
-use super::api::{ExecAction, LimitQuery, SearchQuery};
 use super::auth::{local_path, Secrets};
-
 use super::chart::backlog_svg;
 use super::error::{HtmlError, WebError};
 use super::limit::ClientIp;
 use super::model::{
-    check_worker, AssignmentView, Counts, ExecutionView, ItemView, Meta, State as ExecState,
-    WorkerAction, HELD_SCAN, LIST_LIMIT,
+    check_worker, AssignmentView, Counts, ExecAction, ExecutionView, ItemView, LimitQuery, Meta,
+    SearchQuery, State as ExecState, WorkerAction, HELD_ROWS, LIST_LIMIT,
 };
-use super::{blocking, AppState};
+use super::state::{blocking, AppState};
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap};
@@ -722,10 +720,20 @@ fn attributes(item: &ItemView) -> Markup {
     }
 }
 
+/// The chip class of an assignment status; `unknown: ...` (a status this version does not
+/// know) gets the warning style.
+fn status_class(status: &str) -> String {
+    if status.starts_with("unknown") {
+        "chip bad".to_owned()
+    } else {
+        format!("chip st-{}", status.to_ascii_lowercase())
+    }
+}
+
 fn assignment_chips(list: &[AssignmentView]) -> Markup {
     html! {
         @for a in list {
-            span class=(format!("chip st-{}", a.status.to_ascii_lowercase())) title=(format!("deadline {} UTC", time(a.deadline))) {
+            span class=(status_class(&a.status)) title=(format!("deadline {} UTC", time(a.deadline))) {
                 (shown(&a.worker)) " " b { (a.status) }
             }
         }
@@ -750,7 +758,6 @@ fn items_table(items: &[ItemView], assignments: bool) -> Markup {
                         @if assignments { td {
                             @let list = i.assignment_list.as_deref().unwrap_or(&[]);
                             (assignment_chips(list))
-                            @if let Some(why) = &i.assignments_unreadable { span.chip.bad title=(visible(why)) { (shown(why)) } }
                             @let total = i.assignments_total.unwrap_or(0);
                             @if list.len() < total { a href=(item_url(&i.task_type, &i.item)) { "+" (total - list.len()) " more" } }
                         } }
@@ -892,16 +899,14 @@ pub async fn item(
             section.card {
                 h2 { "Assignments" }
                 @let list = i.assignment_list.as_deref().unwrap_or(&[]);
-                @if let Some(why) = &i.assignments_unreadable {
-                    p.note.bad { "Assignments not shown: " (shown(why)) }
-                } @else if list.is_empty() { p.empty { "Nobody has worked on it yet." } } @else {
+                @if list.is_empty() { p.empty { "Nobody has worked on it yet." } } @else {
                     table {
                         thead { tr { th { "Worker" } th { "Status" } th { "Deadline" } th { "Updated" } } }
                         tbody {
                             @for a in list {
                                 tr {
                                     td { a.mono href=(worker_url(&i.task_type, &a.worker)) { (shown(&a.worker)) } }
-                                    td { span class=(format!("chip st-{}", a.status.to_ascii_lowercase())) { b { (a.status) } } }
+                                    td { span class=(status_class(&a.status)) { b { (a.status) } } }
                                     td { (time(a.deadline)) " UTC" }
                                     td { (time(a.updated_at)) " UTC" }
                                 }
@@ -1011,7 +1016,7 @@ pub async fn worker(
             } @else {
                 (viewer.no_actions(&here, "take, submit, skip or give back items"))
             }
-            p.note { "Held items are looked up among the first " (HELD_SCAN) " items by arrival." }
+            p.note { "At most " (HELD_ROWS) " held items are listed, by arrival." }
         }
         section.card {
             h2 { "What you would get next" span.sub { "in hand-out order, without claiming" } }
@@ -1185,6 +1190,13 @@ fn set_cookie(res: &mut Response, cookie: &str) -> Result<(), WebError> {
         .map_err(|e| WebError::Internal(format!("cookie header: {e}")))?;
     res.headers_mut().append(header::SET_COOKIE, value);
     Ok(())
+}
+
+impl IntoResponse for HtmlError {
+    fn into_response(self) -> Response {
+        let res = (self.0.status(), error_page(&self.0)).into_response();
+        self.0.with_retry_after(res)
+    }
 }
 
 #[cfg(test)]

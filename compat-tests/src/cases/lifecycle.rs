@@ -499,3 +499,122 @@ pub fn summary_and_failing_list(h: &dyn Harness, t: Toggle) {
     let failing = client.list_failing().unwrap();
     assert_eq!(super::ids(&failing), strings(&["x"]));
 }
+
+/// The dead executions are read a bounded page at a time: walking the pages reads every dead
+/// row once, in heartbeat order (ties by key), and they are counted per task; the scheduler's
+/// dead detection handles every dead row of its tasks while an unknown task's is left alone.
+pub fn dead_executions_are_paged(h: &dyn Harness, t: Toggle) {
+    use docket_core::DeadPage;
+    let ctx = Ctx::new(h, t);
+    const GHOST: docket_core::TaskDescriptor<()> = TaskDescriptor::new("ghost");
+    let client = ctx.client();
+    let mut expected = Vec::new();
+    for i in 0..7 {
+        let id = format!("{i}");
+        client.schedule(WORK.instance(&id)).unwrap();
+        let key = ExecutionKey::new("work", &id);
+        claim_as(&ctx, &key, "gone");
+        expected.push(key);
+        // Pairs share a heartbeat: the key breaks the tie.
+        if i % 2 == 1 {
+            ctx.clock.advance(std::time::Duration::from_secs(1));
+        }
+    }
+    client.schedule(GHOST.instance("0")).unwrap();
+    claim_as(&ctx, &ExecutionKey::new("ghost", "0"), "gone");
+    expected.push(ExecutionKey::new("ghost", "0"));
+    expected.sort_by_key(|k| {
+        let e = ctx.store.execution_get(k).unwrap().unwrap();
+        (
+            e.last_heartbeat,
+            k.task_name.clone(),
+            k.task_instance.clone(),
+        )
+    });
+    ctx.clock.advance(std::time::Duration::from_secs(60 * 60));
+    let older_than = ctx.clock.now() - Duration::minutes(30);
+
+    assert_eq!(
+        client.dead_counts(older_than).unwrap(),
+        [("ghost".to_owned(), 1), ("work".to_owned(), 7)]
+    );
+    let mut page = DeadPage::first(older_than, 3);
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    loop {
+        let (rows, next) = client.dead_page(&page).unwrap();
+        assert!(rows.len() <= 3);
+        pages += 1;
+        seen.extend(rows.into_iter().map(|e| e.key()));
+        match next {
+            Some(after) => page.after = Some(after),
+            None => break,
+        }
+    }
+    assert_eq!(seen, expected, "every dead row once, in order");
+    assert!(pages >= 3);
+    let ghost_only = DeadPage {
+        task_name: Some("ghost".into()),
+        ..DeadPage::first(older_than, 3)
+    };
+    let (rows, next) = client.dead_page(&ghost_only).unwrap();
+    assert_eq!((rows.len(), next), (1, None), "one task's rows only");
+    assert!(client.dead_page(&DeadPage::first(older_than, 0)).is_err());
+
+    let (work, _runs) = counting_task(WORK);
+    let scheduler = ctx.build("s1", PollingStrategy::fetch(), vec![work]);
+    assert_eq!(scheduler.detect_dead().unwrap(), 7);
+    assert_eq!(
+        client.dead_counts(older_than).unwrap(),
+        [("ghost".to_owned(), 1)],
+        "the unknown task's row is left alone"
+    );
+}
+
+/// More dead rows of an unknown task than one page of the scheduler's dead detection holds,
+/// all older than a known task's dead row: the detection reads past them (page after page)
+/// and handles the known one; it is never hidden behind rows it leaves alone.
+pub fn dead_detection_reads_past_rows_it_leaves_alone(h: &dyn Harness, t: Toggle) {
+    const GHOST: docket_core::TaskDescriptor<()> = TaskDescriptor::new("ghost");
+    let ctx = Ctx::new(h, t);
+    let client = ctx.client();
+    let n = 600; // more than the detection's page (500)
+    client
+        .schedule_batch((0..n).map(|i| GHOST.instance(format!("{i:04}"))))
+        .unwrap();
+    let claimed = ctx
+        .store
+        .execution_lock_and_fetch_due(
+            &DueParams {
+                now: ctx.clock.now(),
+                task_names: &["ghost".to_owned()],
+                limit: 1000,
+            },
+            "gone",
+        )
+        .unwrap();
+    assert_eq!(claimed.len(), n);
+    ctx.clock.advance(std::time::Duration::from_secs(1));
+    client.schedule(WORK.instance("late")).unwrap();
+    claim_as(&ctx, &ExecutionKey::new("work", "late"), "gone");
+    ctx.clock.advance(std::time::Duration::from_secs(60 * 60));
+
+    let (work, _runs) = counting_task(WORK);
+    let scheduler = ctx.build("s1", PollingStrategy::fetch(), vec![work]);
+    assert_eq!(
+        scheduler.detect_dead().unwrap(),
+        1,
+        "the known row behind them"
+    );
+    let e = ctx
+        .store
+        .execution_get(&ExecutionKey::new("work", "late"))
+        .unwrap()
+        .unwrap();
+    assert!(!e.picked, "revived");
+    let older_than = ctx.clock.now() - Duration::minutes(30);
+    assert_eq!(
+        client.dead_counts(older_than).unwrap(),
+        [("ghost".to_owned(), n as i64)]
+    );
+}

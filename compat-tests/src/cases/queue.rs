@@ -828,3 +828,85 @@ pub fn queue_per_assignment_deadlines(h: &dyn Harness, t: Toggle) {
         Err(DocketError::InvalidConfig(_))
     ));
 }
+
+/// `items_with_assignments`: one read lists the first items by arrival with their versions,
+/// their first assignments by worker and their counts; a status this version does not know
+/// is listed as unknown without failing the others; the item and holder filters narrow it.
+pub fn queue_items_with_assignments_in_one_read(h: &dyn Harness, t: Toggle) {
+    use docket_core::queue::{ItemsQuery, StatusRead};
+    let ctx = ctx(h, t);
+    let q = queue(&ctx, config());
+    q.enqueue(&batch(3, records(&["1", "2", "3"]))).unwrap();
+    for worker in ["w1", "w2", "w3"] {
+        assert_eq!(take(&q, worker), "1");
+        if worker != "w3" {
+            q.submit(worker, &key("1")).unwrap();
+        }
+    }
+    // w2's row gets a status no version of docket writes.
+    let foreign = ctx.space.foreign();
+    let mut w = docket_core::dialect::SqlWriter::new(foreign.dialect());
+    w.push("UPDATE ")
+        .table(&docket_core::TableName::default().assignments())
+        .push(" SET status = ")
+        .bind("WEIRD")
+        .push(" WHERE worker = ")
+        .bind("w2");
+    assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
+    assert!(q.assignments(&key("1")).is_err(), "the strict read fails");
+
+    let listed = q
+        .items_with_assignments(&ItemsQuery {
+            assignments: 2,
+            ..ItemsQuery::new(TASK, 2)
+        })
+        .unwrap();
+    let ids: Vec<_> = listed
+        .iter()
+        .map(|l| l.item.key.task_instance.as_str())
+        .collect();
+    assert_eq!(ids, ["1", "2"], "the first two by arrival");
+    let one = &listed[0];
+    assert_eq!(one.assignments_total, 3);
+    let shown: Vec<_> = one
+        .assignments
+        .iter()
+        .map(|a| (a.worker.as_str(), a.status.clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("w1", StatusRead::Known(AssignmentStatus::Submitted)),
+            ("w2", StatusRead::Unknown("WEIRD".into())),
+        ]
+    );
+    assert_eq!(shown[1].1.to_string(), "unknown: WEIRD");
+    let version = ctx.store.execution_get(&key("1")).unwrap().unwrap().version;
+    assert_eq!(one.version, version);
+    assert_eq!(
+        (listed[1].assignments_total, listed[1].assignments.len()),
+        (0, 0)
+    );
+
+    // Counted only.
+    let counted = q
+        .items_with_assignments(&ItemsQuery::new(TASK, 10))
+        .unwrap();
+    assert_eq!(counted.len(), 3);
+    assert!(counted.iter().all(|l| l.assignments.is_empty()));
+    assert_eq!(counted[0].assignments_total, 3);
+
+    // One item; the items a worker holds.
+    let item = q.item_with_assignments(&key("1"), 100).unwrap().unwrap();
+    assert_eq!(item.assignments.len(), 3);
+    assert!(q.item_with_assignments(&key("9"), 1).unwrap().is_none());
+    let held = q
+        .items_with_assignments(&ItemsQuery {
+            held_by: Some("w3"),
+            ..ItemsQuery::new(TASK, 10)
+        })
+        .unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].item.held_by.as_deref(), Some("w3"));
+    assert!(q.items_with_assignments(&ItemsQuery::new(TASK, 0)).is_err());
+}

@@ -8,9 +8,9 @@ use crate::dialect::Capabilities;
 use crate::error::{DocketError, StoreError};
 use crate::ordering::CustomKey;
 use crate::records::{
-    Assignment, Changes, Completion, DueParams, Execution, ExecutionKey, Finishing, ForWorker,
-    Guard, IndexChange, Item, ItemCount, ListFilter, NewExecution, NewItem, PickChange, PoisonRow,
-    TaskSummary,
+    Assignment, Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey,
+    Finishing, ForWorker, Guard, IndexChange, Item, ItemCount, ItemsQuery, ListFilter, ListedItem,
+    NewExecution, NewItem, PickChange, PoisonRow, TaskSummary,
 };
 use crate::store::{
     Adopted, ExecutionOps, ExecutionStore, QueueOps, QueueStore, StoreConfig, StoreInfo,
@@ -166,11 +166,21 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
         Ok(written)
     }
 
-    fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Result<Vec<Execution>, StoreError> {
+    fn execution_dead_page(
+        &self,
+        page: &DeadPage,
+    ) -> Result<(Vec<Execution>, Option<DeadCursor>), StoreError> {
         // A dead row that does not decode is reported, not a failed dead-execution check.
-        let dead = self.store.execution_dead(older_than)?;
-        self.planner.hold_back(dead.poison, older_than);
-        Ok(dead.rows)
+        let (dead, next) = self.store.execution_dead_rows(page)?;
+        self.planner.hold_back(dead.poison, page.older_than);
+        Ok((dead.rows, next))
+    }
+
+    fn execution_dead_counts(
+        &self,
+        older_than: DateTime<Utc>,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        self.store.execution_dead_counts(older_than)
     }
 
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {
@@ -256,5 +266,9 @@ impl<S: QueueOps> QueueStore for Planned<S> {
 
     fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError> {
         self.store.assignment_list(key)
+    }
+
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError> {
+        self.store.item_list_assigned(q)
     }
 }

@@ -28,7 +28,8 @@ pub const MAX_WORKER_LEN: usize = 128;
 pub use crate::migrate::{MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 pub use crate::records::{
     format_record_date, parse_record_date, Assignment, AssignmentStatus, Finish, Finishing,
-    ForWorker, IndexChange, Item, ItemCount, NewItem, RecordKey,
+    ForWorker, IndexChange, Item, ItemCount, ItemsQuery, ListedAssignment, ListedItem, NewItem,
+    RecordKey, StatusRead,
 };
 
 /// One record of a [`Batch`], before resolution.
@@ -465,9 +466,42 @@ impl WorkQueue {
         Ok(self.store.item_get(item)?)
     }
 
-    /// The assignments of an item, by worker.
+    /// The assignments of an item, by worker. Fails on a status this version does not know
+    /// ([`StoreError::Decode`]); [`WorkQueue::items_with_assignments`] reads such rows as
+    /// [`StatusRead::Unknown`] instead.
     pub fn assignments(&self, item: &ExecutionKey) -> Result<Vec<Assignment>> {
         Ok(self.store.assignment_list(item)?)
+    }
+
+    /// The items `q` selects (at most `q.limit`, by arrival), each with its row version, its
+    /// first `q.assignments` assignments by worker and their count, read in one statement
+    /// whatever the size of the table. An assignment whose status this version does not know
+    /// is listed as [`StatusRead::Unknown`]; the other rows are read as usual.
+    pub fn items_with_assignments(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>> {
+        if q.limit < 1 || q.assignments < 0 {
+            return Err(DocketError::InvalidConfig(format!(
+                "items_with_assignments: limit must be at least 1 (got {}) and assignments at \
+                 least 0 (got {})",
+                q.limit, q.assignments
+            )));
+        }
+        Ok(self.store.item_list_assigned(q)?)
+    }
+
+    /// One item with its row version and its first `assignments` assignments (see
+    /// [`WorkQueue::items_with_assignments`]); `None` when there is no such item.
+    pub fn item_with_assignments(
+        &self,
+        item: &ExecutionKey,
+        assignments: i64,
+    ) -> Result<Option<ListedItem>> {
+        Ok(self
+            .items_with_assignments(&ItemsQuery {
+                item: Some(&item.task_instance),
+                assignments,
+                ..ItemsQuery::new(&item.task_name, 1)
+            })?
+            .pop())
     }
 }
 

@@ -265,3 +265,98 @@ pub struct Finishing<'a> {
     /// RETURNED/ABANDONED: until when the item stays hidden from this worker.
     pub hidden_until: DateTime<Utc>,
 }
+
+/// An assignment status as read for display: a status this version does not know (written by
+/// hand, or by a newer version) is kept as text instead of failing the listing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum StatusRead {
+    /// A status this version knows.
+    Known(AssignmentStatus),
+    /// Any other stored text.
+    Unknown(String),
+}
+
+impl StatusRead {
+    /// Reads the stored form; never fails.
+    pub fn from_stored(value: String) -> Self {
+        match AssignmentStatus::parse(&value) {
+            Some(s) => Self::Known(s),
+            None => Self::Unknown(value),
+        }
+    }
+
+    /// The known status, if it is one.
+    pub fn known(&self) -> Option<AssignmentStatus> {
+        match self {
+            Self::Known(s) => Some(*s),
+            Self::Unknown(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for StatusRead {
+    /// `ACCEPTED`, ..., or `unknown: <stored text>`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Known(s) => f.write_str(s.as_str()),
+            Self::Unknown(text) => write!(f, "unknown: {text}"),
+        }
+    }
+}
+
+/// One assignment of a [`ListedItem`], decoded leniently (see [`StatusRead`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedAssignment {
+    /// The worker.
+    pub worker: String,
+    /// Its status.
+    pub status: StatusRead,
+    /// ACCEPTED: when it is abandoned; RETURNED/ABANDONED: until when the item is hidden.
+    pub deadline: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An item with its row version and the first of its assignments, as one read of
+/// [`ItemsQuery`] returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedItem {
+    /// The item.
+    pub item: Item,
+    /// Its row version (the fencing token of actions on it).
+    pub version: i64,
+    /// Its first assignments by worker, at most [`ItemsQuery::assignments`].
+    pub assignments: Vec<ListedAssignment>,
+    /// How many assignments it has in all.
+    pub assignments_total: i64,
+}
+
+/// Which items of one task type to list with their assignments, in one statement: the first
+/// `limit` by arrival (`execution_time`, then id), each with at most `assignments` of its
+/// assignments (by worker) and their count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemsQuery<'a> {
+    /// The task type.
+    pub task_type: &'a str,
+    /// Only this item id.
+    pub item: Option<&'a str>,
+    /// Only items this worker holds.
+    pub held_by: Option<&'a str>,
+    /// Most items.
+    pub limit: i64,
+    /// Most assignments listed per item (0: none listed, only counted).
+    pub assignments: i64,
+}
+
+impl<'a> ItemsQuery<'a> {
+    /// The first `limit` items of `task_type`, without assignments.
+    pub fn new(task_type: &'a str, limit: i64) -> Self {
+        Self {
+            task_type,
+            item: None,
+            held_by: None,
+            limit,
+            assignments: 0,
+        }
+    }
+}

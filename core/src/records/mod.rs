@@ -7,7 +7,7 @@ mod record_key;
 
 pub use item::{
     Assignment, AssignmentStatus, Finish, Finishing, ForWorker, IndexChange, Item, ItemCount,
-    NewItem,
+    ItemsQuery, ListedAssignment, ListedItem, NewItem, StatusRead,
 };
 pub use record_key::{format_record_date, parse_record_date, RecordKey};
 
@@ -275,5 +275,36 @@ mod tests {
         assert!(!err.to_string().contains("Java"), "{err}");
         e.task_data = Some(b"\"hello\"".to_vec());
         assert_eq!(e.data::<String>().unwrap().as_deref(), Some("hello"));
+    }
+}
+
+/// Where a page of dead executions starts: after the row with this heartbeat and key.
+pub type DeadCursor = (DateTime<Utc>, ExecutionKey);
+
+/// One page of the dead executions (picked, heartbeat at or before `older_than`), in
+/// `(last_heartbeat, task_name, task_instance)` order: at most `limit` rows after `after`.
+/// Reading every page, each starting after the last row of the one before, reads every dead
+/// row once (see [`crate::ExecutionStore::execution_dead_page`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadPage {
+    /// Heartbeat bound.
+    pub older_than: DateTime<Utc>,
+    /// Only this task's rows (`None`: every task's).
+    pub task_name: Option<String>,
+    /// Start after this row: its heartbeat and key (`None`: from the first).
+    pub after: Option<DeadCursor>,
+    /// Most rows.
+    pub limit: i64,
+}
+
+impl DeadPage {
+    /// The first page.
+    pub fn first(older_than: DateTime<Utc>, limit: i64) -> Self {
+        Self {
+            older_than,
+            task_name: None,
+            after: None,
+            limit,
+        }
     }
 }

@@ -4,9 +4,10 @@
 use crate::clock::{to_micros, Clock, SystemClock};
 use crate::error::{DocketError, Result};
 use crate::records::{
-    Changes, Execution, ExecutionKey, Guard, ListFilter, NewExecution, TaskSummary,
+    Changes, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, ListFilter,
+    NewExecution, TaskSummary,
 };
-use crate::store::{ExecutionStore, Instrumented};
+use crate::store::{ExecutionStore, Instrumented, StoreConfig};
 use crate::task::{Priority, TaskInstance};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -24,6 +25,20 @@ pub enum ScheduleOutcome {
 }
 
 type Waker = Arc<dyn Fn() + Send + Sync>;
+
+/// Due executions counted per task and per priority level by [`SchedulerClient::due_counts`],
+/// from one due-query that reads at most `cap + 1` rows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DueCounts {
+    /// Due rows counted per task name (at most `cap` rows counted in all).
+    pub per_task: HashMap<String, i64>,
+    /// Due rows counted per priority level, highest first, `None` (no priority) last; one
+    /// `None` level when the store's ordering has priority off.
+    pub per_level: Vec<(Option<i16>, i64)>,
+    /// Whether there were more than `cap` due rows (the counts then stop at `cap`, in
+    /// hand-out order: the last level's count is a lower bound).
+    pub capped: bool,
+}
 
 /// Schedules and inspects executions. Cheap to clone.
 #[derive(Clone)]
@@ -79,6 +94,11 @@ impl SchedulerClient {
     /// The store.
     pub fn store(&self) -> &Arc<dyn ExecutionStore> {
         &self.store
+    }
+
+    /// The table and ordering the client works on.
+    pub fn config(&self) -> &StoreConfig {
+        self.store.config()
     }
 
     fn row<T>(&self, instance: TaskInstance<T>) -> Result<NewExecution> {
@@ -230,5 +250,66 @@ impl SchedulerClient {
     /// Counts per task.
     pub fn summary(&self) -> Result<Vec<TaskSummary>> {
         Ok(self.store.execution_summary()?)
+    }
+
+    /// The scheduler task names in the table, by name: every task name but the work-queue
+    /// task types (rows with `max_assignments`, where the table has the work-queue columns).
+    /// One statement, one row per name.
+    pub fn task_names(&self) -> Result<Vec<String>> {
+        Ok(self.store.execution_unresolved_names(&[])?)
+    }
+
+    /// Due executions (not picked, execution time passed) of `task_names` (all tasks when
+    /// empty) counted per task and per priority level, reading at most `cap + 1` rows in
+    /// hand-out order (one due-query; the store keeps no counts). `cap` must be at least 1.
+    pub fn due_counts(&self, task_names: &[String], cap: i64) -> Result<DueCounts> {
+        if cap < 1 {
+            return Err(DocketError::InvalidConfig(format!(
+                "due_counts: cap must be at least 1, got {cap}"
+            )));
+        }
+        let rows = self.store.execution_fetch_due(&DueParams {
+            now: self.clock.now(),
+            task_names,
+            limit: cap + 1,
+        })?;
+        let capped = rows.len() as i64 > cap;
+        let by_priority = self.config().ordering.priority;
+        // Highest first, NULL last: Reverse(Some(p)) sorts by p descending, then Reverse(None).
+        let mut levels: std::collections::BTreeMap<std::cmp::Reverse<Option<i16>>, i64> =
+            std::collections::BTreeMap::new();
+        let mut per_task: HashMap<String, i64> = HashMap::new();
+        for e in rows.into_iter().take(cap as usize) {
+            let level = if by_priority { e.priority } else { None };
+            *levels.entry(std::cmp::Reverse(level)).or_default() += 1;
+            *per_task.entry(e.task_name).or_default() += 1;
+        }
+        Ok(DueCounts {
+            per_task,
+            per_level: levels
+                .into_iter()
+                .map(|(std::cmp::Reverse(level), n)| (level, n))
+                .collect(),
+            capped,
+        })
+    }
+
+    /// One page of the dead executions (picked, heartbeat at or before `page.older_than`),
+    /// at most `page.limit` rows in `(last_heartbeat, task_name, task_instance)` order, and the
+    /// cursor of the next page (`None` after the last). Rows that do not decode are left out.
+    pub fn dead_page(&self, page: &DeadPage) -> Result<(Vec<Execution>, Option<DeadCursor>)> {
+        if page.limit < 1 {
+            return Err(DocketError::InvalidConfig(format!(
+                "dead_page: limit must be at least 1, got {}",
+                page.limit
+            )));
+        }
+        Ok(self.store.execution_dead_page(page)?)
+    }
+
+    /// Dead executions (picked, heartbeat at or before `older_than`) counted per task name, by
+    /// name; one statement, one row per task name.
+    pub fn dead_counts(&self, older_than: DateTime<Utc>) -> Result<Vec<(String, i64)>> {
+        Ok(self.store.execution_dead_counts(older_than)?)
     }
 }

@@ -7,7 +7,9 @@ use crate::clock::Clock;
 use crate::error::StoreError;
 use crate::listener::{SchedulerEvent, SchedulerListener};
 use crate::records::NewExecution;
-use crate::records::{Changes, Completion, DueParams, Execution, ExecutionKey, Guard, PickChange};
+use crate::records::{
+    Changes, Completion, DeadPage, DueParams, Execution, ExecutionKey, Guard, PickChange,
+};
 use crate::store::ExecutionStore;
 use crate::task::{DeadExecutionPolicy, ExecutionContext, Task, RECURRING_INSTANCE};
 use chrono::{DateTime, Utc};
@@ -17,6 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
+
+/// Dead executions read per statement by [`Engine::detect_dead`] (it reads every page).
+pub(crate) const DEAD_PAGE: i64 = 500;
 
 /// Work handed from the poller to a worker thread.
 #[derive(Debug)]
@@ -572,7 +577,25 @@ impl Engine {
         let now = self.clock.now();
         let older_than = now - chrono(self.config.dead_after());
         let mut handled = 0;
-        for e in self.store.execution_get_dead(older_than)? {
+        // Page by page (each page one bounded statement), every page after the last row of
+        // the one before: rows left alone (unknown tasks, poison rows) never hide the rows
+        // behind them, and every dead row is seen once per pass.
+        let mut page = DeadPage::first(older_than, DEAD_PAGE);
+        loop {
+            let (rows, next) = self.store.execution_dead_page(&page)?;
+            handled += self.handle_dead(rows, now)?;
+            match next {
+                Some(after) => page.after = Some(after),
+                None => break,
+            }
+        }
+        Ok(handled)
+    }
+
+    /// Revives or cancels the dead `rows` of known tasks; returns how many were handled.
+    fn handle_dead(&self, rows: Vec<Execution>, now: DateTime<Utc>) -> Result<usize, StoreError> {
+        let mut handled = 0;
+        for e in rows {
             let Some(task) = self.tasks.get(&e.task_name) else {
                 continue; // unknown task: left alone, reported by check_unresolved
             };

@@ -90,7 +90,8 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn execution_heartbeat(&self, key: &ExecutionKey, version: i64, now: DateTime<Utc>) -> bool;
         fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> bool;
         fn execution_complete_batch(&self, batch: &[Completion]) -> Vec<bool>;
-        fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Vec<Execution>;
+        fn execution_dead_page(&self, page: &DeadPage) -> (Vec<Execution>, Option<DeadCursor>);
+        fn execution_dead_counts(&self, older_than: DateTime<Utc>) -> Vec<(String, i64)>;
         fn execution_summary(&self) -> Vec<TaskSummary>;
         fn execution_unresolved_names(&self, known: &[String]) -> Vec<String>;
         fn execution_delete_unresolved(&self, known: &[String], before: DateTime<Utc>) -> u64;
@@ -115,6 +116,7 @@ impl<S: QueueStore + ?Sized> QueueStore for Instrumented<S> {
         fn item_extend(&self, key: &ExecutionKey, n: i32) -> bool;
         fn assignment_expired(&self, now: DateTime<Utc>) -> Vec<Assignment>;
         fn assignment_list(&self, key: &ExecutionKey) -> Vec<Assignment>;
+        fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Vec<ListedItem>;
     }
 
     fn item_next_for(

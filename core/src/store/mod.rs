@@ -12,8 +12,8 @@ pub mod sql;
 
 pub use crate::migrate::{MIGRATION_BASE, MIGRATION_PRIORITY};
 pub use crate::records::{
-    Changes, Completion, DueParams, Execution, ExecutionKey, Guard, ListFilter, NewExecution,
-    PickChange, PoisonRow, TaskSummary,
+    Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard,
+    ListFilter, NewExecution, PickChange, PoisonRow, TaskSummary,
 };
 pub use instrumented::Instrumented;
 pub use ops::{Decoded, DueSource, ExecutionOps, ItemSource, Probe, QueueOps};
@@ -23,7 +23,9 @@ use crate::dialect::Capabilities;
 use crate::error::{DocketError, StoreError};
 use crate::ident::TableName;
 use crate::ordering::{CustomKey, Level, OrderingPolicy};
-use crate::records::{Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, NewItem};
+use crate::records::{
+    Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, ItemsQuery, ListedItem, NewItem,
+};
 use chrono::{DateTime, Utc};
 
 /// Which table a store works on and how it orders due work.
@@ -133,8 +135,22 @@ pub trait ExecutionStore: StoreInfo {
     /// (revived elsewhere), which the scheduler reports as lost. Removals are one statement and
     /// updates one statement per chunk of the batch, in one transaction.
     fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError>;
-    /// Picked executions whose heartbeat is at or before `older_than`.
-    fn execution_get_dead(&self, older_than: DateTime<Utc>) -> Result<Vec<Execution>, StoreError>;
+    /// One page of the dead executions ([`DeadPage`]: picked, heartbeat at or before
+    /// `older_than`): at most `page.limit` rows, after
+    /// `page.after`, in `(last_heartbeat, task_name, task_instance)` order. The rows that do
+    /// not decode are left out (and reported as [`ExecutionStore::execution_poisoned`] says);
+    /// the second value is the cursor of the next page (the page's last row, decoded or not),
+    /// `None` when this page was the last.
+    fn execution_dead_page(
+        &self,
+        page: &DeadPage,
+    ) -> Result<(Vec<Execution>, Option<DeadCursor>), StoreError>;
+    /// Dead executions (picked, heartbeat at or before `older_than`) counted per task name,
+    /// by name.
+    fn execution_dead_counts(
+        &self,
+        older_than: DateTime<Utc>,
+    ) -> Result<Vec<(String, i64)>, StoreError>;
     /// Per-task counts.
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError>;
     /// Task names in the table that are not in `known`.
@@ -205,6 +221,11 @@ pub trait QueueStore: StoreInfo {
     fn assignment_expired(&self, now: DateTime<Utc>) -> Result<Vec<Assignment>, StoreError>;
     /// The assignments of one item.
     fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError>;
+    /// The items `q` selects, each with its version, its first assignments and their count, in
+    /// one statement (bounded by `q.limit` items and `q.assignments` assignments per item). An
+    /// assignment status this version does not know is read as
+    /// [`StatusRead::Unknown`](crate::records::StatusRead::Unknown), not as an error.
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError>;
 }
 
 /// A store for both the scheduler and the work queue: what backends hand out. An

@@ -114,8 +114,18 @@ pub trait ExecutionOps: StoreInfo + DueSource {
     fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> Result<bool, StoreError>;
     /// [`ExecutionStore::execution_complete_batch`].
     fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError>;
-    /// [`ExecutionStore::execution_get_dead`], with the rows that do not decode apart.
-    fn execution_dead(&self, older_than: DateTime<Utc>) -> Result<Decoded, StoreError>;
+    /// [`ExecutionStore::execution_dead_page`], with the rows that do not decode apart, and
+    /// the next page's cursor: the last decoded row when the page is full, else `None` (a full
+    /// page of nothing but poison rows ends the walk too).
+    fn execution_dead_rows(
+        &self,
+        page: &DeadPage,
+    ) -> Result<(Decoded, Option<DeadCursor>), StoreError>;
+    /// [`ExecutionStore::execution_dead_counts`].
+    fn execution_dead_counts(
+        &self,
+        older_than: DateTime<Utc>,
+    ) -> Result<Vec<(String, i64)>, StoreError>;
     /// [`ExecutionStore::execution_summary`].
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError>;
     /// [`ExecutionStore::execution_unresolved_names`].
@@ -155,4 +165,6 @@ pub trait QueueOps: StoreInfo + ItemSource {
     fn assignment_expired(&self, now: DateTime<Utc>) -> Result<Vec<Assignment>, StoreError>;
     /// [`QueueStore::assignment_list`].
     fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError>;
+    /// [`QueueStore::item_list_assigned`].
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError>;
 }

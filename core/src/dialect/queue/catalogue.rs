@@ -54,6 +54,22 @@ impl Statements<'_> {
             ),
             ("assignment_expired", self.assignment_expired(now)),
             ("assignment_list", self.assignment_list(&key)),
+            (
+                "item_list_assigned",
+                self.item_list_assigned(&ItemsQuery {
+                    assignments: 10,
+                    ..ItemsQuery::new("review", 50)
+                }),
+            ),
+            (
+                "item_list_assigned_one",
+                self.item_list_assigned(&ItemsQuery {
+                    item: Some("batch-1/1"),
+                    held_by: Some("w1"),
+                    assignments: 100,
+                    ..ItemsQuery::new("review", 1)
+                }),
+            ),
         ];
         if self.policy().priority {
             // The weighted and aging modes: the levels, then a claim at one level and band.

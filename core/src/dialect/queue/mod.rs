@@ -9,7 +9,9 @@ use super::{common, Catalog, FileLoad, LimitAt, Rendered, SqlWriter, Value};
 use crate::error::StoreError;
 use crate::ordering::{CustomKey, Direction, KeyType, PrimaryOrder};
 pub use crate::records::ForWorker;
-use crate::records::{AssignmentStatus, ExecutionKey, Finish, Finishing, NewItem, RecordKey};
+use crate::records::{
+    AssignmentStatus, ExecutionKey, Finish, Finishing, ItemsQuery, NewItem, RecordKey,
+};
 use chrono::{DateTime, Utc};
 
 /// The item columns, in select-list order.
@@ -524,6 +526,47 @@ impl Statements<'_> {
         let mut w = self.assignment_select();
         Self::where_item(&mut w, key, "");
         w.push(" ORDER BY worker ASC");
+        w.finish()
+    }
+
+    /// The items `q` selects with their versions and first assignments, in one statement: a
+    /// CTE `l` of the first `q.limit` items of the type by arrival (`execution_time`, id),
+    /// left-joined to their assignments numbered by worker (`rn`, at most `q.assignments`
+    /// kept) and counted (`n_assignments`). One row per kept assignment, or one with NULL
+    /// assignment columns for an item without any kept; by arrival, then worker.
+    pub fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Rendered {
+        let mut w = SqlWriter::new(self.dialect());
+        w.push("WITH l AS (SELECT ");
+        self.dialect().limit(&mut w, q.limit, LimitAt::Head);
+        let cols: Vec<_> = ITEM_COLUMNS.iter().map(|c| format!("i.{c}")).collect();
+        w.push(&cols.join(", "))
+            .push(", i.version FROM ")
+            .table(self.table())
+            .push(" i WHERE i.task_name = ")
+            .bind(q.task_type)
+            .push(" AND i.max_assignments IS NOT NULL");
+        if let Some(item) = q.item {
+            w.push(" AND i.task_instance = ").bind(item);
+        }
+        if let Some(worker) = q.held_by {
+            w.push(" AND i.held_by = ").bind(worker);
+        }
+        w.push(" ORDER BY i.execution_time ASC, i.task_instance ASC");
+        self.dialect().limit(&mut w, q.limit, LimitAt::Tail);
+        w.push(") SELECT ");
+        let cols: Vec<_> = ITEM_COLUMNS.iter().map(|c| format!("l.{c}")).collect();
+        w.push(&cols.join(", ")).push(
+            ", l.version, a.worker, a.status, a.deadline, a.updated_at, a.n_assignments \
+             FROM l LEFT JOIN (SELECT x.task_instance, x.worker, x.status, x.deadline, \
+             x.updated_at, ROW_NUMBER() OVER (PARTITION BY x.task_instance ORDER BY x.worker) \
+             AS rn, COUNT(*) OVER (PARTITION BY x.task_instance) AS n_assignments FROM ",
+        );
+        w.table(&self.table().assignments()).push(
+            " x JOIN l ON x.task_name = l.task_name AND x.task_instance = l.task_instance) a \
+             ON a.task_instance = l.task_instance AND a.rn <= ",
+        );
+        w.bind(q.assignments.max(1))
+            .push(" ORDER BY l.execution_time ASC, l.task_instance ASC, a.worker ASC");
         w.finish()
     }
 

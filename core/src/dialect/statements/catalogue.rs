@@ -147,6 +147,19 @@ impl Statements<'_> {
                 self.update_versions(&[(&keys[0], 2, &reschedule), (&keys[1], 5, &failure)]),
             ),
             ("dead", self.dead(now)),
+            (
+                "dead_page_first",
+                self.dead_page(&DeadPage::first(now, 100)),
+            ),
+            (
+                "dead_page_after",
+                self.dead_page(&DeadPage {
+                    task_name: Some("email".into()),
+                    after: Some((now, keys[0].clone())),
+                    ..DeadPage::first(now, 100)
+                }),
+            ),
+            ("dead_counts", self.dead_counts(now)),
             ("list", self.list(&filter)),
             ("summary", self.summary()),
             ("unresolved_names", self.unresolved_names(&tasks, false)),

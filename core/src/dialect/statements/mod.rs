@@ -13,7 +13,9 @@ use super::{
 use crate::ident::TableName;
 pub use crate::ordering::Level;
 use crate::ordering::{Direction, OrderingPolicy, PrimaryOrder};
-use crate::records::{Changes, ExecutionKey, Guard, ListFilter, NewExecution, PickChange};
+use crate::records::{
+    Changes, DeadPage, ExecutionKey, Guard, ListFilter, NewExecution, PickChange,
+};
 use chrono::{DateTime, Utc};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -452,7 +454,9 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
-    /// Picked executions whose last heartbeat is at or before `older_than`.
+    /// Picked executions whose last heartbeat is at or before `older_than`, all of them (the
+    /// db-scheduler form; the stores read [`Statements::dead_page`] and
+    /// [`Statements::dead_counts`], bounded).
     pub fn dead(&self, older_than: DateTime<Utc>) -> Rendered {
         let mut w = self.select_from(None);
         w.push(" WHERE picked = ")
@@ -460,6 +464,50 @@ impl<'d> Statements<'d> {
             .push(" AND last_heartbeat <= ")
             .bind(older_than)
             .push(" ORDER BY last_heartbeat ASC");
+        w.finish()
+    }
+
+    /// One page of the dead executions ([`DeadPage`]): picked, heartbeat at or before
+    /// `older_than`, of `task_name` when given, after the page's cursor, in `(last_heartbeat, task_name, task_instance)`
+    /// order, at most `limit` rows.
+    pub fn dead_page(&self, page: &DeadPage) -> Rendered {
+        let mut w = self.select_from(Some(page.limit));
+        w.push(" WHERE picked = ")
+            .bind(true)
+            .push(" AND last_heartbeat <= ")
+            .bind(page.older_than);
+        if let Some(task) = &page.task_name {
+            w.push(" AND task_name = ").bind(task.as_str());
+        }
+        if let Some((at, key)) = &page.after {
+            // Spelled out: SQL Server and Oracle have no row-value comparison.
+            w.push(" AND (last_heartbeat > ")
+                .bind(*at)
+                .push(" OR (last_heartbeat = ")
+                .bind(*at)
+                .push(" AND (task_name > ")
+                .bind(key.task_name.as_str())
+                .push(" OR (task_name = ")
+                .bind(key.task_name.as_str())
+                .push(" AND task_instance > ")
+                .bind(key.task_instance.as_str())
+                .push("))))");
+        }
+        w.push(" ORDER BY last_heartbeat ASC, task_name ASC, task_instance ASC");
+        self.dialect.limit(&mut w, page.limit, LimitAt::Tail);
+        w.finish()
+    }
+
+    /// Dead executions counted per task (columns `task_name`, `dead`): one row per task name.
+    pub fn dead_counts(&self, older_than: DateTime<Utc>) -> Rendered {
+        let mut w = self.writer();
+        w.push("SELECT task_name, COUNT(*) AS dead FROM ")
+            .table(&self.table)
+            .push(" WHERE picked = ")
+            .bind(true)
+            .push(" AND last_heartbeat <= ")
+            .bind(older_than)
+            .push(" GROUP BY task_name ORDER BY task_name");
         w.finish()
     }
 

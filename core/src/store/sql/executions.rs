@@ -111,11 +111,29 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         Ok(self.execute(self.statements.delete(key, guard))? == 1)
     }
 
-    fn execution_dead(&self, older_than: DateTime<Utc>) -> Result<Decoded, StoreError> {
-        let (rows, bad) = poison::decode_executions(self.rows(&self.statements.dead(older_than))?);
-        Ok(Decoded {
-            rows,
-            poison: bad.into_iter().map(|b| b.row).collect(),
+    fn execution_dead_rows(
+        &self,
+        page: &DeadPage,
+    ) -> Result<(Decoded, Option<DeadCursor>), StoreError> {
+        let rows = self.rows(&self.statements.dead_page(page))?;
+        let full = rows.len() as i64 >= page.limit;
+        let (rows, bad) = poison::decode_executions(rows);
+        let next = if full {
+            rows.last()
+                .and_then(|e| e.last_heartbeat.map(|at| (at, e.key())))
+        } else {
+            None
+        };
+        let poison = bad.into_iter().map(|b| b.row).collect();
+        Ok((Decoded { rows, poison }, next))
+    }
+
+    fn execution_dead_counts(
+        &self,
+        older_than: DateTime<Utc>,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        decode_all(self.rows(&self.statements.dead_counts(older_than))?, |r| {
+            Ok((r.text("task_name")?, r.i64("dead")?))
         })
     }
 

@@ -123,6 +123,39 @@ impl<C: SqlConnector> QueueOps for SqlOps<C> {
     fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError> {
         self.assignments(self.statements.assignment_list(key))
     }
+
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError> {
+        let mut listed: Vec<ListedItem> = Vec::new();
+        for mut row in self.rows(&self.statements.item_list_assigned(q))? {
+            let item = Item::from_row(&mut row)?;
+            let version = row.i64("version")?;
+            // NULL: an item without (kept) assignments.
+            let worker = row.opt_text("worker")?;
+            let total = row.opt_i64("n_assignments")?.unwrap_or(0);
+            let assignment = match worker {
+                Some(worker) if q.assignments > 0 => Some(ListedAssignment {
+                    worker,
+                    status: StatusRead::from_stored(row.text("status")?),
+                    deadline: row.timestamp("deadline")?,
+                    updated_at: row.timestamp("updated_at")?,
+                }),
+                _ => None,
+            };
+            let same = listed.last().is_some_and(|l| l.item.key == item.key);
+            if !same {
+                listed.push(ListedItem {
+                    item,
+                    version,
+                    assignments: Vec::new(),
+                    assignments_total: total,
+                });
+            }
+            if let (Some(a), Some(last)) = (assignment, listed.last_mut()) {
+                last.assignments.push(a);
+            }
+        }
+        Ok(listed)
+    }
 }
 
 impl<C: SqlConnector> ItemSource for SqlOps<C> {
