@@ -346,7 +346,7 @@ fn explain_prints_each_dialects_due_queries() {
 
 #[test]
 fn explain_all_ends_every_statement_with_a_semicolon_line() {
-    // After the 14 work-queue statements: intake (the multi-row insert, the id check, the
+    // After the 16 work-queue statements: intake (the multi-row insert, the id check, the
     // counts) and the sample custom order's index (create, exists, drop); where the index is on
     // generated columns (MySQL, SQLite) the 3 queries that sort by them and, per column (4),
     // its add and drop, and one column check.
@@ -358,13 +358,14 @@ fn explain_all_ends_every_statement_with_a_semicolon_line() {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
-        // 26 statements (5 for held-back poison rows and adopting a table, 4 for bulk enqueue,
-        // with and without skipping existing keys, and batched completion), plus the levels
-        // queries (all levels, and those below a level), 6 per-level forms and the next-due
-        // probe of a drained level with priority on,
-        // then the 14 work-queue statements and, priority on, the queue's 2 level statements
-        // (its levels, a claim at one level).
-        assert_eq!(statements.len(), 35 + 14 + 2 + scale + index, "{all}");
+        // 29 statements (5 for held-back poison rows and adopting a table, 4 for bulk enqueue,
+        // with and without skipping existing keys, and batched completion, 3 for the paged
+        // dead executions and their counts), plus the levels queries (all levels, and those
+        // below a level), 6 per-level forms and the next-due probe of a drained level with
+        // priority on, then the 16 work-queue statements (2 for items with their
+        // assignments) and, priority on, the queue's 2 level statements (its levels, a claim
+        // at one level).
+        assert_eq!(statements.len(), 38 + 16 + 2 + scale + index, "{all}");
         assert!(all.ends_with("\n;\n"));
         for s in statements {
             let sql = s.lines().last().unwrap();
@@ -576,7 +577,7 @@ fn postgres_errors_name_what_is_wrong() {
 /// cannot index a computed column holding `OPENJSON` (docs/DESIGN.md, "SQL Server and Oracle").
 #[test]
 fn explain_all_prints_sql_server_and_oracle_dialects() {
-    // After the 14 work-queue statements: SQL Server's intake (3), its queries sorting by the
+    // After the 16 work-queue statements: SQL Server's intake (3), its queries sorting by the
     // index's computed columns (3) and the index DDL (4 columns added and dropped, create,
     // exists, drop, a column check); Oracle's intake without the multi-row insert (it inserts
     // one item per statement, 2) and its function-based index (create, exists, drop).
@@ -586,14 +587,14 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
             "WITH (UPDLOCK, READPAST, ROWLOCK)",
             "TRY_CAST(JSON_VALUE(custom_attributes, @P",
             "AS (CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), JSON_VALUE(custom_attributes, '$.\"team\"')",
-            14 + 6 + 12,
+            16 + 6 + 12,
         ),
         (
             "oracle",
             "FOR UPDATE SKIP LOCKED",
             "JSON_VALUE(custom_attributes, '$.\"team\".stringOnly()' RETURNING VARCHAR2(1000))",
             "(JSON_VALUE(custom_attributes, '$.\"score\".number()' RETURNING NUMBER)) DESC",
-            14 + 2 + 3,
+            16 + 2 + 3,
         ),
     ] {
         for priority in [false, true] {
@@ -604,7 +605,7 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
             let all = stdout_of(docket().args(&args));
             let statements = all.split("\n;\n").filter(|s| !s.trim().is_empty()).count();
             // Priority on: the scheduler's 9 level statements and the queue's 2.
-            assert_eq!(statements, (if priority { 35 + 2 } else { 26 }) + queue, "{all}");
+            assert_eq!(statements, (if priority { 38 + 2 } else { 29 }) + queue, "{all}");
             assert!(all.contains(marker), "{all}");
             for name in [
                 "-- item_next_custom",
