@@ -216,7 +216,7 @@ impl Engine {
     /// Returns `false` when another scheduler claimed the candidate first.
     pub fn process(&self, job: Job) -> bool {
         let execution = match job {
-            Job::Run(e) => Some(e),
+            Job::Run(e) => self.still_held(e),
             Job::PickAndRun(candidate) => self.claim(candidate),
         };
         let ran = execution.is_some();
@@ -224,6 +224,40 @@ impl Engine {
             self.run(execution);
         }
         ran
+    }
+
+    /// A claimed execution about to start after waiting in the queue, if it is still this
+    /// scheduler's: a heartbeat found it revived elsewhere (the process was paused, or cut off,
+    /// past the dead window), or it waited longer than a heartbeat interval and a version-checked
+    /// heartbeat now matches no row. A lost one is reported and never started; a heartbeat
+    /// that fails for another reason (the database away) lets it run, fenced as always.
+    fn still_held(&self, e: Execution) -> Option<Execution> {
+        let key = e.key();
+        if self.running().get(&key) != Some(&e.version) {
+            self.lost(&e, "revived elsewhere while it waited to start");
+            return None;
+        }
+        let now = self.clock.now();
+        let waited = e
+            .last_heartbeat
+            .is_none_or(|claimed| now - claimed > chrono(self.config.heartbeat_interval));
+        if waited {
+            if let Ok(false) = self.store.execution_heartbeat(&key, e.version, now) {
+                self.lost(&e, "revived elsewhere while it waited to start");
+                return None;
+            }
+        }
+        Some(e)
+    }
+
+    /// Reports an execution this scheduler held and lost (its version moved on): forgotten
+    /// for heartbeats, logged, counted (`docket_lost_executions_total`) and sent to listeners.
+    fn lost(&self, e: &Execution, why: &str) {
+        self.forget(&e.key(), e.version);
+        warn!(task = %e.task_name, instance = %e.task_instance, version = e.version, why,
+            "execution lost: not ours any more, nothing of ours is written");
+        metrics::counter!("docket_lost_executions_total").increment(1);
+        self.emit(SchedulerEvent::LostExecution(e.clone()));
     }
 
     /// Hands a claimed execution back unrun (shutdown before it started).
@@ -435,9 +469,10 @@ impl Engine {
 
     fn record(&self, execution: &Execution, changed: bool) {
         if !changed {
-            warn!(task = %execution.task_name, instance = %execution.task_instance,
-                "execution changed since it was picked (revived elsewhere?); outcome not recorded");
-            self.emit(SchedulerEvent::LostExecution(execution.clone()));
+            self.lost(
+                execution,
+                "outcome not recorded: changed since it was picked",
+            );
         }
     }
 
@@ -559,8 +594,15 @@ impl Engine {
         for (key, version) in running {
             match self.store.execution_heartbeat(&key, version, now) {
                 Ok(true) => {}
-                Ok(false) => warn!(task = %key.task_name, instance = %key.task_instance,
-                    "heartbeat rejected: the execution was revived elsewhere"),
+                // Revived elsewhere: no more heartbeats for it, and if it has not started
+                // yet it never will (see `still_held`).
+                Ok(false) => {
+                    let mut e = Execution::new(&key.task_name, &key.task_instance, now);
+                    e.version = version;
+                    e.picked = true;
+                    e.picked_by = Some(self.config.scheduler_name.clone());
+                    self.lost(&e, "heartbeat rejected: revived elsewhere");
+                }
                 Err(err) => {
                     warn!(task = %key.task_name, instance = %key.task_instance, %err,
                         "heartbeat failed; the other executions still get theirs");
