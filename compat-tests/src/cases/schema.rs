@@ -139,7 +139,7 @@ pub fn scheduler_runs_on_every_migration_prefix(h: &dyn Harness, t: Toggle) {
                 .config(docket_core::SchedulerConfig {
                     // One worker: `run_due` runs executions in hand-out order.
                     threads: 1,
-                    polling: polling.clone(),
+                    polling,
                     ..Default::default()
                 })
                 .task(task)
