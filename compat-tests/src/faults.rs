@@ -273,6 +273,8 @@ pub fn contention_without_failures(h: &dyn Harness, exe: &str, priority: bool) {
         cluster.stop(i);
     }
     let events: Vec<String> = (0..workers.len()).flat_map(|i| cluster.events(i)).collect();
+    let dead = instances(&events, "dead").len();
+    let lost = instances(&events, "lost").len();
     let runs = cluster.finish();
     let failed = failures(&events);
     let deadlocks = failed
@@ -293,7 +295,8 @@ pub fn contention_without_failures(h: &dyn Harness, exe: &str, priority: bool) {
         .count();
     let figures = format!(
         ", lock-and-fetch, priority {}; {} failed statements ({polls} polls; {deadlocks} \
-         deadlocks, {lock_waits} lock wait timeouts, {serialization} serialization failures)",
+         deadlocks, {lock_waits} lock wait timeouts, {serialization} serialization failures); \
+         {dead} declared dead, {lost} fenced",
         if priority { "on" } else { "off" },
         failed.len()
     );
@@ -492,6 +495,111 @@ pub fn slow_link(h: &dyn Harness, exe: &str) {
     report_of(h.name(), "slow link", N, 2, elapsed, &figures);
 }
 
+/// Where Debian's `libfaketime` puts the multi-threaded preload library.
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+
+/// A worker whose wall clock is `offset` (libfaketime syntax: `+600`, `-1`) seconds off; its
+/// monotonic clock (sleeps, timeouts) stays true.
+fn skewed(name: &str, polling: &str, offset: &str) -> Launch {
+    let mut w = Launch::new(name, polling);
+    w.env = vec![
+        ("LD_PRELOAD".into(), LIBFAKETIME.into()),
+        ("FAKETIME".into(), offset.into()),
+        ("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into()),
+    ];
+    w
+}
+
+/// Fault 5: skewed clocks. Three scheduler processes: one with a true clock, one `skew` ahead,
+/// one `skew` behind (libfaketime). Heartbeats every 1 s, 4 missed: a 4 s dead window. 600
+/// executions were due 15 minutes ago (so that every node finds them due) and 50 are due 5
+/// minutes from now. Every time docket writes or compares comes from the scheduler's own clock
+/// (`Clock`, the node's wall clock, bound into the statements), so the documented tolerance is
+/// a skew between any two nodes below `dead window - heartbeat interval` (no false deaths) and
+/// work may run early by at most the skew. Shown: no execution is declared dead, nothing runs
+/// twice, nothing is lost, none of the later executions runs before its time.
+pub fn clock_skew(h: &dyn Harness, exe: &str, skew_secs: u32) {
+    const N: usize = 600;
+    const LATER: usize = 50;
+    if !std::path::Path::new(LIBFAKETIME).is_file() {
+        not_run(
+            h.name(),
+            format!("{LIBFAKETIME} is missing (Debian package libfaketime)"),
+        );
+    }
+    let space = h.space();
+    space.migrate(&StoreConfig::with_priority(true), None);
+    let client = SchedulerClient::new(space.store(StoreConfig::with_priority(true), None))
+        .expect("schema migrated");
+    let now = chrono::Utc::now();
+    let due = (0..N).map(|i| {
+        RELIAB
+            .instance(format!("{i:06}"))
+            .scheduled_to(now - chrono::Duration::minutes(15))
+    });
+    client.schedule_batch(due).expect("scheduled");
+    let later = (0..LATER).map(|i| {
+        RELIAB
+            .instance(format!("later-{i:03}"))
+            .scheduled_to(now + chrono::Duration::minutes(5))
+    });
+    client.schedule_batch(later).expect("scheduled");
+    let store = space.store(StoreConfig::with_priority(true), None);
+    let started = Instant::now();
+    let workers = [
+        Launch::new("true-clock", "lock-and-fetch"),
+        skewed("ahead", "fetch", &format!("+{skew_secs}")),
+        skewed("behind", "lock-and-fetch", &format!("-{skew_secs}")),
+    ];
+    let mut cluster = Cluster::launch(h.name(), &space.url(), exe, &workers, 1_000, 300, None);
+    cluster.wait("every due execution to be done", || {
+        store
+            .execution_list(&ListFilter::default())
+            .is_ok_and(|rows| {
+                rows.iter()
+                    .all(|e| e.task_instance.starts_with("later-") && !e.picked)
+            })
+    });
+    // Two more dead windows: time for a false death to show.
+    std::thread::sleep(Duration::from_secs(8));
+    let elapsed = started.elapsed();
+    for i in 0..workers.len() {
+        cluster.stop(i);
+    }
+    let dead = all_events(&cluster, workers.len(), "dead");
+    let mut revivers: Vec<&str> = dead.iter().map(|(w, _)| w.as_str()).collect();
+    revivers.dedup();
+    let runs = cluster.finish();
+    let early: Vec<_> = runs
+        .iter()
+        .filter(|(i, _)| i.starts_with("later-"))
+        .collect();
+    let twice = duplicates(&runs);
+    let figures = format!(
+        ", clocks {skew_secs} s ahead and behind, dead window 4 s: {} declared dead (by {revivers:?}), \
+         {} ran twice, {} of {LATER} due in 5 minutes ran early",
+        dead.len(),
+        twice.len(),
+        early.len()
+    );
+    assert_eq!(
+        runs.len() - early.len(),
+        N,
+        "every due execution ran{figures}"
+    );
+    assert!(
+        dead.is_empty() && twice.is_empty(),
+        "a skewed node declared healthy peers dead{figures}; first: {:?}",
+        &dead[..dead.len().min(5)]
+    );
+    assert!(
+        early.is_empty(),
+        "a node ran work before its time{figures}: {:?}",
+        &early[..early.len().min(5)]
+    );
+    report_of(h.name(), "clock skew", N, workers.len(), elapsed, &figures);
+}
+
 /// Instantiates the fault cases for one harness; `$exe` is the worker binary
 /// (`env!("CARGO_BIN_EXE_reliab_worker")`).
 #[macro_export]
@@ -516,6 +624,14 @@ macro_rules! faults_suite {
         #[test]
         fn partition_longer_than_dead_window() {
             $crate::faults::partition(&$harness, $exe, std::time::Duration::from_secs(20));
+        }
+        #[test]
+        fn clock_skew_within_tolerance() {
+            $crate::faults::clock_skew(&$harness, $exe, 1);
+        }
+        #[test]
+        fn clock_skew_of_10_minutes() {
+            $crate::faults::clock_skew(&$harness, $exe, 600);
         }
         #[test]
         fn slow_link_no_false_deaths() {
