@@ -219,8 +219,20 @@ impl Cluster {
 
     /// Waits until `done` holds, failing if a worker exits on its own (a killed one has no
     /// exit code and is ignored).
-    pub(crate) fn wait(&mut self, what: &str, mut done: impl FnMut() -> bool) {
-        let deadline = Instant::now() + PATIENCE;
+    pub(crate) fn wait(&mut self, what: &str, done: impl FnMut() -> bool) {
+        if !self.wait_within(what, PATIENCE, done) {
+            panic!("timed out waiting for {what}");
+        }
+    }
+
+    /// [`Cluster::wait`], returning `false` after `patience`.
+    pub(crate) fn wait_within(
+        &mut self,
+        what: &str,
+        patience: Duration,
+        mut done: impl FnMut() -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + patience;
         while !done() {
             for (name, child, _) in &mut self.workers {
                 if let Ok(Some(status)) = child.try_wait() {
@@ -229,9 +241,12 @@ impl Cluster {
                     }
                 }
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            if Instant::now() >= deadline {
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(200));
         }
+        true
     }
 
     /// Graceful stop of worker `i` (closes its standard input, waits for it to end).
@@ -482,6 +497,7 @@ pub fn outage_is_survived(
 ) {
     const N: usize = 10_000;
     const DOWN_FOR: Duration = Duration::from_secs(10);
+    let _one_outage_at_a_time = one_outage_at_a_time();
     let space = h.space();
     space.migrate(&StoreConfig::with_priority(true), None);
     schedule(&*space, N);
@@ -512,6 +528,15 @@ pub fn outage_is_survived(
         elapsed,
         &format!(", server down {} s mid-run", DOWN_FOR.as_secs()),
     );
+}
+
+/// Outage cases stop their process's server: held for the whole case, so that two cases of
+/// one backend never take the same server down at once.
+pub(crate) fn one_outage_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERVER_IN_USE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERVER_IN_USE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Instantiates the reliability suite for one harness; `$exe` is the worker binary
@@ -551,6 +576,14 @@ macro_rules! outage_suite {
         #[test]
         fn outage_is_survived() {
             $crate::reliability::outage_is_survived(&$harness, $exe, $outage);
+        }
+        #[test]
+        fn outage_longer_than_dead_window() {
+            $crate::faults::outage_longer_than_dead_window(&$harness, $exe, $outage);
+        }
+        #[test]
+        fn restart_with_completions_in_flight() {
+            $crate::faults::restart_with_completions_in_flight(&$harness, $exe, $outage);
         }
     };
 }
