@@ -8,7 +8,8 @@
 //!
 //! Beside LOG, `LOG.events` gets one line per scheduler event the tests count
 //! (`lost INSTANCE`, `dead INSTANCE`, `failed INSTANCE`, `poll-failed ERROR`) and one per
-//! warning or error the scheduler logs (`WARN message key=value...`, `ERROR ...`): a fenced
+//! warning or error the scheduler logs (`WARN +MSms message key=value...`, `ERROR ...`, MS
+//! counted from the worker's start): a fenced
 //! heartbeat is only a warning. Instances whose id starts with `fail-` fail every time (the
 //! task's default policy retries them 5 minutes later), so the tests see failures and
 //! reschedules written too. `RELIAB_PRIORITY=off` makes it a priority-off scheduler.
@@ -43,8 +44,9 @@ fn append(file: &File, line: &str) {
     let _ = (&*file).write_all(format!("{}\n", line.replace('\n', " ")).as_bytes());
 }
 
-/// The scheduler's warnings and errors, one line each, into the events file.
-struct Warnings(Arc<File>);
+/// The scheduler's warnings and errors, one line each, into the events file, with the
+/// milliseconds since the worker started (`WARN +1234ms message key=value ...`).
+struct Warnings(Arc<File>, std::time::Instant);
 
 /// Formats an event's fields as `message key=value ...`.
 struct Fields(String);
@@ -69,7 +71,11 @@ impl tracing::Subscriber for Warnings {
     fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, event: &tracing::Event<'_>) {
-        let mut fields = Fields(event.metadata().level().to_string());
+        let mut fields = Fields(format!(
+            "{} +{}ms",
+            event.metadata().level(),
+            self.1.elapsed().as_millis()
+        ));
         event.record(&mut fields);
         append(&self.0, &fields.0);
     }
@@ -112,8 +118,11 @@ fn run() -> Result<(), String> {
     };
     let log = open(&log_path)?;
     let events = Arc::new(open(&format!("{log_path}.events"))?);
-    tracing::subscriber::set_global_default(Warnings(Arc::clone(&events)))
-        .map_err(|e| e.to_string())?;
+    tracing::subscriber::set_global_default(Warnings(
+        Arc::clone(&events),
+        std::time::Instant::now(),
+    ))
+    .map_err(|e| e.to_string())?;
     // RELIAB_PRIORITY=off: a priority-off scheduler (due-queries without the priority order).
     let priority = std::env::var("RELIAB_PRIORITY").map_or(true, |v| v != "off");
     let store =
