@@ -31,6 +31,11 @@ docket_missing_packages() {
   # The outage test stops the throwaway MariaDB with the kill command (the program, not the
   # shell builtin `command -v` would find); minimal installs and containers lack procps.
   type -P kill >/dev/null 2>&1 || need+=(procps)
+  # The reliability suite's fault cases: libfaketime (skewed clocks), ip and iptables (a
+  # network namespace and the partition between it and the test server).
+  [ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ] || need+=(libfaketime)
+  command -v ip >/dev/null 2>&1 || need+=(iproute2)
+  command -v iptables >/dev/null 2>&1 || need+=(iptables)
   if [ ${#need[@]} -gt 0 ]; then
     printf '%s\n' "${need[@]}"
   fi

@@ -14,9 +14,13 @@
 //!
 //! `docket bench throughput` (module [`throughput`](mod@throughput)): the engine's own cost against the raw
 //! claim1 ceiling of the same driver.
+//!
+//! `docket bench soak` (module [`soak`]): a steady mixed load for minutes, watching memory,
+//! connections, file handles and table size.
 
 mod load;
 mod queue;
+mod soak;
 mod throughput;
 
 use crate::error::CliError;
@@ -54,6 +58,9 @@ enum Which {
     Queue(queue::QueueArgs),
     /// Jobs/s of no-op one-time tasks: raw claim1 ceiling, docket's defaults, each strategy.
     Throughput(throughput::ThroughputArgs),
+    /// A steady mixed load for --minutes: memory, connections, file handles and table size
+    /// stay flat, nothing is lost (a verdict line at the end).
+    Soak(soak::SoakArgs),
 }
 
 /// Arguments of `docket bench priority`.
@@ -126,6 +133,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         Which::Priority(a) => priority(a),
         Which::Queue(a) => queue::run(a),
         Which::Throughput(a) => throughput::run(a),
+        Which::Soak(a) => soak::run(a),
     }
 }
 

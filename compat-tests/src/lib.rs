@@ -11,7 +11,9 @@
 pub mod backends;
 pub mod cases;
 pub mod db_scheduler;
+pub mod faults;
 pub mod harness;
+pub mod netfault;
 pub mod reliability;
 pub mod servers;
 pub mod statements;

@@ -11,17 +11,17 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const RELIAB: TaskDescriptor = TaskDescriptor::new("reliab");
+pub(crate) const RELIAB: TaskDescriptor = TaskDescriptor::new("reliab");
 /// Scheduler processes per cluster.
 pub const WORKERS: usize = 4;
 /// Worker threads per process.
 pub const THREADS: usize = 10;
 /// Upper bound on any cluster run.
-const PATIENCE: Duration = Duration::from_secs(300);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(300);
 
 /// Schedules `n` executions: even ones with priorities 1..=10, odd ones by a priority-off
 /// writer (NULL priority), in all-or-nothing batches.
-fn schedule(space: &dyn Space, n: usize) {
+pub(crate) fn schedule(space: &dyn Space, n: usize) {
     let on = space.store(StoreConfig::with_priority(true), None);
     let off = space.store(StoreConfig::with_priority(false), None);
     let clients = [
@@ -41,7 +41,7 @@ fn schedule(space: &dyn Space, n: usize) {
 }
 
 /// Executions left; while the database is unreachable, "unknown" (`i64::MAX`).
-fn remaining(store: &dyn Store) -> i64 {
+pub(crate) fn remaining(store: &dyn Store) -> i64 {
     store
         .execution_summary()
         .map(|rows| rows.iter().map(|s| s.total).sum())
@@ -50,7 +50,7 @@ fn remaining(store: &dyn Store) -> i64 {
 
 /// Instance ids of the executions `worker` has picked right now (none while the database is
 /// unreachable).
-fn held_by(store: &dyn Store, worker: &str) -> Vec<String> {
+pub(crate) fn held_by(store: &dyn Store, worker: &str) -> Vec<String> {
     let picked = ListFilter {
         picked: Some(true),
         ..ListFilter::default()
@@ -63,9 +63,36 @@ fn held_by(store: &dyn Store, worker: &str) -> Vec<String> {
 }
 
 /// Scheduler processes working one space.
-struct Cluster {
+pub(crate) struct Cluster {
     workers: Vec<(String, Child, PathBuf)>,
     _logs: tempfile::TempDir,
+}
+
+/// How to start one worker process (see [`Cluster::launch`]).
+pub(crate) struct Launch {
+    /// Its scheduler name.
+    pub name: String,
+    /// `fetch` or `lock-and-fetch`.
+    pub polling: String,
+    /// A command it runs under (`ip netns exec NS`, `env LD_PRELOAD=...`); empty: none.
+    pub wrapper: Vec<String>,
+    /// The URL it connects to; `None`: the space's.
+    pub url: Option<String>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+}
+
+impl Launch {
+    /// A plain worker on the space's URL.
+    pub(crate) fn new(name: &str, polling: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            polling: polling.to_owned(),
+            wrapper: Vec::new(),
+            url: None,
+            env: Vec::new(),
+        }
+    }
 }
 
 impl Cluster {
@@ -95,22 +122,56 @@ impl Cluster {
         work_ms: u64,
         flush_ms: Option<u64>,
     ) -> Self {
+        let launches: Vec<_> = workers
+            .iter()
+            .map(|(name, polling)| Launch::new(name, polling))
+            .collect();
+        Self::launch(
+            backend,
+            &space.url(),
+            exe,
+            &launches,
+            heartbeat_ms,
+            work_ms,
+            flush_ms,
+        )
+    }
+
+    /// Starts one process per [`Launch`], on `url` unless it names its own.
+    pub(crate) fn launch(
+        backend: &str,
+        url: &str,
+        exe: &str,
+        workers: &[Launch],
+        heartbeat_ms: u64,
+        work_ms: u64,
+        flush_ms: Option<u64>,
+    ) -> Self {
         let logs = tempfile::tempdir().expect("log dir");
         let workers = workers
             .iter()
-            .map(|(name, polling)| {
-                let log = logs.path().join(format!("{name}.log"));
-                let child = Command::new(exe)
-                    .args([backend, &space.url(), polling])
-                    .args([&THREADS.to_string(), name])
+            .map(|w| {
+                let log = logs.path().join(format!("{}.log", w.name));
+                let mut cmd = match w.wrapper.split_first() {
+                    Some((program, args)) => {
+                        let mut cmd = Command::new(program);
+                        cmd.args(args).arg(exe);
+                        cmd
+                    }
+                    None => Command::new(exe),
+                };
+                let child = cmd
+                    .args([backend, w.url.as_deref().unwrap_or(url), &w.polling])
+                    .args([&THREADS.to_string(), &w.name])
                     .arg(&log)
                     .args([heartbeat_ms.to_string(), work_ms.to_string()])
                     .args(flush_ms.map(|ms| ms.to_string()))
+                    .envs(w.env.iter().map(|(k, v)| (k, v)))
                     .stdin(Stdio::piped())
                     .stdout(Stdio::null())
                     .spawn()
                     .unwrap_or_else(|e| panic!("cannot start {exe}: {e}"));
-                (name.clone(), child, log)
+                (w.name.clone(), child, log)
             })
             .collect();
         Self {
@@ -119,8 +180,38 @@ impl Cluster {
         }
     }
 
+    /// The name of worker `i`.
+    pub(crate) fn name(&self, i: usize) -> &str {
+        &self.workers[i].0
+    }
+
+    /// The process id of worker `i`.
+    pub(crate) fn pid(&self, i: usize) -> u32 {
+        self.workers[i].1.id()
+    }
+
+    /// The instances worker `i` has started so far, in order (its log).
+    pub(crate) fn started(&self, i: usize) -> Vec<String> {
+        std::fs::read_to_string(&self.workers[i].2)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| line.split(' ').next().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    /// The lines of worker `i`'s events file (scheduler events and warnings, see the worker).
+    pub(crate) fn events(&self, i: usize) -> Vec<String> {
+        let mut path = self.workers[i].2.clone().into_os_string();
+        path.push(".events");
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// Runs worker `i` has logged so far.
-    fn logged(&self, i: usize) -> usize {
+    pub(crate) fn logged(&self, i: usize) -> usize {
         std::fs::read_to_string(&self.workers[i].2)
             .map(|text| text.lines().count())
             .unwrap_or(0)
@@ -128,8 +219,20 @@ impl Cluster {
 
     /// Waits until `done` holds, failing if a worker exits on its own (a killed one has no
     /// exit code and is ignored).
-    fn wait(&mut self, what: &str, mut done: impl FnMut() -> bool) {
-        let deadline = Instant::now() + PATIENCE;
+    pub(crate) fn wait(&mut self, what: &str, done: impl FnMut() -> bool) {
+        if !self.wait_within(what, PATIENCE, done) {
+            panic!("timed out waiting for {what}");
+        }
+    }
+
+    /// [`Cluster::wait`], returning `false` after `patience`.
+    pub(crate) fn wait_within(
+        &mut self,
+        what: &str,
+        patience: Duration,
+        mut done: impl FnMut() -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + patience;
         while !done() {
             for (name, child, _) in &mut self.workers {
                 if let Ok(Some(status)) = child.try_wait() {
@@ -138,13 +241,24 @@ impl Cluster {
                     }
                 }
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            if Instant::now() >= deadline {
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(200));
         }
+        true
+    }
+
+    /// Graceful stop of worker `i` (closes its standard input, waits for it to end).
+    pub(crate) fn stop(&mut self, i: usize) {
+        let (name, child, _) = &mut self.workers[i];
+        drop(child.stdin.take());
+        let status = child.wait().expect("worker exit");
+        assert!(status.success(), "{name} did not stop cleanly: {status}");
     }
 
     /// `kill -9` of worker `i`.
-    fn kill(&mut self, i: usize) -> String {
+    pub(crate) fn kill(&mut self, i: usize) -> String {
         let (name, child, _) = &mut self.workers[i];
         child.kill().expect("SIGKILL");
         child.wait().expect("reaped");
@@ -153,7 +267,7 @@ impl Cluster {
 
     /// Closes the workers' stdin (graceful stop), waits for them, and returns the runs of all
     /// workers, killed ones included: instance -> workers that started it.
-    fn finish(mut self) -> HashMap<String, Vec<String>> {
+    pub(crate) fn finish(&mut self) -> HashMap<String, Vec<String>> {
         for (name, child, _) in &mut self.workers {
             drop(child.stdin.take());
             if child.try_wait().ok().flatten().is_none() {
@@ -177,7 +291,7 @@ fn report(backend: &str, case: &str, n: usize, elapsed: Duration, extra: &str) {
     report_of(backend, case, n, WORKERS, elapsed, extra);
 }
 
-fn report_of(
+pub(crate) fn report_of(
     backend: &str,
     case: &str,
     n: usize,
@@ -383,6 +497,7 @@ pub fn outage_is_survived(
 ) {
     const N: usize = 10_000;
     const DOWN_FOR: Duration = Duration::from_secs(10);
+    let _one_outage_at_a_time = one_outage_at_a_time();
     let space = h.space();
     space.migrate(&StoreConfig::with_priority(true), None);
     schedule(&*space, N);
@@ -413,6 +528,15 @@ pub fn outage_is_survived(
         elapsed,
         &format!(", server down {} s mid-run", DOWN_FOR.as_secs()),
     );
+}
+
+/// Outage cases stop their process's server: held for the whole case, so that two cases of
+/// one backend never take the same server down at once.
+pub(crate) fn one_outage_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERVER_IN_USE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERVER_IN_USE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Instantiates the reliability suite for one harness; `$exe` is the worker binary
@@ -452,6 +576,14 @@ macro_rules! outage_suite {
         #[test]
         fn outage_is_survived() {
             $crate::reliability::outage_is_survived(&$harness, $exe, $outage);
+        }
+        #[test]
+        fn outage_longer_than_dead_window() {
+            $crate::faults::outage_longer_than_dead_window(&$harness, $exe, $outage);
+        }
+        #[test]
+        fn restart_with_completions_in_flight() {
+            $crate::faults::restart_with_completions_in_flight(&$harness, $exe, $outage);
         }
     };
 }

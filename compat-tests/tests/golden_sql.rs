@@ -143,6 +143,7 @@ golden!(
     update_reschedule,
     update_client,
     heartbeat,
+    heartbeat_versions,
     delete,
     delete_versions,
     update_versions,

@@ -47,9 +47,8 @@ pub enum SchedulerEvent {
     /// A dead execution (no heartbeat) was revived or cancelled.
     DeadExecution(Execution),
     /// An update of an execution this scheduler held was rejected because its version moved on
-    /// (someone revived it): the fencing token at work. Sent for a fenced outcome, a rejected
-    /// heartbeat (the event then carries the key, version and owner; the other fields are
-    /// not read) and a claimed execution that was lost before it started (never started).
+    /// (someone revived it): the fencing token at work. Sent for a fenced outcome and for a
+    /// claimed execution that was lost before it started (it never starts).
     LostExecution(Execution),
     /// Rows of task names no registered task knows; they are left alone.
     UnresolvedTasks(Vec<String>),

@@ -5,13 +5,24 @@
 //! `reliab_worker BACKEND URL POLLING THREADS NAME LOG HEARTBEAT_MS WORK_MS [FLUSH_MS]`
 //! with POLLING `fetch` or `lock-and-fetch`; with FLUSH_MS, outcomes are written only once the
 //! oldest has waited that long (the batch size being unbounded), to crash with them pending.
+//!
+//! Beside LOG, `LOG.events` gets one line per scheduler event the tests count
+//! (`lost INSTANCE`, `dead INSTANCE`, `failed INSTANCE`, `poll-failed ERROR`) and one per
+//! warning or error the scheduler logs (`WARN +MSms message key=value...`, `ERROR ...`, MS
+//! counted from the worker's start): a fenced
+//! heartbeat is only a warning. Instances whose id starts with `fail-` fail every time (the
+//! task's default policy retries them 5 minutes later), so the tests see failures and
+//! reschedules written too. `RELIAB_PRIORITY=off` makes it a priority-off scheduler.
 
 use docket_compat_tests::backends::connect;
 use docket_core::{
-    PollingStrategy, Scheduler, SchedulerConfig, StoreConfig, Task, TaskDescriptor, TaskError,
+    PollingStrategy, Scheduler, SchedulerConfig, SchedulerEvent, StoreConfig, Task, TaskDescriptor,
+    TaskError,
 };
-use std::fs::OpenOptions;
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
 use std::io::{BufRead, Write};
+use std::sync::Arc;
 use std::time::Duration;
 
 const RELIAB: TaskDescriptor = TaskDescriptor::new("reliab");
@@ -26,6 +37,50 @@ fn number(args: &[String], i: usize, what: &str) -> Result<u64, String> {
     arg(args, i, what)?
         .parse()
         .map_err(|e| format!("{what}: {e}"))
+}
+
+/// Appends one line with one `write` (lines of concurrent threads never interleave).
+fn append(file: &File, line: &str) {
+    let _ = (&*file).write_all(format!("{}\n", line.replace('\n', " ")).as_bytes());
+}
+
+/// The scheduler's warnings and errors, one line each, into the events file, with the
+/// milliseconds since the worker started (`WARN +1234ms message key=value ...`).
+struct Warnings(Arc<File>, std::time::Instant);
+
+/// Formats an event's fields as `message key=value ...`.
+struct Fields(String);
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, " {value:?}");
+        } else {
+            let _ = write!(self.0, " {}={value:?}", field.name());
+        }
+    }
+}
+
+impl tracing::Subscriber for Warnings {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut fields = Fields(format!(
+            "{} +{}ms",
+            event.metadata().level(),
+            self.1.elapsed().as_millis()
+        ));
+        event.record(&mut fields);
+        append(&self.0, &fields.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 fn run() -> Result<(), String> {
@@ -54,22 +109,46 @@ fn run() -> Result<(), String> {
         ),
     };
 
-    let log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .map_err(|e| format!("open {log_path}: {e}"))?;
+    let open = |path: &str| {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("open {path}: {e}"))
+    };
+    let log = open(&log_path)?;
+    let events = Arc::new(open(&format!("{log_path}.events"))?);
+    tracing::subscriber::set_global_default(Warnings(
+        Arc::clone(&events),
+        std::time::Instant::now(),
+    ))
+    .map_err(|e| e.to_string())?;
+    // RELIAB_PRIORITY=off: a priority-off scheduler (due-queries without the priority order).
+    let priority = std::env::var("RELIAB_PRIORITY").map_or(true, |v| v != "off");
     let store =
-        connect(&backend, &url, StoreConfig::with_priority(true)).map_err(|e| e.to_string())?;
+        connect(&backend, &url, StoreConfig::with_priority(priority)).map_err(|e| e.to_string())?;
     let me = name.clone();
     let task = Task::one_time(RELIAB, move |e, _| {
         let line = format!("{} {me}\n", e.task_instance);
         (&log).write_all(line.as_bytes()).map_err(TaskError::from)?;
         std::thread::sleep(work);
+        if e.task_instance.starts_with("fail-") {
+            return Err(TaskError::new("fails on purpose"));
+        }
         Ok(())
     });
+    let listener = move |event: &SchedulerEvent| match event {
+        SchedulerEvent::LostExecution(e) => append(&events, &format!("lost {}", e.task_instance)),
+        SchedulerEvent::DeadExecution(e) => append(&events, &format!("dead {}", e.task_instance)),
+        SchedulerEvent::ExecutionFailed { execution, .. } => {
+            append(&events, &format!("failed {}", execution.task_instance));
+        }
+        SchedulerEvent::PollFailed { error } => append(&events, &format!("poll-failed {error}")),
+        _ => {}
+    };
     let scheduler = Scheduler::builder(store)
         .task(task)
+        .listener(Arc::new(listener))
         .config(SchedulerConfig {
             threads,
             polling,

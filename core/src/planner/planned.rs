@@ -152,6 +152,14 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
         self.store.execution_heartbeat(key, version, now)
     }
 
+    fn execution_heartbeat_batch(
+        &self,
+        rows: &[(ExecutionKey, i64)],
+        now: DateTime<Utc>,
+    ) -> Vec<Result<bool, StoreError>> {
+        self.store.execution_heartbeat_batch(rows, now)
+    }
+
     fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> Result<bool, StoreError> {
         self.store.execution_remove(key, guard)
     }

@@ -227,16 +227,13 @@ impl Engine {
     }
 
     /// A claimed execution about to start after waiting in the queue, if it is still this
-    /// scheduler's: a heartbeat found it revived elsewhere (the process was paused, or cut off,
-    /// past the dead window), or it waited longer than a heartbeat interval and a version-checked
-    /// heartbeat now matches no row. A lost one is reported and never started; a heartbeat
-    /// that fails for another reason (the database away) lets it run, fenced as always.
+    /// scheduler's: when it waited longer than a heartbeat interval since its claim (the
+    /// process was paused, or cut off, and may have passed the dead window), only if a
+    /// version-checked heartbeat still matches its row. A lost one is reported and never
+    /// started; a heartbeat that fails for another reason (the database away) lets it run,
+    /// fenced as always.
     fn still_held(&self, e: Execution) -> Option<Execution> {
         let key = e.key();
-        if self.running().get(&key) != Some(&e.version) {
-            self.lost(&e, "revived elsewhere while it waited to start");
-            return None;
-        }
         let now = self.clock.now();
         let waited = e
             .last_heartbeat
@@ -578,7 +575,9 @@ impl Engine {
         }
     }
 
-    /// Updates `last_heartbeat` of every execution running here, in key order. A failed
+    /// Updates `last_heartbeat` of every execution running here, in key order, in as few
+    /// statements as the dialect's key limit allows (one statement per execution cost a round
+    /// trip each: over a slow link a round took longer than the dead window). A failed
     /// heartbeat does not stop the others (one row held by a lock, or a trigger rejecting it,
     /// must not let every execution after it look dead and run twice); the first error is
     /// returned once all were tried.
@@ -591,18 +590,15 @@ impl Engine {
             .collect();
         running.sort_unstable();
         let mut first_error = None;
-        for (key, version) in running {
-            match self.store.execution_heartbeat(&key, version, now) {
+        let answers = self.store.execution_heartbeat_batch(&running, now);
+        for ((key, version), answer) in running.into_iter().zip(answers) {
+            match answer {
                 Ok(true) => {}
-                // Revived elsewhere: no more heartbeats for it, and if it has not started
-                // yet it never will (see `still_held`).
-                Ok(false) => {
-                    let mut e = Execution::new(&key.task_name, &key.task_instance, now);
-                    e.version = version;
-                    e.picked = true;
-                    e.picked_by = Some(self.config.scheduler_name.clone());
-                    self.lost(&e, "heartbeat rejected: revived elsewhere");
-                }
+                // Revived elsewhere, or its outcome was written after the round began (so
+                // this is not reported as a loss: a fenced outcome is, and a queued execution
+                // checks its row before it starts, see `still_held`).
+                Ok(false) => debug!(task = %key.task_name, instance = %key.task_instance,
+                    version, "heartbeat matched no row"),
                 Err(err) => {
                     warn!(task = %key.task_name, instance = %key.task_instance, %err,
                         "heartbeat failed; the other executions still get theirs");

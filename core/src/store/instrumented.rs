@@ -97,6 +97,25 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn execution_delete_unresolved(&self, known: &[String], before: DateTime<Utc>) -> u64;
     }
 
+    fn execution_heartbeat_batch(
+        &self,
+        rows: &[(ExecutionKey, i64)],
+        now: DateTime<Utc>,
+    ) -> Vec<Result<bool, StoreError>> {
+        let span = tracing::debug_span!("docket.store", op = "execution_heartbeat_batch");
+        let _entered = span.enter();
+        let started = Instant::now();
+        let answers = self.inner.execution_heartbeat_batch(rows, now);
+        metrics::histogram!("docket_store_seconds", "op" => "execution_heartbeat_batch")
+            .record(started.elapsed().as_secs_f64());
+        let failed = answers.iter().filter(|a| a.is_err()).count();
+        if failed > 0 {
+            metrics::counter!("docket_store_errors_total", "op" => "execution_heartbeat_batch")
+                .increment(failed as u64);
+        }
+        answers
+    }
+
     /// Not a database call: the wrapped store's pending reports.
     fn execution_poisoned(&self) -> Vec<PoisonRow> {
         self.inner.execution_poisoned()

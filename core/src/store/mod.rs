@@ -127,6 +127,16 @@ pub trait ExecutionStore: StoreInfo {
         version: i64,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
+    /// Heartbeats of many picked executions, each at its version, in as few statements as the
+    /// dialect's key limit allows; the answer per execution in order: `Ok(false)` when it is
+    /// no longer ours, an error when its own heartbeat failed (one row's failure, a lock or a
+    /// trigger, never fails the others': a batch that does not change every row is written
+    /// row by row).
+    fn execution_heartbeat_batch(
+        &self,
+        rows: &[(ExecutionKey, i64)],
+        now: DateTime<Utc>,
+    ) -> Vec<Result<bool, StoreError>>;
     /// Removes an execution if `guard` holds.
     fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> Result<bool, StoreError>;
     /// Writes what schedulers finished: each [`Completion`] removes or updates its execution

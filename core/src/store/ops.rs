@@ -110,6 +110,12 @@ pub trait ExecutionOps: StoreInfo + DueSource {
         version: i64,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
+    /// [`ExecutionStore::execution_heartbeat_batch`].
+    fn execution_heartbeat_batch(
+        &self,
+        rows: &[(ExecutionKey, i64)],
+        now: DateTime<Utc>,
+    ) -> Vec<Result<bool, StoreError>>;
     /// [`ExecutionStore::execution_remove`].
     fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> Result<bool, StoreError>;
     /// [`ExecutionStore::execution_complete_batch`].

@@ -137,6 +137,10 @@ impl Statements<'_> {
             ),
             ("update_client", self.update(&key, Guard::Unpicked, &client)),
             ("heartbeat", self.heartbeat(&key, 2, now)),
+            (
+                "heartbeat_versions",
+                self.heartbeat_versions(&[(&keys[0], 2), (&keys[1], 5)], now),
+            ),
             ("delete", self.delete(&key, Guard::Version(2))),
             (
                 "delete_versions",

@@ -345,6 +345,27 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
+    /// Heartbeats the given picked executions, each only if it still has the given version
+    /// (`version` stays: a heartbeat is no change of the execution): one statement. Rows
+    /// affected tell how many were still held.
+    pub fn heartbeat_versions(
+        &self,
+        rows: &[(&ExecutionKey, i64)],
+        now: DateTime<Utc>,
+    ) -> Rendered {
+        let mut w = self.writer();
+        w.push("UPDATE ")
+            .table(&self.table)
+            .push(" SET last_heartbeat = ")
+            .bind(now)
+            .push(" WHERE picked = ")
+            .bind(true)
+            .push(" AND (");
+        self.push_keys(&mut w, rows.iter().map(|(k, v)| (*k, Some(*v))).collect());
+        w.push(")");
+        w.finish()
+    }
+
     /// Applies each row's changes to its execution, each only if it still has the given
     /// version, bumping `version`: one statement. A column every row sets to the same value is
     /// set plainly; one that differs reads its value per row with `CASE WHEN <key> THEN ? ...

@@ -107,6 +107,31 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         Ok(self.execute(self.statements.heartbeat(key, version, now))? == 1)
     }
 
+    // One statement per chunk of keys; a chunk that does not change every row it names (some
+    // were revived elsewhere) or fails (one row held by a lock, a trigger) is written row by
+    // row, so each answer is exact and one row's failure is its own.
+    fn execution_heartbeat_batch(
+        &self,
+        rows: &[(ExecutionKey, i64)],
+        now: DateTime<Utc>,
+    ) -> Vec<Result<bool, StoreError>> {
+        let most = self.connector.dialect().syntax().max_key_terms.max(1);
+        let mut answers = Vec::with_capacity(rows.len());
+        for chunk in rows.chunks(most) {
+            let keys: Vec<_> = chunk.iter().map(|(k, v)| (k, *v)).collect();
+            let stmt = self.statements.heartbeat_versions(&keys, now);
+            match self.execute(stmt) {
+                Ok(n) if n == chunk.len() as u64 => answers.extend(chunk.iter().map(|_| Ok(true))),
+                _ => answers.extend(
+                    chunk
+                        .iter()
+                        .map(|(key, version)| self.execution_heartbeat(key, *version, now)),
+                ),
+            }
+        }
+        answers
+    }
+
     fn execution_remove(&self, key: &ExecutionKey, guard: Guard) -> Result<bool, StoreError> {
         Ok(self.execute(self.statements.delete(key, guard))? == 1)
     }
