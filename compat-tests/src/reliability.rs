@@ -581,9 +581,8 @@ macro_rules! outage_suite {
         fn outage_longer_than_dead_window() {
             $crate::faults::outage_longer_than_dead_window(&$harness, $exe, $outage);
         }
-        #[test]
-        fn restart_with_completions_in_flight() {
-            $crate::faults::restart_with_completions_in_flight(&$harness, $exe, $outage);
-        }
+        // Not in the suite: `faults::restart_with_completions_in_flight` asserts that the
+        // restart met a pending completion batch, which on PostgreSQL here it did in one run
+        // of three (docs/RELIABILITY.md, 6b): it needs a deterministic hook, not timing.
     };
 }
