@@ -513,12 +513,14 @@ fn next_at(src: &dyn DueSource, level: Level, p: &DueParams<'_>) -> Result<Next,
     }
 }
 
-/// Runs a claim again when the database ended it to break a deadlock or a serialization
-/// conflict with other claimers ([`StoreError::Contention`]: nothing was written), up to
-/// [`CONTENTION_RETRIES`] times; each retry is counted (`docket_contention_retries_total`).
-/// Claimers locking rows in different orders is normal contention (MariaDB ends one of two
-/// claims now and then), so it is not a failed poll.
-fn retried<T>(mut claim: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+/// Runs a claim (or a batch of completions) again when the database ended it to break a
+/// deadlock or a serialization conflict with other schedulers ([`StoreError::Contention`]:
+/// nothing was written), up to [`CONTENTION_RETRIES`] times; each retry is counted
+/// (`docket_contention_retries_total`). Schedulers locking rows in different orders is normal
+/// contention (MariaDB ends one of two transactions now and then), so it is not a failure.
+pub(super) fn retried<T>(
+    mut claim: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
     let mut retries = 0;
     loop {
         match claim() {

@@ -165,7 +165,8 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
     }
 
     fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
-        let written = self.store.execution_complete_batch(batch)?;
+        // One transaction: a batch ended by contention wrote nothing and is run again.
+        let written = super::levels::retried(|| self.store.execution_complete_batch(batch))?;
         for (completion, done) in batch.iter().zip(&written) {
             if let (Some(changes), true) = (&completion.update, done) {
                 self.updated(changes);

@@ -86,16 +86,46 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         Ok(self.execute(self.statements.update(key, guard, changes))? == 1)
     }
 
+    // Every chunk's statements in one transaction that must change every row it names: a
+    // failure (a deadlock, a lost connection) leaves nothing written, so the caller's retry
+    // writes the whole batch again, never a part twice (chunks committed one by one had their
+    // rows fenced out on the retry). When some executions were changed by someone else
+    // (fenced out), it is rolled back and each completion is written on its own, so the
+    // answer for each is exact.
     fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
         let dialect = self.connector.dialect();
         let most = (dialect.syntax().max_binds / COMPLETION_BINDS_PER_ROW)
             .min(dialect.syntax().max_key_terms)
             .clamp(1, COMPLETION_CHUNK);
-        let mut written = Vec::with_capacity(batch.len());
-        for chunk in batch.chunks(most) {
-            written.extend(self.complete_chunk(chunk)?);
+        let stmts: Vec<_> = batch
+            .chunks(most)
+            .flat_map(|chunk| self.completion_statements(chunk))
+            .collect();
+        let all = self.connector.in_transaction(&mut |s| {
+            for (stmt, rows) in &stmts {
+                let changed = s.execute(stmt)?;
+                if changed != *rows {
+                    return Err(StoreError::conflict(format!(
+                        "a batched completion changed {changed} of {rows} rows"
+                    )));
+                }
+            }
+            Ok(())
+        });
+        match all {
+            Ok(()) => Ok(vec![true; batch.len()]),
+            Err(StoreError::Conflict { .. }) => batch
+                .iter()
+                .map(|c| {
+                    let guard = Guard::Version(c.version);
+                    match &c.update {
+                        None => self.execution_remove(&c.key, guard),
+                        Some(changes) => self.execution_update(&c.key, guard, changes),
+                    }
+                })
+                .collect(),
+            Err(e) => Err(e),
         }
-        Ok(written)
     }
 
     fn execution_heartbeat(

@@ -164,11 +164,9 @@ impl<C: SqlConnector> SqlOps<C> {
         chunks
     }
 
-    /// One chunk of [`ExecutionStore::execution_complete_batch`]: removals in one statement,
-    /// updates in another, in one transaction that must change every row it names. When it
-    /// does not (some executions were changed by someone else: fenced out), it is rolled back
-    /// and each completion is written on its own, so the answer for each is exact.
-    fn complete_chunk(&self, chunk: &[Completion]) -> Result<Vec<bool>, StoreError> {
+    /// The statements of one chunk of [`ExecutionStore::execution_complete_batch`]: removals
+    /// in one statement, updates in another, each with how many rows it must change.
+    fn completion_statements(&self, chunk: &[Completion]) -> Vec<(Rendered, u64)> {
         let removals: Vec<_> = chunk
             .iter()
             .filter(|c| c.update.is_none())
@@ -180,39 +178,18 @@ impl<C: SqlConnector> SqlOps<C> {
             .collect();
         let mut stmts = Vec::new();
         if !removals.is_empty() {
-            stmts.push((self.statements.delete_versions(&removals), removals.len()));
+            stmts.push((
+                self.statements.delete_versions(&removals),
+                removals.len() as u64,
+            ));
         }
         if !updates.is_empty() {
-            stmts.push((self.statements.update_versions(&updates), updates.len()));
+            stmts.push((
+                self.statements.update_versions(&updates),
+                updates.len() as u64,
+            ));
         }
-        let all = self.connector.in_transaction(&mut |s| {
-            for (stmt, rows) in &stmts {
-                let changed = s.execute(stmt)?;
-                if changed != *rows as u64 {
-                    return Err(StoreError::conflict(format!(
-                        "a batched completion changed {changed} of {rows} rows"
-                    )));
-                }
-            }
-            Ok(())
-        });
-        let written = match all {
-            Ok(()) => vec![true; chunk.len()],
-            Err(StoreError::Conflict { .. }) => {
-                return chunk
-                    .iter()
-                    .map(|c| {
-                        let guard = Guard::Version(c.version);
-                        match &c.update {
-                            None => self.execution_remove(&c.key, guard),
-                            Some(changes) => self.execution_update(&c.key, guard, changes),
-                        }
-                    })
-                    .collect();
-            }
-            Err(e) => return Err(e),
-        };
-        Ok(written)
+        stmts
     }
 
     /// Looks whether the table has the dialect's per-level due index (migrations add it, a
