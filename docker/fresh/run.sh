@@ -17,9 +17,9 @@
 #      or other toolchains, not the crate cache) + the host's extra CA certificates, if any
 #      (see the Dockerfile);
 #   3. `git clone` of COMMIT into a scratch folder, mounted at /src in the container;
-#   4. `docker run --network host --privileged` (apt and cargo need the network; root in the
-#      container has what root on a fresh machine has, which the reliability suite's fault
-#      cases need to make network namespaces) of `scripts/test` there:
+#   4. `docker run --network host --cap-add NET_ADMIN --cap-add SYS_ADMIN` (apt and cargo need
+#      the network; the reliability suite's fault cases make network namespaces and iptables
+#      rules, as root on a fresh machine can) of `scripts/test` there:
 #      it compiles the whole workspace from scratch. Its output goes to $DOCKET_FRESH_LOG too.
 #
 # Needs: root, git, docker.io and debootstrap (installed from Debian's packages when missing).
@@ -155,7 +155,7 @@ echo "clone: $(git -C "$work/docket" log -1 --format='%h %s')"
 echo "running scripts/test in $image (log: $log); started $(date -u '+%F %T') UTC"
 phase_start=$SECONDS
 status=0
-docker run --rm --network host --privileged -v "$work/docket:/src" "$image" scripts/test 2>&1 |
+docker run --rm --network host --cap-add NET_ADMIN --cap-add SYS_ADMIN -v "$work/docket:/src" "$image" scripts/test 2>&1 |
   tee "$log" || status=$?
 elapsed=$((SECONDS - phase_start))
 echo
