@@ -268,11 +268,20 @@ impl Cluster {
     /// Closes the workers' stdin (graceful stop), waits for them, and returns the runs of all
     /// workers, killed ones included: instance -> workers that started it.
     pub(crate) fn finish(&mut self) -> HashMap<String, Vec<String>> {
-        for (name, child, _) in &mut self.workers {
+        for i in 0..self.workers.len() {
+            let (_, child, _) = &mut self.workers[i];
             drop(child.stdin.take());
             if child.try_wait().ok().flatten().is_none() {
                 let status = child.wait().expect("worker exit");
-                assert!(status.success(), "{name} did not stop cleanly: {status}");
+                if !status.success() {
+                    // Its last warnings say where the shutdown wait went.
+                    let events = self.events(i);
+                    let tail = &events[events.len().saturating_sub(10)..];
+                    panic!(
+                        "{} did not stop cleanly: {status}; its last events: {tail:#?}",
+                        self.workers[i].0
+                    );
+                }
             }
         }
         let mut runs: HashMap<String, Vec<String>> = HashMap::new();

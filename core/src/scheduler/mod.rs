@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 /// Builds a [`Scheduler`].
 pub struct SchedulerBuilder {
@@ -287,6 +287,16 @@ impl Scheduler {
             std::thread::sleep(Duration::from_millis(10));
         }
         let all_done = handles.iter().all(JoinHandle::is_finished);
+        if !all_done {
+            // Which threads are still busy says where the wait went (a handler, a blocked
+            // statement, a pool check-out).
+            let busy: Vec<_> = handles
+                .iter()
+                .filter(|h| !h.is_finished())
+                .map(|h| h.thread().name().unwrap_or("?").to_owned())
+                .collect();
+            warn!(?busy, "threads still busy at the end of the shutdown wait");
+        }
         for h in handles.into_iter().filter(JoinHandle::is_finished) {
             let _ = h.join();
         }
