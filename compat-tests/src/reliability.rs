@@ -251,10 +251,17 @@ impl Cluster {
 
     /// Graceful stop of worker `i` (closes its standard input, waits for it to end).
     pub(crate) fn stop(&mut self, i: usize) {
-        let (name, child, _) = &mut self.workers[i];
+        let (_, child, _) = &mut self.workers[i];
         drop(child.stdin.take());
         let status = child.wait().expect("worker exit");
-        assert!(status.success(), "{name} did not stop cleanly: {status}");
+        if !status.success() {
+            let events = self.events(i);
+            let tail = &events[events.len().saturating_sub(10)..];
+            panic!(
+                "{} did not stop cleanly: {status}; its last events: {tail:#?}",
+                self.workers[i].0
+            );
+        }
     }
 
     /// `kill -9` of worker `i`.
