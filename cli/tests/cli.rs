@@ -1361,14 +1361,7 @@ fn migrate_on_a_db_scheduler_table_names_adopt() {
         &backends::Sqlite,
     ] {
         let space = harness.space();
-        let foreign = space.foreign();
-        for stmt in space
-            .db_scheduler_types()
-            .ddl(foreign.dialect(), false)
-            .all()
-        {
-            foreign.batch(&stmt).unwrap();
-        }
+        docket_compat_tests::harness::create_db_scheduler_table(&*space, &*space.foreign(), false);
         docket()
             .args(["migrate", "--database-url", &space.url()])
             .assert()

@@ -198,6 +198,18 @@ impl DbSchedulerTypes {
     }
 }
 
+/// Creates db-scheduler's table (its current DDL for the space's database, with or without
+/// `priority`) through `foreign`, as a team moving from db-scheduler brings it.
+pub fn create_db_scheduler_table(space: &dyn Space, foreign: &dyn Foreign, priority: bool) {
+    for stmt in space
+        .db_scheduler_types()
+        .ddl(foreign.dialect(), priority)
+        .all()
+    {
+        foreign.batch(&stmt).expect("db-scheduler's DDL runs");
+    }
+}
+
 /// db-scheduler's DDL, one statement per entry.
 #[derive(Debug, Clone)]
 pub struct DbSchedulerDdl {

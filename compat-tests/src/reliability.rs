@@ -254,6 +254,12 @@ impl Cluster {
         let (_, child, _) = &mut self.workers[i];
         drop(child.stdin.take());
         let status = child.wait().expect("worker exit");
+        self.stopped_cleanly(i, status);
+    }
+
+    /// Fails the case unless worker `i` ended with `status` success, with its last events
+    /// (its warnings say where a shutdown wait went).
+    fn stopped_cleanly(&self, i: usize, status: std::process::ExitStatus) {
         if !status.success() {
             let events = self.events(i);
             let tail = &events[events.len().saturating_sub(10)..];
@@ -280,15 +286,7 @@ impl Cluster {
             drop(child.stdin.take());
             if child.try_wait().ok().flatten().is_none() {
                 let status = child.wait().expect("worker exit");
-                if !status.success() {
-                    // Its last warnings say where the shutdown wait went.
-                    let events = self.events(i);
-                    let tail = &events[events.len().saturating_sub(10)..];
-                    panic!(
-                        "{} did not stop cleanly: {status}; its last events: {tail:#?}",
-                        self.workers[i].0
-                    );
-                }
+                self.stopped_cleanly(i, status);
             }
         }
         let mut runs: HashMap<String, Vec<String>> = HashMap::new();

@@ -4,7 +4,9 @@
 
 use super::{counting_task, strings, WORK};
 use crate::db_scheduler::{java_serialized_hello, DbSchedulerNode};
-use crate::harness::{Ctx, DbSchedulerTypes, Foreign, Harness, Need, Space, Toggle};
+use crate::harness::{
+    create_db_scheduler_table, Ctx, DbSchedulerTypes, Foreign, Harness, Need, Space, Toggle,
+};
 use chrono::Duration;
 use docket_core::dialect::{Rendered, SqlWriter};
 use docket_core::store::Adopted;
@@ -300,13 +302,7 @@ fn alter(foreign: &dyn Foreign, rest: &str) -> Rendered {
 pub fn adopting_an_incompatible_table_names_the_column(h: &dyn Harness, _t: Toggle) {
     let space = h.space();
     let foreign = space.foreign();
-    for stmt in space
-        .db_scheduler_types()
-        .ddl(foreign.dialect(), false)
-        .all()
-    {
-        foreign.batch(&stmt).unwrap();
-    }
+    create_db_scheduler_table(&*space, &*foreign, false);
     let store = space.store(StoreConfig::default(), None);
     foreign
         .execute(&alter(&*foreign, "ADD priority VARCHAR(10)"))
@@ -341,13 +337,7 @@ pub fn adopting_an_incompatible_table_names_the_column(h: &dyn Harness, _t: Togg
 pub fn migrating_a_foreign_table_names_adopt(h: &dyn Harness, t: Toggle) {
     let space = h.space();
     let foreign = space.foreign();
-    for stmt in space
-        .db_scheduler_types()
-        .ddl(foreign.dialect(), t.on())
-        .all()
-    {
-        foreign.batch(&stmt).unwrap();
-    }
+    create_db_scheduler_table(&*space, &*foreign, t.on());
     let node = DbSchedulerNode::new(&*foreign, TableName::default(), "db-scheduler-1", t.on());
     node.insert(&key("email", "1"), None, Ctx::t0(), Some(50))
         .unwrap();
