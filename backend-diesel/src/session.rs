@@ -38,6 +38,12 @@ pub trait Family: Sized + Send + Sync + 'static {
     /// The connection runs one statement per call (Oracle), so migrations run statement by
     /// statement ([`crate::run_migrations_by_statement`]).
     const ONE_STATEMENT_PER_CALL: bool = false;
+    /// A query that failed on the server while its rows were read (a deadlock, a lock wait
+    /// timeout, a killed query) leaves the connection unfit for reuse, so the pool drops it
+    /// once the session ends (after its transaction's rollback). MySQL/MariaDB: libmariadb
+    /// keeps such a prepared statement marked as having unread rows, and the next execution
+    /// of that cached statement waits forever for rows the server never sends.
+    const FAILED_READ_BREAKS_CONNECTION: bool = false;
 
     /// A timestamp in the backend's encoding, converted once when a [`Statement`] is built
     /// (the statement owns it and lends it to diesel).
@@ -101,22 +107,52 @@ impl<F: Family> QueryableByName<F::Backend> for Cells<F> {
     }
 }
 
-/// One connection seen as a [`SqlSession`], sending statements as `.1` says.
-pub struct DieselSession<'c, F: Family>(pub &'c mut F::Connection, pub Prepare);
+/// One connection seen as a [`SqlSession`], sending statements as its [`Prepare`] says.
+pub struct DieselSession<'c, F: Family> {
+    conn: &'c mut F::Connection,
+    prepare: Prepare,
+    /// A query failed on the server while its rows were read (see
+    /// [`Family::FAILED_READ_BREAKS_CONNECTION`]).
+    failed_read: bool,
+}
+
+impl<'c, F: Family> DieselSession<'c, F> {
+    /// `conn` as a session sending statements as `prepare` says.
+    pub fn new(conn: &'c mut F::Connection, prepare: Prepare) -> Self {
+        Self {
+            conn,
+            prepare,
+            failed_read: false,
+        }
+    }
+}
 
 impl<F: Family> SqlSession for DieselSession<'_, F> {
     fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError> {
-        let q = self.1.statement::<F>(stmt)?;
-        Ok(F::execute(self.0, q).map_err(F::error)? as u64)
+        let q = self.prepare.statement::<F>(stmt)?;
+        Ok(F::execute(self.conn, q).map_err(F::error)? as u64)
     }
 
     fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
-        let rows = F::load(self.0, self.1.statement::<F>(stmt)?).map_err(F::error)?;
+        let rows = F::load(self.conn, self.prepare.statement::<F>(stmt)?).map_err(|e| {
+            self.failed_read |= matches!(e, diesel::result::Error::DatabaseError(..));
+            F::error(e)
+        })?;
         Ok(rows.into_iter().map(|c| c.0).collect())
     }
 
     fn execute_unprepared(&mut self, sql: &str) -> Result<(), StoreError> {
-        diesel::connection::SimpleConnection::batch_execute(self.0, sql).map_err(F::error)
+        diesel::connection::SimpleConnection::batch_execute(self.conn, sql).map_err(F::error)
+    }
+}
+
+/// Marks `conn` broken, so the pool drops it instead of handing it out again, when a session
+/// on it had a failed read and the family says that breaks the connection.
+fn discard_if_failed_read<F: Family>(conn: &mut F::Connection, failed_read: bool) {
+    use diesel::connection::{Connection, TransactionManager};
+    if failed_read && F::FAILED_READ_BREAKS_CONNECTION {
+        <F::Connection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
+            .set_in_error();
     }
 }
 
@@ -186,7 +222,7 @@ impl<F: Family> DieselConnector<F> {
 
     /// `conn` as a [`SqlSession`] sending statements as this connector does.
     pub fn session<'c>(&self, conn: &'c mut F::Connection) -> DieselSession<'c, F> {
-        DieselSession(conn, self.prepare)
+        DieselSession::new(conn, self.prepare)
     }
 
     /// A raw pooled connection (for migrations and tooling).
@@ -219,7 +255,11 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut conn = self.connection()?;
-        f(&mut self.session(&mut conn))
+        let mut session = self.session(&mut conn);
+        let out = f(&mut session);
+        let failed_read = session.failed_read;
+        discard_if_failed_read::<F>(&mut *conn, failed_read);
+        out
     }
 
     fn in_transaction<T>(
@@ -227,10 +267,16 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut conn = self.connection()?;
-        F::transaction(&mut conn, |c| {
-            f(&mut self.session(c)).map_err(TxError::Store)
-        })
-        .map_err(|e| match e {
+        let mut failed_read = false;
+        let out = F::transaction(&mut conn, |c| {
+            let mut session = self.session(c);
+            let out = f(&mut session).map_err(TxError::Store);
+            failed_read = session.failed_read;
+            out
+        });
+        // After the rollback: the transaction ends cleanly, then the pool drops the connection.
+        discard_if_failed_read::<F>(&mut *conn, failed_read);
+        out.map_err(|e| match e {
             TxError::Store(s) => s,
             TxError::Diesel(d) => F::error(d),
         })

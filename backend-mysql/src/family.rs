@@ -45,6 +45,10 @@ impl Family for MysqlFamily {
     type Connection = MysqlConnection;
     type Meta = MysqlMeta;
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
+    /// A deadlock can end a locking read's result set after its column metadata; libmariadb
+    /// then waits, at that cached statement's next execution, for rows never sent (a poller
+    /// hung for good in the reliability suite's contention case).
+    const FAILED_READ_BREAKS_CONNECTION: bool = true;
 
     /// DATETIME(6) has no zone: UTC wall-clock time.
     type Time = Option<NaiveDateTime>;

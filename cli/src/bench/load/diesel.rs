@@ -380,7 +380,7 @@ pub fn ensure_database<F: Family>(url: &str, admin: &AdminDatabase) -> Result<bo
         dialect: admin.dialect,
         statement_cache: false,
     };
-    let mut session = DieselSession::<F>(&mut conn, prepare);
+    let mut session = DieselSession::<F>::new(&mut conn, prepare);
     if !session.query(&(admin.exists)(name))?.is_empty() {
         return Ok(false);
     }
