@@ -267,7 +267,7 @@ impl Dialect for MysqlDialect {
 mod tests {
     use super::*;
     use chrono::{TimeZone, Utc};
-    use docket_core::dialect::{Level, Statements};
+    use docket_core::dialect::{Due, Level, Statements};
     use docket_core::store::NewExecution;
     use docket_core::{ExecutionKey, OrderingPolicy, TableName};
 
@@ -280,7 +280,7 @@ mod tests {
         let table = TableName::parse("app.jobs").unwrap();
         let d = MysqlDialect::MARIADB;
         let s = Statements::new(&d, table, OrderingPolicy::priority_then_execution_time());
-        let r = s.due_for_update(Level::Any, now(), &["a".into(), "b".into()], 7);
+        let r = s.due_for_update(&Due::new(Level::Any, now(), &["a".into(), "b".into()], 7));
         assert_eq!(
             r.sql,
             "SELECT task_name, task_instance, task_data, execution_time, picked, picked_by, \
@@ -311,7 +311,7 @@ mod tests {
         let names = ["a".to_owned()];
         for r in [
             insert,
-            s.due_for_update(Level::Any, now(), &names, 1),
+            s.due_for_update(&Due::new(Level::Any, now(), &names, 1)),
             s.claim_keys(&[ExecutionKey::new("a", "1")], "me", now()),
             s.get(&ExecutionKey::new("a", "1")),
             s.dead(now()),

@@ -204,7 +204,7 @@ impl Dialect for PgDialect {
 mod tests {
     use super::*;
     use chrono::{TimeZone, Utc};
-    use docket_core::dialect::{Level, Statements};
+    use docket_core::dialect::{Due, Level, Statements};
     use docket_core::{OrderingPolicy, TableName};
 
     #[test]
@@ -216,7 +216,7 @@ mod tests {
             OrderingPolicy::priority_then_execution_time(),
         );
         let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-        let r = s.due(Level::Any, now, &["a".into(), "b".into()], 7);
+        let r = s.due(&Due::new(Level::Any, now, &["a".into(), "b".into()], 7));
         assert_eq!(
             r.sql,
             "SELECT task_name, task_instance, task_data, execution_time, picked, picked_by, \
@@ -296,8 +296,8 @@ mod tests {
         let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
         let names = ["a".to_owned()];
         for r in [
-            s.due(Level::Any, now, &names, 1),
-            s.lock_and_fetch(Level::Any, now, &names, 1, "me"),
+            s.due(&Due::new(Level::Any, now, &names, 1)),
+            s.lock_and_fetch(&Due::new(Level::Any, now, &names, 1), "me"),
             s.get(&docket_core::ExecutionKey::new("a", "1")),
             s.dead(now),
         ] {

@@ -207,7 +207,7 @@ fn pragma_lookup(w: &mut SqlWriter<'_>, pragma: &str, table: &TableName, name: &
 mod tests {
     use super::*;
     use chrono::{TimeZone, Utc};
-    use docket_core::dialect::{Level, Statements};
+    use docket_core::dialect::{Due, Level, Statements};
     use docket_core::OrderingPolicy;
 
     #[test]
@@ -218,7 +218,7 @@ mod tests {
             OrderingPolicy::priority_then_execution_time(),
         );
         let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-        let r = s.lock_and_fetch(Level::Any, now, &["a".into()], 5, "me");
+        let r = s.lock_and_fetch(&Due::new(Level::Any, now, &["a".into()], 5), "me");
         assert_eq!(
             r.sql,
             "UPDATE \"scheduled_tasks\" SET picked = ?, picked_by = ?, last_heartbeat = ?, \

@@ -360,7 +360,12 @@ fn due_figures<C: SqlConnector + Clone>(
     }
     let naive = vec![Recorded {
         call: Call::Query,
-        stmt: on_store.statements().due(Level::Any, s.now, &names, batch),
+        stmt: on_store.statements().due(&docket_core::dialect::Due::new(
+            Level::Any,
+            s.now,
+            &names,
+            batch,
+        )),
     }];
     if args.verbose {
         for _ in 0..3 {

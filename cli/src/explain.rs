@@ -4,7 +4,7 @@ use crate::backends::{self, Backend};
 use crate::error::CliError;
 use crate::{parse_table, progress, store_config};
 use chrono::{SecondsFormat, Utc};
-use docket_core::dialect::{Level, LockAndFetch, Rendered, Statements, Value};
+use docket_core::dialect::{Due, Level, LockAndFetch, Rendered, Statements, Value};
 use docket_core::store::ListFilter;
 use docket_core::{OrderingPolicy, PriorityMode, TableName};
 
@@ -255,14 +255,18 @@ fn explain_on(
                 .iter()
                 .filter_map(|w| match *w {
                     "priority_levels" => Some((*w, statements.priority_levels(None))),
-                    "due" | "due_at_level" => Some((*w, statements.due(level, now, &names, limit))),
+                    "due" | "due_at_level" => {
+                        Some((*w, statements.due(&Due::new(level, now, &names, limit))))
+                    }
                     "lock_and_fetch" | "lock_and_fetch_at_level" => Some((
                         *w,
-                        statements.lock_and_fetch(level, now, &names, limit, "docket-explain"),
+                        statements
+                            .lock_and_fetch(&Due::new(level, now, &names, limit), "docket-explain"),
                     )),
-                    "due_for_update" | "due_for_update_at_level" => {
-                        Some((*w, statements.due_for_update(level, now, &names, limit)))
-                    }
+                    "due_for_update" | "due_for_update_at_level" => Some((
+                        *w,
+                        statements.due_for_update(&Due::new(level, now, &names, limit)),
+                    )),
                     _ => None,
                 })
                 .collect();

@@ -121,11 +121,14 @@ impl Statements<'_> {
             all.push(("priority_levels_below", self.priority_levels(Some(5))));
         }
         for (level, [due, for_update, lock]) in forms {
-            all.push((*due, self.due(*level, now, &tasks, 10)));
-            all.push((*for_update, self.due_for_update(*level, now, &tasks, 10)));
+            all.push((*due, self.due(&Due::new(*level, now, &tasks, 10))));
+            all.push((
+                *for_update,
+                self.due_for_update(&Due::new(*level, now, &tasks, 10)),
+            ));
             all.push((
                 *lock,
-                self.lock_and_fetch(*level, now, &tasks, 10, "node-1"),
+                self.lock_and_fetch(&Due::new(*level, now, &tasks, 10), "node-1"),
             ));
         }
         all.extend([
@@ -183,14 +186,11 @@ impl Statements<'_> {
             ..Due::new(Level::Any, now, &tasks, 10)
         };
         all.extend([
-            ("due_excluding", self.due_excluding(&due)),
-            (
-                "due_for_update_excluding",
-                self.due_for_update_excluding(&due),
-            ),
+            ("due_excluding", self.due(&due)),
+            ("due_for_update_excluding", self.due_for_update(&due)),
             (
                 "lock_and_fetch_excluding",
-                self.lock_and_fetch_excluding(&due, "node-1"),
+                self.lock_and_fetch(&due, "node-1"),
             ),
             // Adopting an existing table (`docket migrate --adopt`): its columns and indexes.
             ("table_columns", self.table_columns()),

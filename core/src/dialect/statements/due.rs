@@ -44,23 +44,13 @@ impl<'d> Statements<'d> {
         w.push(")");
     }
 
-    /// [`Statements::due`] for a [`Due`] (which may exclude keys).
-    pub fn due_excluding(&self, due: &Due<'_>) -> Rendered {
+    /// Due, unclaimed executions of `due`'s tasks at its level, in hand-out order, leaving out
+    /// its held-back keys (fetch-and-lock-on-execute reads these, then claims each with
+    /// [`Statements::update`]).
+    pub fn due(&self, due: &Due<'_>) -> Rendered {
         let mut w = self.select_from(Some(due.limit));
         self.due_rows(&mut w, due);
         w.finish()
-    }
-
-    /// Due, unclaimed executions of the given tasks at `level`, in hand-out order
-    /// (fetch-and-lock-on-execute reads these, then claims each with [`Statements::update`]).
-    pub fn due(
-        &self,
-        level: Level,
-        now: DateTime<Utc>,
-        task_names: &[String],
-        limit: i64,
-    ) -> Rendered {
-        self.due_excluding(&Due::new(level, now, task_names, limit))
     }
 
     /// The first execution of `level` due strictly after `now`, any task, picked or not: one
@@ -78,7 +68,7 @@ impl<'d> Statements<'d> {
 
     /// The distinct non-NULL priorities in the table below `below` (all when `None`), highest
     /// first (see [`Level`]): all of them or only the highest, as the dialect lists them
-    /// ([`Syntax::lists_all_levels`](crate::dialect::Syntax::lists_all_levels)(crate::dialect::Syntax::lists_all_levels)).
+    /// ([`Syntax::lists_all_levels`](crate::dialect::Syntax::lists_all_levels)).
     pub fn priority_levels(&self, below: Option<i16>) -> Rendered {
         let mut w = self.writer();
         self.dialect.priority_levels(&mut w, &self.table, below);
@@ -89,22 +79,11 @@ impl<'d> Statements<'d> {
     /// [`super::LockAndFetch::SelectThenUpdate`]; run it in the
     /// transaction that then runs [`Statements::claim_keys`].
     ///
-    /// Where the dialect has a [`Syntax::row_locator`](crate::dialect::Syntax::row_locator)(crate::dialect::Syntax::row_locator) (it cannot limit and lock in one query
-    /// block), the limit goes into a subquery of locators and the outer block locks, repeating
-    /// `picked = false` so a row claimed and committed by someone else in between is not
-    /// returned as due.
-    pub fn due_for_update(
-        &self,
-        level: Level,
-        now: DateTime<Utc>,
-        task_names: &[String],
-        limit: i64,
-    ) -> Rendered {
-        self.due_for_update_excluding(&Due::new(level, now, task_names, limit))
-    }
-
-    /// [`Statements::due_for_update`] for a [`Due`] (which may exclude keys).
-    pub fn due_for_update_excluding(&self, due: &Due<'_>) -> Rendered {
+    /// Where the dialect has a [`Syntax::row_locator`](crate::dialect::Syntax::row_locator)
+    /// (it cannot limit and lock in one query block), the limit goes into a subquery of
+    /// locators and the outer block locks, repeating `picked = false` so a row claimed and
+    /// committed by someone else in between is not returned as due.
+    pub fn due_for_update(&self, due: &Due<'_>) -> Rendered {
         let mut w = match self.dialect.syntax().row_locator {
             None => {
                 let mut w = self.select_from(Some(due.limit));
@@ -148,7 +127,7 @@ impl<'d> Statements<'d> {
 
     /// Writes the condition of a statement that writes the executions `keys` names (each with
     /// its version, when given): [`Statements::key_terms`], or where the dialect has a
-    /// [`Syntax::key_probe`](crate::dialect::Syntax::key_probe)(crate::dialect::Syntax::key_probe) and there are several keys, one primary-key probe per key over
+    /// [`Syntax::key_probe`](crate::dialect::Syntax::key_probe) and there are several keys, one primary-key probe per key over
     /// bound arrays, `<open>SELECT (SELECT x.<columns> FROM <table> x WHERE x.task_name = k.n
     /// AND x.task_instance = k.i [AND x.version = k.v]) FROM UNNEST(?, ? [, ?]) AS k(n, i
     /// [, v])<close>`. Callers give a version for every key or for none.
@@ -226,24 +205,12 @@ impl<'d> Statements<'d> {
             .push(", version = version + 1");
     }
 
-    /// Claims up to `limit` due executions in one statement, skipping rows other claimers
+    /// Claims up to `due.limit` due executions in one statement, skipping rows other claimers
     /// hold: `UPDATE ... WHERE (key) IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING ...`, or
     /// for [`LockAndFetch::CteUpdateOutput`] `WITH due AS (SELECT ... <lock hint> ...) UPDATE
     /// due SET ... OUTPUT inserted...`. The returned rows come back unordered; callers sort
     /// them with the policy.
-    pub fn lock_and_fetch(
-        &self,
-        level: Level,
-        now: DateTime<Utc>,
-        task_names: &[String],
-        limit: i64,
-        picked_by: &str,
-    ) -> Rendered {
-        self.lock_and_fetch_excluding(&Due::new(level, now, task_names, limit), picked_by)
-    }
-
-    /// [`Statements::lock_and_fetch`] for a [`Due`] (which may exclude keys).
-    pub fn lock_and_fetch_excluding(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
+    pub fn lock_and_fetch(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
         if self.dialect.capabilities().lock_and_fetch == Some(LockAndFetch::CteUpdateOutput) {
             return self.lock_and_fetch_cte(due, picked_by);
         }

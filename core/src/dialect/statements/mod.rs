@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Rows of one insert that binds one array per column ([`Syntax::binds_arrays`](crate::dialect::Syntax::binds_arrays)(crate::dialect::Syntax::binds_arrays)): its text and
+/// Rows of one insert that binds one array per column ([`Syntax::binds_arrays`](crate::dialect::Syntax::binds_arrays)): its text and
 /// binds do not grow with the rows, so only memory bounds it. 20,000 executions into
 /// PostgreSQL: 81k rows/s in chunks of 10,000 against 70k in chunks of 1,000.
 pub const ARRAY_ROWS_PER_INSERT: usize = 10_000;
@@ -116,7 +116,7 @@ pub struct Statements<'d> {
     dialect: &'d dyn Dialect,
     table: TableName,
     policy: OrderingPolicy,
-    /// Whether the table has [`Syntax::due_level_index`](crate::dialect::Syntax::due_level_index)(crate::dialect::Syntax::due_level_index) (shared by clones).
+    /// Whether the table has [`Syntax::due_level_index`](crate::dialect::Syntax::due_level_index) (shared by clones).
     due_level_index: Arc<AtomicBool>,
 }
 
@@ -132,7 +132,7 @@ impl<'d> Statements<'d> {
         }
     }
 
-    /// Says whether the table has the dialect's [`Syntax::due_level_index`](crate::dialect::Syntax::due_level_index)(crate::dialect::Syntax::due_level_index): the per-level
+    /// Says whether the table has the dialect's [`Syntax::due_level_index`](crate::dialect::Syntax::due_level_index): the per-level
     /// due-queries name it in a hint only then, so a table migrated partway (without it)
     /// still runs them.
     pub fn set_due_level_index(&self, present: bool) {
@@ -277,9 +277,9 @@ impl<'d> Statements<'d> {
     }
 
     /// How many rows one multi-row insert of `columns` columns may carry. With one bind per
-    /// cell: as many as [`Syntax::max_binds`](crate::dialect::Syntax::max_binds)(crate::dialect::Syntax::max_binds) allows, at most `most`. With one array per
-    /// column ([`Syntax::binds_arrays`](crate::dialect::Syntax::binds_arrays)(crate::dialect::Syntax::binds_arrays)): [`ARRAY_ROWS_PER_INSERT`]. Never more than
-    /// [`Syntax::max_insert_rows`](crate::dialect::Syntax::max_insert_rows)(crate::dialect::Syntax::max_insert_rows).
+    /// cell: as many as [`Syntax::max_binds`](crate::dialect::Syntax::max_binds) allows, at most `most`. With one array per
+    /// column ([`Syntax::binds_arrays`](crate::dialect::Syntax::binds_arrays)): [`ARRAY_ROWS_PER_INSERT`]. Never more than
+    /// [`Syntax::max_insert_rows`](crate::dialect::Syntax::max_insert_rows).
     pub fn rows_per_insert(&self, columns: usize, most: usize) -> usize {
         let rows = match self.dialect.syntax().binds_arrays {
             true => ARRAY_ROWS_PER_INSERT,
@@ -289,10 +289,10 @@ impl<'d> Statements<'d> {
     }
 
     /// Inserts the rows in one multi-row `INSERT ... VALUES (...), (...)`. With the dialect's
-    /// insert-if-absent clause ([`Syntax::insert_if_absent`](crate::dialect::Syntax::insert_if_absent)(crate::dialect::Syntax::insert_if_absent)) existing keys are skipped
+    /// insert-if-absent clause ([`Syntax::insert_if_absent`](crate::dialect::Syntax::insert_if_absent)) existing keys are skipped
     /// and rows affected count the new ones; without it an existing key fails the whole
     /// statement (the store then inserts that chunk row by row). Callers pass at least one row
-    /// and keep the binds within [`Syntax::max_binds`](crate::dialect::Syntax::max_binds)(crate::dialect::Syntax::max_binds).
+    /// and keep the binds within [`Syntax::max_binds`](crate::dialect::Syntax::max_binds).
     pub fn insert_many(&self, rows: &[NewExecution]) -> Rendered {
         self.insert_rows(rows, self.dialect.syntax().insert_if_absent)
     }

@@ -97,7 +97,7 @@ impl Kind {
     }
 }
 
-/// A catalogue type name as [`Syntax::timestamp_types`](crate::dialect::Syntax::timestamp_types)(crate::dialect::Syntax::timestamp_types) lists them: lower case, without
+/// A catalogue type name as [`Syntax::timestamp_types`](crate::dialect::Syntax::timestamp_types) lists them: lower case, without
 /// parenthesized precision or length (`TIMESTAMP(6) WITH TIME ZONE` is `timestamp with time
 /// zone`, `varchar(100)` is `varchar`), single spaces.
 fn normalize(declared: &str) -> String {

@@ -20,7 +20,7 @@ impl<C: SqlConnector> DueSource for SqlOps<C> {
 
     fn due_rows(&self, due: &Due<'_>) -> Result<Decoded, StoreError> {
         Ok(decoded(decode_executions(
-            self.rows(&self.statements.due_excluding(due))?,
+            self.rows(&self.statements.due(due))?,
         )))
     }
 
@@ -33,7 +33,7 @@ impl<C: SqlConnector> DueSource for SqlOps<C> {
         };
         let (rows, bad) = match style {
             LockAndFetch::UpdateReturning | LockAndFetch::CteUpdateOutput => {
-                let claim = self.statements.lock_and_fetch_excluding(due, picked_by);
+                let claim = self.statements.lock_and_fetch(due, picked_by);
                 let (rows, bad) = decode_executions(self.rows(&claim)?);
                 bad.iter().for_each(|b| self.release_poison(b));
                 (rows, bad)
@@ -49,7 +49,7 @@ impl<C: SqlConnector> DueSource for SqlOps<C> {
         now: DateTime<Utc>,
         task_names: &[String],
     ) -> Result<Probe, StoreError> {
-        self.probe(&self.statements.due(level, now, task_names, 1))
+        self.probe(&self.statements.due(&Due::new(level, now, task_names, 1)))
     }
 
     fn next_due(&self, level: Level, now: DateTime<Utc>) -> Result<Probe, StoreError> {
@@ -83,7 +83,7 @@ impl<C: SqlConnector> SqlOps<C> {
         due: &Due<'_>,
         picked_by: &str,
     ) -> Result<(Vec<Execution>, Vec<poison::Bad>), StoreError> {
-        let select = self.statements.due_for_update_excluding(due);
+        let select = self.statements.due_for_update(due);
         self.connector.in_transaction(&mut |s| {
             let (mut rows, bad) = decode_executions(s.query(&select)?);
             if rows.is_empty() {
