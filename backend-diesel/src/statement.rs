@@ -237,23 +237,11 @@ pub fn unbindable(what: &'static str) -> diesel::result::Error {
 mod tests {
     use super::*;
 
-    fn capabilities() -> docket_core::dialect::Capabilities {
-        docket_core::dialect::Capabilities {
-            lock_and_fetch: None,
-            transactional_ddl: false,
-            claim_locks_examined_rows: false,
-            work_queue: false,
-        }
-    }
-
     #[derive(Debug)]
     struct Dollar;
     impl Dialect for Dollar {
         fn name(&self) -> &'static str {
             "dollar"
-        }
-        fn capabilities(&self) -> docket_core::dialect::Capabilities {
-            capabilities()
         }
         fn placeholder(&self, n: usize) -> String {
             format!("${n}")
@@ -265,9 +253,6 @@ mod tests {
     impl Dialect for Question {
         fn name(&self) -> &'static str {
             "question"
-        }
-        fn capabilities(&self) -> docket_core::dialect::Capabilities {
-            capabilities()
         }
     }
 

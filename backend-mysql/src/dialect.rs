@@ -2,7 +2,7 @@
 //! [`Flavor`] for the few real differences between the two servers.
 
 use docket_core::dialect::{
-    common, Capabilities, Ddl, Dialect, DueFilter, FileLoad, GeneratedValue, Level, LockAndFetch,
+    common, Capabilities, Ddl, Dialect, DueFilter, FileLoad, GeneratedValue, Level,
     OrderIndexStyle, SqlWriter, Syntax, NUMBER_TEXT, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
@@ -107,16 +107,11 @@ impl Dialect for MysqlDialect {
         "mysql"
     }
 
+    /// MySQL rejects LIMIT inside an IN subquery and has no UPDATE ... RETURNING: select FOR
+    /// UPDATE SKIP LOCKED, then update the keys, in one transaction. InnoDB's locking reads
+    /// lock every row they examine.
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            // MySQL rejects LIMIT inside an IN subquery and has no UPDATE ... RETURNING:
-            // select FOR UPDATE SKIP LOCKED, then update the keys, in one transaction.
-            lock_and_fetch: Some(LockAndFetch::SelectThenUpdate),
-            // DDL commits implicitly.
-            transactional_ddl: false,
-            work_queue: true,
-            claim_locks_examined_rows: true,
-        }
+        Capabilities::SELECT_THEN_UPDATE
     }
 
     fn syntax(&self) -> Syntax {

@@ -1,8 +1,7 @@
 //! How Oracle spells docket's statements.
 
 use docket_core::dialect::{
-    common, Capabilities, Catalog, Dialect, LimitAt, LockAndFetch, SqlWriter, Syntax,
-    TIMESTAMP_TEXT,
+    common, Capabilities, Catalog, Dialect, LimitAt, SqlWriter, Syntax, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -49,16 +48,10 @@ impl Dialect for OracleDialect {
         "oracle"
     }
 
+    /// FOR UPDATE SKIP LOCKED on a ROWID subquery, then update the keys. A limited read cannot
+    /// lock (ORA-02014), so the claim locks one candidate by key.
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            // FOR UPDATE SKIP LOCKED on a ROWID subquery, then update the keys.
-            lock_and_fetch: Some(LockAndFetch::SelectThenUpdate),
-            // DDL commits implicitly.
-            transactional_ddl: false,
-            work_queue: true,
-            // A limited read cannot lock (ORA-02014), so the claim locks one candidate by key.
-            claim_locks_examined_rows: true,
-        }
+        Capabilities::SELECT_THEN_UPDATE
     }
 
     fn placeholder(&self, n: usize) -> String {

@@ -1,8 +1,8 @@
 //! How PostgreSQL spells docket's statements.
 
 use docket_core::dialect::{
-    common, Array, Capabilities, Catalog, ClaimMatch, Dialect, DueFilter, Level, LockAndFetch,
-    SqlWriter, Syntax, Value, NUMBER_TEXT, TIMESTAMP_TEXT,
+    common, Array, Capabilities, Catalog, ClaimMatch, Dialect, DueFilter, Level, SqlWriter, Syntax,
+    Value, NUMBER_TEXT, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -29,12 +29,7 @@ impl Dialect for PgDialect {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            lock_and_fetch: Some(LockAndFetch::UpdateReturning),
-            transactional_ddl: true,
-            work_queue: true,
-            claim_locks_examined_rows: false,
-        }
+        Capabilities::UPDATE_RETURNING
     }
 
     fn syntax(&self) -> Syntax {

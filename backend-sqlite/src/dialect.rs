@@ -1,8 +1,7 @@
 //! How SQLite spells docket's statements.
 
 use docket_core::dialect::{
-    common, Capabilities, Catalog, Ddl, Dialect, GeneratedValue, LockAndFetch, OrderIndexStyle,
-    SqlWriter, Syntax,
+    common, Capabilities, Catalog, Ddl, Dialect, GeneratedValue, OrderIndexStyle, SqlWriter, Syntax,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -26,15 +25,10 @@ impl Dialect for SqliteDialect {
         "sqlite"
     }
 
+    /// The claim is one statement, serialized by the database's single write lock; CREATE,
+    /// ALTER and DROP take part in transactions (a failed migration leaves nothing).
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            // One statement, serialized by the database's single write lock.
-            lock_and_fetch: Some(LockAndFetch::UpdateReturning),
-            // CREATE/ALTER/DROP take part in transactions: a failed migration leaves nothing.
-            transactional_ddl: true,
-            work_queue: true,
-            claim_locks_examined_rows: false,
-        }
+        Capabilities::UPDATE_RETURNING
     }
 
     fn syntax(&self) -> Syntax {

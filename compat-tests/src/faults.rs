@@ -11,7 +11,24 @@ use docket_core::{Execution, SchedulerClient, Store, StoreConfig};
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// A new space migrated with priority on, and a store on it.
+fn migrated(h: &dyn Harness) -> (Box<dyn Space>, Arc<dyn Store>) {
+    let space = h.space();
+    space.migrate(&StoreConfig::with_priority(true), None);
+    let store = space.store(StoreConfig::with_priority(true), None);
+    (space, store)
+}
+
+/// [`migrated`], with one execution scheduled for each of `n` [`ids`].
+fn scheduled(h: &dyn Harness, n: usize) -> (Box<dyn Space>, Vec<String>, Arc<dyn Store>) {
+    let (space, store) = migrated(h);
+    let ids = ids(n);
+    schedule_ids(&*space, &ids);
+    (space, ids, store)
+}
 
 /// Schedules one `reliab` execution per id, due now, priorities 1..=10.
 fn schedule_ids(space: &dyn Space, ids: &[String]) {
@@ -119,11 +136,7 @@ fn instances<'a>(events: &'a [String], kind: &str) -> Vec<&'a str> {
 /// before the pause.
 pub fn paused_process_is_fenced(h: &dyn Harness, exe: &str) {
     const N: usize = 600;
-    let space = h.space();
-    space.migrate(&StoreConfig::with_priority(true), None);
-    let ids = ids(N);
-    schedule_ids(&*space, &ids);
-    let store = space.store(StoreConfig::with_priority(true), None);
+    let (space, ids, store) = scheduled(h, N);
     let started = Instant::now();
     let workers = [
         Launch::new("victim", "lock-and-fetch"),
@@ -252,10 +265,8 @@ pub fn contention_without_failures(h: &dyn Harness, exe: &str, priority: bool) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    let space = h.space();
-    space.migrate(&StoreConfig::with_priority(true), None);
+    let (space, store) = migrated(h);
     crate::reliability::schedule(&*space, n);
-    let store = space.store(StoreConfig::with_priority(true), None);
     let started = Instant::now();
     let workers: Vec<_> = (0..crate::reliability::WORKERS)
         .map(|i| {
@@ -342,16 +353,12 @@ pub fn partition(h: &dyn Harness, exe: &str, down: Duration) {
     const N: usize = 3_000;
     const HEARTBEAT_MS: u64 = 3_000;
     let dead_window = Duration::from_millis(HEARTBEAT_MS * 4);
-    let space = h.space();
-    space.migrate(&StoreConfig::with_priority(true), None);
+    let (space, ids, store) = scheduled(h, N);
     let url = space.url();
     let target = Relay::target_of(&url)
         .unwrap_or_else(|| not_run(h.name(), "the server is not on 127.0.0.1"));
     let ns = Netns::create().unwrap_or_else(|e| not_run(h.name(), e));
     let relay = Relay::start(IpAddr::V4(ns.host_ip), target, None);
-    let ids = ids(N);
-    schedule_ids(&*space, &ids);
-    let store = space.store(StoreConfig::with_priority(true), None);
     let started = Instant::now();
     let mut victim = Launch::new("victim", "lock-and-fetch");
     victim.wrapper = ns.wrapper();
@@ -432,8 +439,7 @@ pub fn partition(h: &dyn Harness, exe: &str, down: Duration) {
 /// no outcome is fenced, nothing is lost or runs twice.
 pub fn slow_link(h: &dyn Harness, exe: &str) {
     const N: usize = 1_500;
-    let space = h.space();
-    space.migrate(&StoreConfig::with_priority(true), None);
+    let (space, ids, store) = scheduled(h, N);
     let url = space.url();
     let target = Relay::target_of(&url)
         .unwrap_or_else(|| not_run(h.name(), "the server is not on 127.0.0.1"));
@@ -442,9 +448,6 @@ pub fn slow_link(h: &dyn Harness, exe: &str) {
         jitter: Duration::from_millis(50),
     };
     let relay = Relay::start(IpAddr::V4(Ipv4Addr::LOCALHOST), target, Some(latency));
-    let ids = ids(N);
-    schedule_ids(&*space, &ids);
-    let store = space.store(StoreConfig::with_priority(true), None);
     let started = Instant::now();
     let mut slow = Launch::new("slow", "lock-and-fetch");
     slow.url = Some(relay.url_for(&url, target));
@@ -615,11 +618,7 @@ pub fn outage_longer_than_dead_window(h: &dyn Harness, exe: &str, outage: Outage
     const N: usize = 3_000;
     const DOWN_FOR: Duration = Duration::from_secs(10);
     let _one_outage_at_a_time = crate::reliability::one_outage_at_a_time();
-    let space = h.space();
-    space.migrate(&StoreConfig::with_priority(true), None);
-    let ids = ids(N);
-    schedule_ids(&*space, &ids);
-    let store = space.store(StoreConfig::with_priority(true), None);
+    let (space, ids, store) = scheduled(h, N);
     let started = Instant::now();
     let workers = [
         Launch::new("worker-0", "fetch"),
@@ -708,10 +707,8 @@ pub fn restart_with_completions_in_flight(h: &dyn Harness, exe: &str, outage: Ou
     const N: usize = 5_000;
     const DOWN_FOR: Duration = Duration::from_secs(2);
     let _one_outage_at_a_time = crate::reliability::one_outage_at_a_time();
-    let space = h.space();
-    space.migrate(&StoreConfig::with_priority(true), None);
+    let (space, store) = migrated(h);
     crate::reliability::schedule(&*space, N);
-    let store = space.store(StoreConfig::with_priority(true), None);
     let started = Instant::now();
     let workers = [
         Launch::new("worker-0", "fetch"),

@@ -72,6 +72,33 @@ pub struct Capabilities {
     pub work_queue: bool,
 }
 
+impl Capabilities {
+    /// Nothing beyond plain statements (a dialect's default; test dialects).
+    pub const NONE: Self = Self {
+        lock_and_fetch: None,
+        transactional_ddl: false,
+        claim_locks_examined_rows: false,
+        work_queue: false,
+    };
+    /// A database whose claim is one `UPDATE ... RETURNING`, whose DDL takes part in
+    /// transactions, and whose locking reads lock only the rows they return.
+    pub const UPDATE_RETURNING: Self = Self {
+        lock_and_fetch: Some(LockAndFetch::UpdateReturning),
+        transactional_ddl: true,
+        claim_locks_examined_rows: false,
+        work_queue: true,
+    };
+    /// A database that claims with a locking select and then an update of the keys, in one
+    /// transaction; whose DDL commits implicitly; and whose locking reads lock every row they
+    /// examine.
+    pub const SELECT_THEN_UPDATE: Self = Self {
+        lock_and_fetch: Some(LockAndFetch::SelectThenUpdate),
+        transactional_ddl: false,
+        claim_locks_examined_rows: true,
+        work_queue: true,
+    };
+}
+
 /// The JSON strings a [`KeyType::Number`] key reads as numbers, as a POSIX regular expression
 /// (PostgreSQL `~`, MySQL `REGEXP`, Oracle `REGEXP_LIKE`; SQLite and SQL Server spell the same
 /// test with `GLOB`/`TRY_CAST`): a plain decimal with an optional sign, as a CSV cell holds a
@@ -228,8 +255,10 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// Short backend name, e.g. `postgres`.
     fn name(&self) -> &'static str;
 
-    /// Everything the backend can do.
-    fn capabilities(&self) -> Capabilities;
+    /// Everything the backend can do (default [`Capabilities::NONE`]).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::NONE
+    }
 
     /// The dialect's fixed facts. Default [`Syntax::ANSI`].
     fn syntax(&self) -> Syntax {
@@ -349,13 +378,5 @@ pub(crate) struct Ansi;
 impl Dialect for Ansi {
     fn name(&self) -> &'static str {
         "ansi"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            lock_and_fetch: None,
-            transactional_ddl: false,
-            work_queue: false,
-            claim_locks_examined_rows: false,
-        }
     }
 }

@@ -385,14 +385,6 @@ mod tests {
         fn name(&self) -> &'static str {
             "numbered"
         }
-        fn capabilities(&self) -> super::super::Capabilities {
-            super::super::Capabilities {
-                lock_and_fetch: None,
-                transactional_ddl: false,
-                claim_locks_examined_rows: false,
-                work_queue: false,
-            }
-        }
         fn placeholder(&self, n: usize) -> String {
             format!("${n}")
         }

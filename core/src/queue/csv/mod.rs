@@ -306,61 +306,52 @@ impl<R: Read> CsvItems<R> {
     /// given as lines); a row the database refused by a CHECK constraint is
     /// [`StoreError::RejectedItem`]. Other errors are returned unchanged.
     pub fn locate(&self, e: DocketError) -> DocketError {
-        match e {
-            DocketError::Store(StoreError::RepeatedItem { task, from, to })
-                if task == self.intake.task_type() =>
-            {
-                match (self.recent.line_of_row(from), self.recent.line_of_row(to)) {
-                    (Some(first), Some(last)) => {
-                        let lines = match first == last {
-                            true => format!("the item id on line {first}"),
-                            false => format!("an item id on lines {first} to {last}"),
-                        };
-                        csv_error(
-                            first,
-                            ID_COLUMN,
-                            format!(
-                                "{lines} repeats one given more than {RECENT_IDS} rows earlier \
-                                 in this file; nothing was inserted"
-                            ),
-                        )
-                    }
-                    _ => DocketError::Store(StoreError::RepeatedItem { task, from, to }),
-                }
-            }
-            DocketError::Store(StoreError::DuplicateItem { task, item })
-                if task == self.intake.task_type() =>
-            {
-                match self.line_of_item(&item) {
-                    Some(line) => csv_error(
-                        line,
-                        ID_COLUMN,
-                        format!(
-                            "item id {} already exists (enqueued before, or earlier in this \
-                             file); nothing was inserted",
-                            shorten(&item)
-                        ),
+        match self.line_and_message(&e) {
+            Some((line, message)) => csv_error(line, ID_COLUMN, message),
+            None => e,
+        }
+    }
+
+    /// The line [`CsvItems::locate`] names for `e`, and what it says there.
+    fn line_and_message(&self, e: &DocketError) -> Option<(u64, String)> {
+        let DocketError::Store(store) = e else {
+            return None;
+        };
+        match store {
+            StoreError::RepeatedItem { task, from, to } if *task == self.intake.task_type() => {
+                let first = self.recent.line_of_row(*from)?;
+                let last = self.recent.line_of_row(*to)?;
+                let lines = match first == last {
+                    true => format!("the item id on line {first}"),
+                    false => format!("an item id on lines {first} to {last}"),
+                };
+                Some((
+                    first,
+                    format!(
+                        "{lines} repeats one given more than {RECENT_IDS} rows earlier in this \
+                         file; nothing was inserted"
                     ),
-                    None => DocketError::Store(StoreError::DuplicateItem { task, item }),
-                }
+                ))
             }
-            DocketError::Store(StoreError::RejectedItem { task, item, reason })
-                if task == self.intake.task_type() =>
-            {
-                match self.line_of_item(&item) {
-                    Some(line) => csv_error(
-                        line,
-                        ID_COLUMN,
-                        format!(
-                            "the database refused the row of item {} ({reason}); nothing was \
-                             inserted",
-                            shorten(&item)
-                        ),
+            StoreError::DuplicateItem { task, item } if *task == self.intake.task_type() => Some((
+                self.line_of_item(item)?,
+                format!(
+                    "item id {} already exists (enqueued before, or earlier in this file); \
+                         nothing was inserted",
+                    shorten(item)
+                ),
+            )),
+            StoreError::RejectedItem { task, item, reason } if *task == self.intake.task_type() => {
+                Some((
+                    self.line_of_item(item)?,
+                    format!(
+                        "the database refused the row of item {} ({reason}); nothing was \
+                         inserted",
+                        shorten(item)
                     ),
-                    None => DocketError::Store(StoreError::RejectedItem { task, item, reason }),
-                }
+                ))
             }
-            other => other,
+            _ => None,
         }
     }
 

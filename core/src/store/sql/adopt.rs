@@ -353,14 +353,6 @@ mod tests {
             fn name(&self) -> &'static str {
                 "d"
             }
-            fn capabilities(&self) -> crate::dialect::Capabilities {
-                crate::dialect::Capabilities {
-                    lock_and_fetch: None,
-                    transactional_ddl: false,
-                    work_queue: false,
-                    claim_locks_examined_rows: false,
-                }
-            }
             fn syntax(&self) -> crate::dialect::Syntax {
                 crate::dialect::Syntax {
                     timestamp_types: &["timestamp with time zone"],
