@@ -58,8 +58,8 @@ fi
 state="${DOCKET_TC_STATE:-$HOME/.cache/docket-tc}"
 mkdir -p "$state"
 logs="$(mktemp -d "${TMPDIR:-/tmp}/docket-tc-suite.XXXXXX")"
-engine_ok() { timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
-dockerd_pid=""
+# shellcheck source=docker/engine.sh
+. docker/engine.sh
 
 cleanup() {
   local status=$?
@@ -74,48 +74,18 @@ cleanup() {
         docker rm -f -v "$id" >/dev/null 2>&1 || true
       fi
     done
-  if [ -n "$dockerd_pid" ]; then
-    kill -TERM "$dockerd_pid" 2>/dev/null || true
-    for _ in $(seq 30); do
-      kill -0 "$dockerd_pid" 2>/dev/null || break
-      sleep 1
-    done
-    kill -KILL "$dockerd_pid" 2>/dev/null || true
-  fi
+  docket_engine_stop
   rm -rf "$logs"
   exit "$status"
 }
 trap cleanup EXIT
 
 phase_start=$SECONDS
-if engine_ok; then
-  note "engine: using the Docker engine at ${DOCKER_HOST:-the default socket}"
-else
-  export DOCKER_HOST="unix://$state/docker.sock"
-  if engine_ok; then
-    note "engine: using the dockerd left running at $DOCKER_HOST"
-  else
-    # Ports are published on 127.0.0.1 by default and by every container the tests start;
-    # no iptables rules: published ports go through docker-proxy on the loopback address.
-    dockerd --host "$DOCKER_HOST" --data-root "$state/data" --exec-root "$state/exec" \
-      --pidfile "$state/dockerd.pid" --ip 127.0.0.1 --iptables=false --ip-masq=false \
-      >"$state/dockerd.log" 2>&1 &
-    dockerd_pid=$!
-    for _ in $(seq 60); do
-      engine_ok && break
-      if ! kill -0 "$dockerd_pid" 2>/dev/null; then
-        break
-      fi
-      sleep 1
-    done
-    if ! engine_ok; then
-      echo "dockerd did not come up within 60 s; its log ($state/dockerd.log):" >&2
-      tail -n 30 "$state/dockerd.log" >&2
-      exit 1
-    fi
-    note "engine: started dockerd at $DOCKER_HOST ($((SECONDS - phase_start)) s)"
-  fi
-fi
+# Ports are published on 127.0.0.1 by default and by every container the tests start; no
+# iptables rules: published ports go through docker-proxy on the loopback address.
+# (Not in $(...): the function exports DOCKER_HOST and keeps the pid it stops.)
+docket_engine_start "$state" --ip 127.0.0.1 >"$logs/engine"
+note "$(cat "$logs/engine") ($((SECONDS - phase_start)) s)"
 
 # --- 3. images ----------------------------------------------------------------------------
 release="$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")"

@@ -59,8 +59,8 @@ fi
 
 # --- 1. Docker engine ------------------------------------------------------------------------
 work="$(mktemp -d "${TMPDIR:-/tmp}/docket-fresh.XXXXXX")"
-engine_ok() { timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
-dockerd_pid=""
+# shellcheck source=docker/engine.sh
+. "$here/../engine.sh"
 cleanup() {
   local status=$?
   if [ "${DOCKET_FRESH_KEEP:-0}" = 1 ] && [ -d "$work/docket" ]; then
@@ -69,44 +69,13 @@ cleanup() {
   else
     rm -rf "$work"
   fi
-  if [ -n "$dockerd_pid" ]; then
-    kill -TERM "$dockerd_pid" 2>/dev/null || true
-    for _ in $(seq 30); do
-      kill -0 "$dockerd_pid" 2>/dev/null || break
-      sleep 1
-    done
-    kill -KILL "$dockerd_pid" 2>/dev/null || true
-  fi
+  docket_engine_stop
   exit "$status"
 }
 trap cleanup EXIT
 
-if engine_ok; then
-  echo "engine: the Docker engine at ${DOCKER_HOST:-the default socket}"
-else
-  export DOCKER_HOST="unix://$state/docker.sock"
-  if engine_ok; then
-    echo "engine: the dockerd left running at $DOCKER_HOST"
-  else
-    # Every build and run here uses the host's network, so the engine needs no bridge and
-    # touches no iptables rules.
-    dockerd --host "$DOCKER_HOST" --data-root "$state/data" --exec-root "$state/exec" \
-      --pidfile "$state/dockerd.pid" --bridge=none --iptables=false --ip-masq=false \
-      >"$state/dockerd.log" 2>&1 &
-    dockerd_pid=$!
-    for _ in $(seq 60); do
-      engine_ok && break
-      kill -0 "$dockerd_pid" 2>/dev/null || break
-      sleep 1
-    done
-    if ! engine_ok; then
-      echo "dockerd did not come up within 60 s; its log ($state/dockerd.log):" >&2
-      tail -n 30 "$state/dockerd.log" >&2
-      exit 1
-    fi
-    echo "engine: started dockerd at $DOCKER_HOST"
-  fi
-fi
+# Every build and run here uses the host's network, so the engine needs no bridge.
+docket_engine_start "$state" --bridge=none
 
 # --- 2. images -------------------------------------------------------------------------------
 DOCKET_TC_BASE_IMAGE="$base_image" "$here/../build-images.sh" --base-only
