@@ -767,10 +767,11 @@ pub fn restart_with_completions_in_flight(h: &dyn Harness, exe: &str, outage: Ou
 }
 
 /// Instantiates the fault cases for one harness; `$exe` is the worker binary
-/// (`env!("CARGO_BIN_EXE_reliab_worker")`).
+/// (`env!("CARGO_BIN_EXE_reliab_worker")`); `$_outage` is unused (see
+/// [`server_suites!`](crate::server_suites)).
 #[macro_export]
 macro_rules! faults_suite {
-    ($harness:expr, $exe:expr) => {
+    ($harness:expr, $exe:expr, $_outage:expr) => {
         #[test]
         fn paused_process_is_fenced() {
             $crate::faults::paused_process_is_fenced(&$harness, $exe);

@@ -553,11 +553,39 @@ pub(crate) fn one_outage_at_a_time() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Instantiates `$suite` ([`reliability_suite!`], [`faults_suite!`](crate::faults_suite),
+/// [`outage_suite!`]) for each server backend, so that a test is named
+/// `reliability::postgres::<case>` or `reliability::mysql::<case>`: with the worker binary
+/// (`env!("CARGO_BIN_EXE_reliab_worker")` of the test crate) and the server's `outage`.
+#[macro_export]
+macro_rules! server_suites {
+    ($suite:ident) => {
+        mod reliability {
+            /// PostgreSQL.
+            mod postgres {
+                $crate::$suite!(
+                    $crate::backends::Postgres,
+                    env!("CARGO_BIN_EXE_reliab_worker"),
+                    |d| $crate::servers::postgres::SERVER.outage(d)
+                );
+            }
+            /// MySQL / MariaDB.
+            mod mysql {
+                $crate::$suite!(
+                    $crate::backends::Mysql,
+                    env!("CARGO_BIN_EXE_reliab_worker"),
+                    |d| $crate::servers::mysql::SERVER.outage(d)
+                );
+            }
+        }
+    };
+}
+
 /// Instantiates the reliability suite for one harness; `$exe` is the worker binary
-/// (`env!("CARGO_BIN_EXE_reliab_worker")`).
+/// (`env!("CARGO_BIN_EXE_reliab_worker")`); `$_outage` is unused (see [`server_suites!`]).
 #[macro_export]
 macro_rules! reliability_suite {
-    ($harness:expr, $exe:expr) => {
+    ($harness:expr, $exe:expr, $_outage:expr) => {
         #[test]
         fn cluster_fetch() {
             $crate::reliability::cluster(&$harness, $exe, "fetch");

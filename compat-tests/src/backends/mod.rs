@@ -28,6 +28,14 @@ pub fn connect(
         .connect(url, config)
 }
 
+/// [`crate::Space::foreign`] for a diesel backend: plain SQL on `store`'s pool, with no
+/// prepared statements kept.
+pub(crate) fn foreign_on<F: docket_diesel::Family>(
+    store: &docket_core::backend::SqlStore<docket_diesel::DieselConnector<F>>,
+) -> Box<dyn crate::Foreign> {
+    Box::new(store.connector().clone().with_statement_cache(false))
+}
+
 /// Whether the diesel backends' stores keep their statements prepared: on, unless
 /// `DOCKET_STATEMENT_CACHE` is `off`, `false` or `0` (to run the suite the other way too).
 pub fn statement_cache() -> bool {

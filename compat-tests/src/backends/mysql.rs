@@ -101,12 +101,7 @@ impl Space for MysqlSpace {
     }
 
     fn foreign_in(&self, time_zone: Option<&str>) -> Box<dyn Foreign> {
-        Box::new(
-            self.connect(StoreConfig::default(), time_zone)
-                .connector()
-                .clone()
-                .with_statement_cache(false),
-        )
+        super::foreign_on(&self.connect(StoreConfig::default(), time_zone))
     }
 
     /// `mysql_tables.sql` (`mariadb_tables.sql` is the same).

@@ -102,12 +102,7 @@ impl Space for OracleSpace {
     }
 
     fn foreign(&self) -> Box<dyn Foreign> {
-        Box::new(
-            self.connect(StoreConfig::default())
-                .connector()
-                .clone()
-                .with_statement_cache(false),
-        )
+        super::foreign_on(&self.connect(StoreConfig::default()))
     }
 
     /// `oracle_tables.sql`, with `TIMESTAMP(6)` columns: the variant db-scheduler documents

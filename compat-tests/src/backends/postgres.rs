@@ -90,12 +90,7 @@ impl Space for PgSpace {
     }
 
     fn foreign(&self) -> Box<dyn Foreign> {
-        Box::new(
-            self.connect(StoreConfig::default(), None)
-                .connector()
-                .clone()
-                .with_statement_cache(false),
-        )
+        super::foreign_on(&self.connect(StoreConfig::default(), None))
     }
 
     /// `postgresql_tables.sql`.

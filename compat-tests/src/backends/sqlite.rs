@@ -71,12 +71,7 @@ impl Space for SqliteSpace {
     }
 
     fn foreign(&self) -> Box<dyn Foreign> {
-        Box::new(
-            self.connect(StoreConfig::default())
-                .connector()
-                .clone()
-                .with_statement_cache(false),
-        )
+        super::foreign_on(&self.connect(StoreConfig::default()))
     }
 
     /// `sqlite_tables.sql`.

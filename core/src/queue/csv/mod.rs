@@ -21,8 +21,8 @@
 //! all-or-nothing: [`WorkQueue::enqueue_csv`] reads, resolves and inserts the file in chunks
 //! within one transaction, so memory does not grow with the file and a bad row anywhere
 //! leaves nothing inserted. [`CsvItems`] is the streaming reader it uses: an iterator of
-//! resolved items that reads one row at a time (and reports how far it has read);
-//! [`read_batch`] collects a whole file in memory.
+//! resolved items that reads one row at a time (and reports how far it has read); collected,
+//! it holds a whole file in memory.
 //!
 //! An item id used twice is found within the last [`RECENT_IDS`] rows by the reader (the error
 //! names both lines), and further apart by the database when the second one is inserted (the
@@ -58,24 +58,6 @@ const _: () = assert!(
     RECENT_IDS >= crate::dialect::queue::MAX_ROWS_PER_INSERT
         && RECENT_IDS >= crate::dialect::statements::ARRAY_ROWS_PER_INSERT
 );
-
-/// Reads a whole CSV file into resolved items of one batch (see the [module docs](self)), or
-/// the first error; nothing is returned for a file with any bad row.
-///
-/// `batch` names the batch (default: [`default_batch_id`] of `started`); `started` is the
-/// batch's start time (truncated to milliseconds): every item arrives then, and it is the
-/// record date of rows without one. `config` gives the task type's order, for which attribute
-/// values are normalized.
-pub fn read_batch<R: Read>(
-    reader: R,
-    task_type: &str,
-    max_assignments: i32,
-    batch: Option<&str>,
-    started: DateTime<Utc>,
-    config: &QueueConfig,
-) -> Result<Vec<NewItem>> {
-    CsvItems::new(reader, task_type, max_assignments, batch, started, config)?.collect()
-}
 
 impl WorkQueue {
     /// Reads a CSV batch started at the clock's now and inserts all its items in one
@@ -116,7 +98,7 @@ enum Column {
     Attribute(AttributeName),
 }
 
-/// The streaming form of [`read_batch`]: yields one resolved item per data row, reading the
+/// A CSV file read as work-queue items: yields one resolved item per data row, reading the
 /// file as it goes. The header is read and checked by [`CsvItems::new`]. After the first error
 /// it yields nothing more. Item ids are checked for duplicates within the last
 /// [`RECENT_IDS`] rows (the database checks the rest), so its memory does not grow with the
@@ -194,7 +176,13 @@ fn csv_error(line: u64, column: impl Into<String>, reason: impl Into<String>) ->
 }
 
 impl<R: Read> CsvItems<R> {
-    /// Checks the arguments and reads the header (see [`read_batch`] for the arguments).
+    /// Checks the arguments and reads the header. The items come one by one; collect them
+    /// for a whole file or the first error (nothing is returned for a file with any bad row).
+    ///
+    /// `batch` names the batch (default: [`default_batch_id`] of `started`); `started` is the
+    /// batch's start time (truncated to milliseconds): every item arrives then, and it is the
+    /// record date of rows without one. `config` gives the task type's order, for which
+    /// attribute values are normalized.
     pub fn new(
         reader: R,
         task_type: &str,

@@ -6,15 +6,19 @@ use chrono::TimeZone;
 use proptest::prelude::*;
 use serde_json::Map;
 
+/// A whole CSV file as one batch's items, started at [`started`], or the first error.
+fn read_batch(
+    reader: impl Read,
+    task_type: &str,
+    max_assignments: i32,
+    batch: Option<&str>,
+    config: &QueueConfig,
+) -> Result<Vec<NewItem>> {
+    CsvItems::new(reader, task_type, max_assignments, batch, started(), config)?.collect()
+}
+
 fn read(text: &str) -> Result<Vec<NewItem>> {
-    read_batch(
-        text.as_bytes(),
-        "label",
-        2,
-        None,
-        started(),
-        &QueueConfig::default(),
-    )
+    read_batch(text.as_bytes(), "label", 2, None, &QueueConfig::default())
 }
 
 fn at(s: &str) -> DateTime<Utc> {
@@ -236,14 +240,7 @@ fn wrong_field_counts_name_the_column() {
 fn invalid_utf8_names_line_and_column() {
     let mut bytes = b"a,b\n1,2\n3,x".to_vec();
     bytes.extend([0xff, 0xfe, b'\n']);
-    let r = read_batch(
-        &bytes[..],
-        "label",
-        1,
-        None,
-        started(),
-        &QueueConfig::default(),
-    );
+    let r = read_batch(&bytes[..], "label", 1, None, &QueueConfig::default());
     let (line, column, reason) = csv_err(r);
     assert_eq!((line, column.as_str()), (3, "b"));
     assert!(reason.contains("UTF-8"), "{reason}");
@@ -256,7 +253,6 @@ fn id_column_overrides_the_item_id() {
         "label",
         1,
         Some("monday"),
-        started(),
         &QueueConfig::default(),
     )
     .unwrap();
@@ -276,15 +272,15 @@ fn id_column_overrides_the_item_id() {
 #[test]
 fn arguments_are_checked_before_reading() {
     let config = QueueConfig::default();
-    let r = read_batch("a\n1\n".as_bytes(), "t", 0, None, started(), &config);
+    let r = read_batch("a\n1\n".as_bytes(), "t", 0, None, &config);
     assert!(
         matches!(&r, Err(DocketError::InvalidConfig(m)) if m.contains("at least 1")),
         "{r:?}"
     );
-    let r = read_batch("a\n1\n".as_bytes(), "", 1, None, started(), &config);
+    let r = read_batch("a\n1\n".as_bytes(), "", 1, None, &config);
     assert!(matches!(r, Err(DocketError::InvalidName { .. })), "{r:?}");
     let long = "b".repeat(MAX_BATCH_NAME_LEN + 1);
-    let r = read_batch("a\n1\n".as_bytes(), "t", 1, Some(&long), started(), &config);
+    let r = read_batch("a\n1\n".as_bytes(), "t", 1, Some(&long), &config);
     assert!(matches!(r, Err(DocketError::InvalidName { .. })), "{r:?}");
 }
 
@@ -298,7 +294,7 @@ fn custom_keys_are_normalized_or_rejected() {
             CustomKey::new("due", KeyType::Timestamp, Direction::Asc).unwrap(),
         ]),
     );
-    let read = |text: &str| read_batch(text.as_bytes(), "label", 1, None, started(), &config);
+    let read = |text: &str| read_batch(text.as_bytes(), "label", 1, None, &config);
     assert_eq!(
         stored(read("score,due,note\n12,2020-01-01T00:00:00,x\n1.5,,\n")),
         [
@@ -547,7 +543,7 @@ proptest! {
             (bytes, lines)
         };
         let (bytes, lines) = file(None);
-        let items = read_batch(&bytes[..], "t", 1, None, started(), &QueueConfig::default())
+        let items = read_batch(&bytes[..], "t", 1, None, &QueueConfig::default())
             .unwrap();
         prop_assert_eq!(items.len(), rows.len());
         for (i, (item, (cells, date, _))) in items.iter().zip(&rows).enumerate() {
@@ -565,7 +561,7 @@ proptest! {
         if !rows.is_empty() {
             let k = bad_row.index(rows.len());
             let (bytes, _) = file(Some(k));
-            let r = read_batch(&bytes[..], "t", 1, None, started(), &QueueConfig::default());
+            let r = read_batch(&bytes[..], "t", 1, None, &QueueConfig::default());
             match r {
                 Err(DocketError::Csv { line, column, .. }) => {
                     prop_assert_eq!(line, lines[k]);
@@ -578,15 +574,15 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
-        check_typed(read_batch(&bytes[..], "t", 1, None, started(), &custom_config()));
+        check_typed(read_batch(&bytes[..], "t", 1, None, &custom_config()));
     }
 
     #[test]
     fn arbitrary_csvish_text_never_panics(
         text in "(id|record_date|score|a|b|[,\"\n\r;' -]|[0-9T:.Z]|x){0,80}"
     ) {
-        check_typed(read_batch(text.as_bytes(), "t", 1, None, started(), &custom_config()));
-        check_typed(read_batch(text.as_bytes(), "t", 1, None, started(), &QueueConfig::default()));
+        check_typed(read_batch(text.as_bytes(), "t", 1, None, &custom_config()));
+        check_typed(read_batch(text.as_bytes(), "t", 1, None, &QueueConfig::default()));
     }
 
     #[test]
