@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Lists import circles among the top-level modules of a Rust module tree (issue 19: none may
 exist). Without arguments it checks docket-core (`core/src`, root `lib.rs`); with one, the
-tree under that directory, rooted at its `mod.rs` (e.g. `cli/src/web`).
+tree under that directory: a crate's `src` (root `lib.rs` or `main.rs`, e.g.
+`backend-diesel/src`), or a module's folder rooted at its `mod.rs` (e.g. `cli/src/web`).
 
 A module depends on another when its code (not its comments or tests) names the other: as
 `crate::<other>` (docket-core) or `super::<other>` / `crate::<path>::<other>` (a subtree), or
@@ -14,8 +15,20 @@ import glob, os, re, sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 repo = os.path.join(here, "..")
+crate_root = None
 if len(sys.argv) > 1:
     root = os.path.join(repo, sys.argv[1]) if not os.path.isabs(sys.argv[1]) else sys.argv[1]
+    crate_root = next(
+        (f for f in ("lib.rs", "main.rs") if not os.path.exists(os.path.join(root, "mod.rs"))
+         and os.path.exists(os.path.join(root, f))),
+        None,
+    )
+if crate_root:
+    # A whole crate: every `crate::x` names a module or a re-export, as in docket-core.
+    root_file = crate_root
+    prefixes = [r"crate::"]
+    label = sys.argv[1]
+elif len(sys.argv) > 1:
     root_file = "mod.rs"
     # `crate::web::x` from inside cli/src/web: the path of the subtree in its crate.
     crate_path = "::".join(os.path.normpath(sys.argv[1]).split(os.sep)[2:])
@@ -27,6 +40,7 @@ else:
     prefixes = [r"crate::"]
     label = "core"
 ROOT = "(root)"
+crate_mode = root_file in ("lib.rs", "main.rs")
 
 
 def strip(text):
@@ -55,7 +69,7 @@ defined = set(
 
 
 def target_of(name):
-    if label == "core":
+    if crate_mode:
         return reexported.get(name, name)  # every `crate::x` names a module or a re-export
     if name in reexported:
         return reexported[name]
@@ -105,7 +119,7 @@ for path in glob.glob(os.path.join(root, "**", "*.rs"), recursive=True):
         target = target_of(name)
         if target is not None and target != top:
             deps.setdefault(top, set()).add(target)
-if label == "core":
+if crate_mode:
     deps.pop(ROOT, None)
 
 

@@ -7,14 +7,13 @@
 //! own transaction ([`ScheduleInTransaction`]). Each backend keeps its dialect, its SQL, and
 //! its family: how it binds values and reads columns.
 
+pub mod family;
 pub mod session;
-pub mod statement;
 pub mod transactional;
 
-pub use session::{Cells, DieselConnector, DieselSession, Family};
-pub use statement::{
-    push_scalar, unbindable, Prepare, Statement, StatementError, MAX_CACHED_BINDS,
-};
+pub use family::{push_scalar, unbindable, Prepare, Statement, StatementError, MAX_CACHED_BINDS};
+pub use family::{Cells, Family};
+pub use session::{DieselConnector, DieselSession};
 pub use transactional::ScheduleInTransaction;
 
 use diesel::backend::Backend;

@@ -1,111 +1,16 @@
 //! One session and one pooled connector for every diesel backend, generic over a small
-//! [`Family`]: how the backend binds a [`Value`], how it reads a column into a [`Cell`], and how
-//! it begins a transaction. Everything else (running statements, reading rows by column name,
-//! normalizing errors, the pool) is written once here.
+//! [`Family`] (see [`crate::family`]). Running statements, reading rows by column name,
+//! normalizing errors and the pool are written once here.
 
-use crate::statement::{Prepare, Statement};
-use crate::{db, pool, TxError};
-use chrono::{DateTime, Utc};
-use diesel::backend::Backend;
-use diesel::deserialize::{self, QueryableByName};
-use diesel::query_builder::AstPass;
-use diesel::r2d2::{ConnectionManager, Pool, PooledConnection, R2D2Connection};
-use diesel::row::{Field, NamedRow};
-use diesel::QueryResult;
-use diesel_migrations::MigrationHarness;
-use docket_core::dialect::{Dialect, Rendered, Value};
+use crate::family::{Cells, Family, Prepare, Statement};
+use crate::{pool, TxError};
+use diesel::r2d2::{ConnectionManager, Pool, PooledConnection};
+use docket_core::dialect::{Dialect, Rendered};
 use docket_core::ident::TableName;
 use docket_core::migrate::{MigrationFile, TableMigration};
 use docket_core::store::sql::{SqlConnector, SqlSession};
-use docket_core::store::{Cell, Row};
+use docket_core::store::Row;
 use docket_core::StoreError;
-use std::marker::PhantomData;
-
-/// What one diesel backend (PostgreSQL, MySQL/MariaDB, SQLite) does its own way.
-pub trait Family: Sized + Send + Sync + 'static {
-    /// diesel's backend type.
-    type Backend: Backend;
-    /// The connection type.
-    type Connection: R2D2Connection<Backend = Self::Backend>
-        + MigrationHarness<Self::Backend>
-        + Send
-        + 'static;
-    /// What the connector knows besides its pool (e.g. the server flavor and version).
-    type Meta: Clone + std::fmt::Debug + Send + Sync + 'static;
-
-    /// The migrations the backend ships.
-    const MIGRATIONS: &'static [MigrationFile];
-    /// The connection runs one statement per call (Oracle), so migrations run statement by
-    /// statement ([`crate::run_migrations_by_statement`]).
-    const ONE_STATEMENT_PER_CALL: bool = false;
-    /// A query that failed on the server while its rows were read (a deadlock, a lock wait
-    /// timeout, a killed query) leaves the connection unfit for reuse, so the pool drops it
-    /// once the session ends (after its transaction's rollback). MySQL/MariaDB: libmariadb
-    /// keeps such a prepared statement marked as having unread rows, and the next execution
-    /// of that cached statement waits forever for rows the server never sends.
-    const FAILED_READ_BREAKS_CONNECTION: bool = false;
-
-    /// A timestamp in the backend's encoding, converted once when a [`Statement`] is built
-    /// (the statement owns it and lends it to diesel).
-    type Time: std::fmt::Debug + Send + Sync;
-
-    /// Converts a timestamp into the backend's encoding.
-    fn time(t: Option<DateTime<Utc>>) -> Self::Time;
-    /// Pushes one converted timestamp with its SQL type (its placeholder and its value).
-    fn push_time<'b>(out: AstPass<'_, 'b, Self::Backend>, t: &'b Self::Time) -> QueryResult<()>;
-    /// Pushes any other value with its SQL type: usually [`crate::push_scalar`], plus arrays
-    /// where the backend binds them.
-    fn push_value<'b>(out: AstPass<'_, 'b, Self::Backend>, value: &'b Value) -> QueryResult<()>;
-    /// Reads one non-NULL column by the type the driver reports.
-    fn cell(raw: <Self::Backend as Backend>::RawValue<'_>) -> deserialize::Result<Cell>;
-    /// Runs a query returning rows.
-    fn load(conn: &mut Self::Connection, q: Statement<'_, Self>) -> QueryResult<Vec<Cells<Self>>>;
-    /// Runs a statement; returns affected rows.
-    fn execute(conn: &mut Self::Connection, q: Statement<'_, Self>) -> QueryResult<usize>;
-    /// Fills what the migration templates leave to the server (e.g. MySQL's collation).
-    fn prepare_migrations(
-        _meta: &Self::Meta,
-        _table: &TableName,
-        steps: Vec<TableMigration>,
-    ) -> Vec<TableMigration> {
-        steps
-    }
-    /// Normalizes a driver error onto [`StoreError`] (default [`crate::db`]); a family whose
-    /// driver reports duplicate keys or lost connections its own way maps them here.
-    fn error(e: diesel::result::Error) -> StoreError {
-        db(e)
-    }
-    /// Runs `f` in a transaction (the backend's kind: isolation level, immediate locking).
-    /// Default: diesel's transaction at the connection's default isolation level.
-    fn transaction<T>(
-        conn: &mut Self::Connection,
-        f: impl FnOnce(&mut Self::Connection) -> Result<T, TxError>,
-    ) -> Result<T, TxError> {
-        diesel::Connection::transaction(conn, f)
-    }
-}
-
-/// One result row as diesel hands it over.
-pub struct Cells<F>(Row, PhantomData<F>);
-
-impl<F: Family> QueryableByName<F::Backend> for Cells<F> {
-    fn build<'a>(row: &impl NamedRow<'a, F::Backend>) -> deserialize::Result<Self> {
-        let mut cells = Vec::with_capacity(row.field_count());
-        for i in 0..row.field_count() {
-            let field =
-                diesel::row::Row::get(row, i).ok_or("a column the row said it had is missing")?;
-            let name = field.field_name().unwrap_or_default().to_owned();
-            // A value the family cannot read fails only its row, when a decoder reads it
-            // (a poison row), never the whole result.
-            let cell = match field.value() {
-                None => Cell::Null,
-                Some(raw) => F::cell(raw).unwrap_or_else(|e| Cell::Invalid(e.to_string())),
-            };
-            cells.push((name, cell));
-        }
-        Ok(Cells(Row::new(cells), PhantomData))
-    }
-}
 
 /// One connection seen as a [`SqlSession`], sending statements as its [`Prepare`] says.
 pub struct DieselSession<'c, F: Family> {
@@ -138,7 +43,7 @@ impl<F: Family> SqlSession for DieselSession<'_, F> {
             self.failed_read |= matches!(e, diesel::result::Error::DatabaseError(..));
             F::error(e)
         })?;
-        Ok(rows.into_iter().map(|c| c.0).collect())
+        Ok(rows.into_iter().map(Cells::into_row).collect())
     }
 
     fn execute_unprepared(&mut self, sql: &str) -> Result<(), StoreError> {
@@ -202,7 +107,7 @@ impl<F: Family> DieselConnector<F> {
     }
 
     /// Turns diesel's per-connection statement cache on (the default) or off for docket's
-    /// statements (see [`crate::statement`] for which ones it keeps). Off, every statement is
+    /// statements (see [`crate::family`] for which ones it keeps). Off, every statement is
     /// prepared and closed again each time: what a connection that cannot keep named
     /// prepared statements needs (PgBouncer in transaction pooling mode).
     pub fn with_statement_cache(mut self, on: bool) -> Self {

@@ -2,7 +2,8 @@
 //! the caller's transaction, so that the execution exists if and only if that transaction
 //! commits (the outbox pattern without an outbox: River's `InsertTx`, Oban's `Ecto.Multi`).
 
-use crate::session::{DieselConnector, Family};
+use crate::family::Family;
+use crate::session::DieselConnector;
 use diesel::connection::{Connection, TransactionManager};
 use docket_core::backend::SqlStore;
 use docket_core::clock::{Clock, SystemClock};

@@ -39,6 +39,7 @@ mod connect;
 mod dialect;
 mod error;
 mod migrate;
+mod pool;
 mod session;
 
 pub use connect::{connect, connect_with, parse_url, MssqlConnector, MssqlOptions};

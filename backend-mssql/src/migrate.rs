@@ -5,7 +5,7 @@
 
 use crate::error::MssqlError;
 use crate::MssqlDialect;
-use crate::{MssqlConnector, MssqlStore};
+use crate::MssqlStore;
 use docket_core::dialect::{Rendered, SqlWriter};
 use docket_core::migrate::{split_statements, MigrationFile, TableMigration};
 use docket_core::store::sql::{SqlConnector, SqlSession};
@@ -18,12 +18,13 @@ pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!(through w
 /// schema.
 pub const VERSION_TABLE: &str = "docket_schema_migrations";
 
-fn create_version_table() -> String {
-    format!(
+fn create_version_table_if_missing(connector: &impl SqlConnector) -> Result<(), StoreError> {
+    let sql = format!(
         "IF OBJECT_ID(N'{VERSION_TABLE}', N'U') IS NULL CREATE TABLE [{VERSION_TABLE}] \
          (version NVARCHAR(50) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, \
          run_on DATETIME2(6) NOT NULL DEFAULT SYSUTCDATETIME())"
-    )
+    );
+    connector.with_session(&mut |s| s.execute_unprepared(&sql))
 }
 
 /// Applies pending migrations to the store's table, up to and including `up_to`
@@ -34,8 +35,8 @@ pub fn migrate(store: &MssqlStore, up_to: Option<&str>) -> Result<Vec<String>, S
 
 /// What [`SqlConnector::recorded`] reads for this backend: every version in
 /// [`VERSION_TABLE`] (created if missing, as [`run`] does).
-pub(crate) fn recorded(connector: &MssqlConnector) -> Result<Vec<String>, StoreError> {
-    connector.batch_execute(&create_version_table())?;
+pub(crate) fn recorded(connector: &impl SqlConnector) -> Result<Vec<String>, StoreError> {
+    create_version_table_if_missing(connector)?;
     let rows = connector.with_session(&mut |s| {
         s.query(&Rendered::text(format!(
             "SELECT version AS name FROM [{VERSION_TABLE}]"
@@ -47,10 +48,10 @@ pub(crate) fn recorded(connector: &MssqlConnector) -> Result<Vec<String>, StoreE
 /// What [`SqlConnector::apply`] runs for this backend: the planned `steps`, each in a
 /// transaction with its version row.
 pub(crate) fn run(
-    connector: &MssqlConnector,
+    connector: &impl SqlConnector,
     steps: Vec<TableMigration>,
 ) -> Result<Vec<String>, StoreError> {
-    connector.batch_execute(&create_version_table())?;
+    create_version_table_if_missing(connector)?;
     let mut applied = Vec::new();
     for step in steps {
         // `... WHERE version = @P1` / `... VALUES (@P1)`, the version bound.

@@ -5,8 +5,8 @@
 //! Times are `DATETIME2(6)` columns, which carry no zone: docket writes and reads them as UTC
 //! wall-clock values, so no session or server time zone shifts them.
 
-use crate::connect::Conn;
 use crate::error::MssqlError;
+use crate::pool::Conn;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use docket_core::dialect::{Rendered, Value};
 use docket_core::store::sql::SqlSession;

@@ -800,3 +800,23 @@ macro_rules! faults_suite {
         // `clock_skew(.., 600)` (skew beyond the dead window) and `slow_link` (MariaDB).
     };
 }
+
+/// Instantiates the outage case for one harness; `$outage` is the server module's `outage`
+/// function. It stops the test process's server, so keep it out of test binaries whose other
+/// tests use that server (`tests/outage.rs`).
+#[macro_export]
+macro_rules! outage_suite {
+    ($harness:expr, $exe:expr, $outage:expr) => {
+        #[test]
+        fn outage_is_survived() {
+            $crate::reliability::outage_is_survived(&$harness, $exe, $outage);
+        }
+        #[test]
+        fn outage_longer_than_dead_window() {
+            $crate::faults::outage_longer_than_dead_window(&$harness, $exe, $outage);
+        }
+        // Not in the suite: `faults::restart_with_completions_in_flight` asserts that the
+        // restart met a pending completion batch, which on PostgreSQL here it did in one run
+        // of three (docs/RELIABILITY.md, 6b): it needs a deterministic hook, not timing.
+    };
+}

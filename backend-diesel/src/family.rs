@@ -1,4 +1,7 @@
-//! docket's own diesel query: a [`Rendered`] statement that diesel may keep prepared.
+//! What one diesel backend does its own way ([`Family`]: how it binds a [`Value`], how it
+//! reads a column into a [`Cell`], how it begins a transaction), and the statement it is sent:
+//! a [`Rendered`] statement that diesel may keep prepared ([`Statement`]). One module, since
+//! each names the other.
 //!
 //! diesel's `sql_query` marks every query it builds as unsafe to cache, so each statement was
 //! prepared, executed and thrown away (two round trips on PostgreSQL, three on MySQL), and the
@@ -12,17 +15,119 @@
 //! diesel-oci binds by). Where the placeholders stand was recorded by the writer as it wrote
 //! them ([`Rendered::placeholders`]): the text is rendered once and never searched again.
 
-use crate::session::Family;
+use crate::{db, TxError};
+use chrono::{DateTime, Utc};
 use diesel::backend::Backend;
+use diesel::deserialize::{self, QueryableByName};
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::query_dsl::RunQueryDsl;
+use diesel::r2d2::R2D2Connection;
+use diesel::row::{Field, NamedRow};
 use diesel::serialize::ToSql;
 use diesel::sql_types::{
     BigInt, Binary, Bool, HasSqlType, Integer, Nullable, SmallInt, Text, Untyped,
 };
 use diesel::QueryResult;
+use diesel_migrations::MigrationHarness;
 use docket_core::dialect::{Dialect, Rendered, Value};
+use docket_core::ident::TableName;
+use docket_core::migrate::{MigrationFile, TableMigration};
+use docket_core::store::{Cell, Row};
 use docket_core::StoreError;
+use std::marker::PhantomData;
+
+/// What one diesel backend (PostgreSQL, MySQL/MariaDB, SQLite) does its own way.
+pub trait Family: Sized + Send + Sync + 'static {
+    /// diesel's backend type.
+    type Backend: Backend;
+    /// The connection type.
+    type Connection: R2D2Connection<Backend = Self::Backend>
+        + MigrationHarness<Self::Backend>
+        + Send
+        + 'static;
+    /// What the connector knows besides its pool (e.g. the server flavor and version).
+    type Meta: Clone + std::fmt::Debug + Send + Sync + 'static;
+
+    /// The migrations the backend ships.
+    const MIGRATIONS: &'static [MigrationFile];
+    /// The connection runs one statement per call (Oracle), so migrations run statement by
+    /// statement ([`crate::run_migrations_by_statement`]).
+    const ONE_STATEMENT_PER_CALL: bool = false;
+    /// A query that failed on the server while its rows were read (a deadlock, a lock wait
+    /// timeout, a killed query) leaves the connection unfit for reuse, so the pool drops it
+    /// once the session ends (after its transaction's rollback). MySQL/MariaDB: libmariadb
+    /// keeps such a prepared statement marked as having unread rows, and the next execution
+    /// of that cached statement waits forever for rows the server never sends.
+    const FAILED_READ_BREAKS_CONNECTION: bool = false;
+
+    /// A timestamp in the backend's encoding, converted once when a [`Statement`] is built
+    /// (the statement owns it and lends it to diesel).
+    type Time: std::fmt::Debug + Send + Sync;
+
+    /// Converts a timestamp into the backend's encoding.
+    fn time(t: Option<DateTime<Utc>>) -> Self::Time;
+    /// Pushes one converted timestamp with its SQL type (its placeholder and its value).
+    fn push_time<'b>(out: AstPass<'_, 'b, Self::Backend>, t: &'b Self::Time) -> QueryResult<()>;
+    /// Pushes any other value with its SQL type: usually [`crate::push_scalar`], plus arrays
+    /// where the backend binds them.
+    fn push_value<'b>(out: AstPass<'_, 'b, Self::Backend>, value: &'b Value) -> QueryResult<()>;
+    /// Reads one non-NULL column by the type the driver reports.
+    fn cell(raw: <Self::Backend as Backend>::RawValue<'_>) -> deserialize::Result<Cell>;
+    /// Runs a query returning rows.
+    fn load(conn: &mut Self::Connection, q: Statement<'_, Self>) -> QueryResult<Vec<Cells<Self>>>;
+    /// Runs a statement; returns affected rows.
+    fn execute(conn: &mut Self::Connection, q: Statement<'_, Self>) -> QueryResult<usize>;
+    /// Fills what the migration templates leave to the server (e.g. MySQL's collation).
+    fn prepare_migrations(
+        _meta: &Self::Meta,
+        _table: &TableName,
+        steps: Vec<TableMigration>,
+    ) -> Vec<TableMigration> {
+        steps
+    }
+    /// Normalizes a driver error onto [`StoreError`] (default [`crate::db`]); a family whose
+    /// driver reports duplicate keys or lost connections its own way maps them here.
+    fn error(e: diesel::result::Error) -> StoreError {
+        db(e)
+    }
+    /// Runs `f` in a transaction (the backend's kind: isolation level, immediate locking).
+    /// Default: diesel's transaction at the connection's default isolation level.
+    fn transaction<T>(
+        conn: &mut Self::Connection,
+        f: impl FnOnce(&mut Self::Connection) -> Result<T, TxError>,
+    ) -> Result<T, TxError> {
+        diesel::Connection::transaction(conn, f)
+    }
+}
+
+/// One result row as diesel hands it over.
+pub struct Cells<F>(Row, PhantomData<F>);
+
+impl<F> Cells<F> {
+    /// The row.
+    pub fn into_row(self) -> Row {
+        self.0
+    }
+}
+
+impl<F: Family> QueryableByName<F::Backend> for Cells<F> {
+    fn build<'a>(row: &impl NamedRow<'a, F::Backend>) -> deserialize::Result<Self> {
+        let mut cells = Vec::with_capacity(row.field_count());
+        for i in 0..row.field_count() {
+            let field =
+                diesel::row::Row::get(row, i).ok_or("a column the row said it had is missing")?;
+            let name = field.field_name().unwrap_or_default().to_owned();
+            // A value the family cannot read fails only its row, when a decoder reads it
+            // (a poison row), never the whole result.
+            let cell = match field.value() {
+                None => Cell::Null,
+                Some(raw) => F::cell(raw).unwrap_or_else(|e| Cell::Invalid(e.to_string())),
+            };
+            cells.push((name, cell));
+        }
+        Ok(Cells(Row::new(cells), PhantomData))
+    }
+}
 
 /// Statements with more binds than this are never cached. The statements of a fixed shape
 /// (claims, updates, single-row inserts) bind at most about 20 values and repeat endlessly,
