@@ -55,7 +55,8 @@ pub trait Family: Sized + Send + Sync + 'static {
     const ONE_STATEMENT_PER_CALL: bool = false;
     /// A query that failed on the server while its rows were read (a deadlock, a lock wait
     /// timeout, a killed query) leaves the connection unfit for reuse, so the pool drops it
-    /// once the session ends (after its transaction's rollback). MySQL/MariaDB: libmariadb
+    /// once the session ends (after its transaction's rollback), as it drops one that a
+    /// statement found closed (every family). MySQL/MariaDB: libmariadb
     /// keeps such a prepared statement marked as having unread rows, and the next execution
     /// of that cached statement waits forever for rows the server never sends.
     const FAILED_READ_BREAKS_CONNECTION: bool = false;

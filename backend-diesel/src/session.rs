@@ -16,9 +16,10 @@ use docket_core::StoreError;
 pub struct DieselSession<'c, F: Family> {
     conn: &'c mut F::Connection,
     prepare: Prepare,
-    /// A query failed on the server while its rows were read (see
-    /// [`Family::FAILED_READ_BREAKS_CONNECTION`]).
-    failed_read: bool,
+    /// The connection is unfit for reuse: a statement found it closed, or a query failed
+    /// while its rows were read where [`Family::FAILED_READ_BREAKS_CONNECTION`] says that
+    /// breaks it.
+    unfit: bool,
 }
 
 impl<'c, F: Family> DieselSession<'c, F> {
@@ -27,35 +28,49 @@ impl<'c, F: Family> DieselSession<'c, F> {
         Self {
             conn,
             prepare,
-            failed_read: false,
+            unfit: false,
         }
+    }
+
+    /// `e` as a [`StoreError`], noting whether it leaves the connection unfit for reuse.
+    fn failed(&mut self, e: diesel::result::Error, reading: bool) -> StoreError {
+        let database = matches!(e, diesel::result::Error::DatabaseError(..));
+        let err = F::error(e);
+        self.unfit |= matches!(err, StoreError::Connection { .. })
+            || (reading && database && F::FAILED_READ_BREAKS_CONNECTION);
+        err
     }
 }
 
 impl<F: Family> SqlSession for DieselSession<'_, F> {
     fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError> {
         let q = self.prepare.statement::<F>(stmt)?;
-        Ok(F::execute(self.conn, q).map_err(F::error)? as u64)
+        match F::execute(self.conn, q) {
+            Ok(n) => Ok(n as u64),
+            Err(e) => Err(self.failed(e, false)),
+        }
     }
 
     fn query(&mut self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
-        let rows = F::load(self.conn, self.prepare.statement::<F>(stmt)?).map_err(|e| {
-            self.failed_read |= matches!(e, diesel::result::Error::DatabaseError(..));
-            F::error(e)
-        })?;
-        Ok(rows.into_iter().map(Cells::into_row).collect())
+        let q = self.prepare.statement::<F>(stmt)?;
+        match F::load(self.conn, q) {
+            Ok(rows) => Ok(rows.into_iter().map(Cells::into_row).collect()),
+            Err(e) => Err(self.failed(e, true)),
+        }
     }
 
     fn execute_unprepared(&mut self, sql: &str) -> Result<(), StoreError> {
-        diesel::connection::SimpleConnection::batch_execute(self.conn, sql).map_err(F::error)
+        diesel::connection::SimpleConnection::batch_execute(self.conn, sql)
+            .map_err(|e| self.failed(e, false))
     }
 }
 
-/// Marks `conn` broken, so the pool drops it instead of handing it out again, when a session
-/// on it had a failed read and the family says that breaks the connection.
-fn discard_if_failed_read<F: Family>(conn: &mut F::Connection, failed_read: bool) {
+/// Marks `conn` broken when a session on it found it unfit, so the pool drops it instead of
+/// handing it out again (a PostgreSQL connection closed by a server restart otherwise stays
+/// in the pool, failing every statement).
+fn discard_if_unfit<F: Family>(conn: &mut F::Connection, unfit: bool) {
     use diesel::connection::{Connection, TransactionManager};
-    if failed_read && F::FAILED_READ_BREAKS_CONNECTION {
+    if unfit {
         <F::Connection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
             .set_in_error();
     }
@@ -162,8 +177,8 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
         let mut conn = self.connection()?;
         let mut session = self.session(&mut conn);
         let out = f(&mut session);
-        let failed_read = session.failed_read;
-        discard_if_failed_read::<F>(&mut *conn, failed_read);
+        let unfit = session.unfit;
+        discard_if_unfit::<F>(&mut *conn, unfit);
         out
     }
 
@@ -172,15 +187,15 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut conn = self.connection()?;
-        let mut failed_read = false;
+        let mut unfit = false;
         let out = F::transaction(&mut conn, |c| {
             let mut session = self.session(c);
             let out = f(&mut session).map_err(TxError::Store);
-            failed_read = session.failed_read;
+            unfit = session.unfit;
             out
         });
         // After the rollback: the transaction ends cleanly, then the pool drops the connection.
-        discard_if_failed_read::<F>(&mut *conn, failed_read);
+        discard_if_unfit::<F>(&mut *conn, unfit);
         out.map_err(|e| match e {
             TxError::Store(s) => s,
             TxError::Diesel(d) => F::error(d),

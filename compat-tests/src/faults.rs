@@ -606,6 +606,57 @@ pub fn clock_skew(h: &dyn Harness, exe: &str, skew_secs: u32) {
 /// Stops the server for `down`, then starts it again (the server module's `outage`).
 pub type Outage = fn(Duration) -> Result<(), crate::servers::NotRun>;
 
+/// Fault 6c: a store's pool opened before a server restart serves statements again once the
+/// server is back. Four threads fill the pool with connections; the server is stopped for 2 s
+/// and started again; then one read every 100 ms for 6 s. A connection the restart closed may
+/// fail the statement that finds it so, once: the pool must drop it, so within as many reads
+/// as the pool held connections the reads succeed, and from the first success on every one
+/// does.
+pub fn pool_recovers_after_restart(h: &dyn Harness, outage: Outage) {
+    const FILLERS: usize = 4;
+    let _one_outage_at_a_time = crate::reliability::one_outage_at_a_time();
+    let (_space, store) = migrated(h);
+    let read = || store.execution_list(&ListFilter::default()).map(|_| ());
+    std::thread::scope(|s| {
+        for _ in 0..FILLERS {
+            s.spawn(|| {
+                for _ in 0..20 {
+                    read().expect("reads before the restart");
+                }
+            });
+        }
+    });
+    outage(Duration::from_secs(2)).unwrap_or_else(|e| not_run(h.name(), e));
+    let mut first_error = None;
+    let reads: Vec<bool> = (0..60)
+        .map(|_| {
+            let result = read();
+            if let Err(e) = &result {
+                first_error.get_or_insert_with(|| e.to_string());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            result.is_ok()
+        })
+        .collect();
+    let first_ok = reads.iter().position(|ok| *ok).unwrap_or_else(|| {
+        panic!("no read succeeded within 6 s of the restart ({first_error:?}): {reads:?}")
+    });
+    assert!(
+        first_ok <= 12,
+        "{first_ok} reads failed after the restart, more than the pool's connections: {reads:?}"
+    );
+    assert!(
+        reads[first_ok..].iter().all(|ok| *ok),
+        "a closed connection was handed out again after a read had succeeded: {reads:?}"
+    );
+    println!(
+        "reliability {} pool after a restart: {first_ok} reads failed, then {} of {} succeeded",
+        h.name(),
+        reads.len() - first_ok,
+        reads.len() - first_ok
+    );
+}
+
 /// Fault 6a: the database server is stopped for 10 s, longer than the dead window (heartbeat
 /// 1 s x 4 missed), mid-run, then started again on the same port; three processes (one
 /// fetching, two lock-and-fetch), every tenth execution failing (retried 5 minutes later).
@@ -810,6 +861,10 @@ macro_rules! outage_suite {
         #[test]
         fn outage_is_survived() {
             $crate::reliability::outage_is_survived(&$harness, $exe, $outage);
+        }
+        #[test]
+        fn pool_recovers_after_restart() {
+            $crate::faults::pool_recovers_after_restart(&$harness, $outage);
         }
         #[test]
         fn outage_longer_than_dead_window() {
