@@ -60,6 +60,7 @@ macro_rules! compat_cases {
             concurrent_fetch_claimers_never_double_claim,
             concurrent_lock_and_fetch_claimers_never_double_claim,
             heartbeat_and_dead_detection,
+            own_running_execution_is_not_revived,
             revived_execution_fences_old_owner,
             failed_heartbeat_spares_the_others,
             recurring_runs_repeatedly_and_exists_once,

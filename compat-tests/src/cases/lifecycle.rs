@@ -28,6 +28,49 @@ fn claim_as(ctx: &Ctx, key: &ExecutionKey, by: &str) {
         .unwrap());
 }
 
+/// A scheduler never revives an execution it is running itself, however late its own
+/// heartbeat: dead detection finds the row older than the dead window (as an overloaded host's
+/// late heartbeat round leaves it) and heart-beats it instead, so it runs once.
+pub fn own_running_execution_is_not_revived(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = Mutex::new(release_rx);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&runs);
+    let task = Task::one_time(WORK, move |_, _| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        let _ = started_tx.send(());
+        let _ = release_rx.lock().expect("one handler").recv();
+        Ok(())
+    });
+    let scheduler = ctx.build("s1", PollingStrategy::fetch(), vec![task]);
+    ctx.client().schedule(WORK.instance("1")).unwrap();
+    let key = ExecutionKey::new("work", "1");
+    // The asserts come after the handler is released, so a failure cannot leave it waiting.
+    let (revived, row, now, ran) = std::thread::scope(|s| {
+        let runner = s.spawn(|| scheduler.run_due());
+        started_rx.recv().expect("the handler started");
+        // Past the dead window (heartbeat 60 s x 6 missed) with no heartbeat round.
+        ctx.clock.advance(std::time::Duration::from_secs(7 * 60));
+        let revived = scheduler.detect_dead();
+        let row = ctx.store.execution_get(&key);
+        release_tx.send(()).expect("release");
+        // Gone, so a second run (after a revival) does not wait.
+        drop(release_tx);
+        let ran = runner.join().expect("runner");
+        (revived, row, ctx.clock.now(), ran)
+    });
+    assert_eq!(revived.unwrap(), 0, "not revived");
+    let e = row.unwrap().expect("the row");
+    assert!(e.picked, "still picked");
+    assert_eq!(e.picked_by.as_deref(), Some("s1"));
+    assert_eq!(e.last_heartbeat, Some(now), "heart-beaten instead");
+    assert_eq!(ran.unwrap(), 1);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "ran once");
+    assert!(ctx.store.execution_get(&key).unwrap().is_none(), "done");
+}
+
 /// Heartbeats keep a picked execution alive; silence past the dead window revives it.
 pub fn heartbeat_and_dead_detection(h: &dyn Harness, t: Toggle) {
     let ctx = Ctx::new(h, t);

@@ -630,6 +630,26 @@ impl Engine {
         Ok(handled)
     }
 
+    /// Whether `e`, which looks dead, is running here at its version: then it is alive by
+    /// definition (this scheduler's heartbeat round was late, e.g. on an overloaded host), so it
+    /// gets its heartbeat now instead of being revived and run twice. Counted in
+    /// `docket_late_heartbeats_total`.
+    fn still_ours(&self, e: &Execution, now: DateTime<Utc>) -> bool {
+        let key = e.key();
+        if e.picked_by.as_deref() != Some(self.config.scheduler_name.as_str())
+            || self.running().get(&key) != Some(&e.version)
+        {
+            return false;
+        }
+        warn!(task = %e.task_name, instance = %e.task_instance,
+            "an execution running here looked dead (a late heartbeat round); heartbeat sent");
+        metrics::counter!("docket_late_heartbeats_total").increment(1);
+        matches!(
+            self.store.execution_heartbeat(&key, e.version, now),
+            Ok(true)
+        )
+    }
+
     /// Revives or cancels the dead `rows` of known tasks; returns how many were handled.
     fn handle_dead(&self, rows: Vec<Execution>, now: DateTime<Utc>) -> Result<usize, StoreError> {
         let mut handled = 0;
@@ -637,6 +657,9 @@ impl Engine {
             let Some(task) = self.tasks.get(&e.task_name) else {
                 continue; // unknown task: left alone, reported by check_unresolved
             };
+            if self.still_ours(&e, now) {
+                continue;
+            }
             let revive_at = match task.dead {
                 DeadExecutionPolicy::Revive => Some(now),
                 DeadExecutionPolicy::Cancel => None,
