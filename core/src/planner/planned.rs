@@ -10,7 +10,7 @@ use crate::ordering::CustomKey;
 use crate::records::{
     Assignment, Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey,
     Finishing, ForWorker, Guard, IndexChange, Item, ItemCount, ItemsQuery, ListFilter, ListedItem,
-    NewExecution, NewItem, PickChange, PoisonRow, TaskSummary,
+    NameLag, NewExecution, NewItem, PickChange, PoisonRow, TaskSummary,
 };
 use crate::store::{
     Adopted, ExecutionOps, ExecutionStore, QueueOps, QueueStore, StoreConfig, StoreInfo,
@@ -190,6 +190,24 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
         older_than: DateTime<Utc>,
     ) -> Result<Vec<(String, i64)>, StoreError> {
         self.store.execution_dead_counts(older_than)
+    }
+
+    fn execution_names_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.store.execution_names_after(after, limit)
+    }
+
+    fn execution_name_lag(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        cap: i64,
+        items: bool,
+    ) -> Result<NameLag, StoreError> {
+        self.store.execution_name_lag(name, now, cap, items)
     }
 
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {

@@ -93,6 +93,8 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn execution_dead_page(&self, page: &DeadPage) -> (Vec<Execution>, Option<DeadCursor>);
         fn execution_dead_counts(&self, older_than: DateTime<Utc>) -> Vec<(String, i64)>;
         fn execution_summary(&self) -> Vec<TaskSummary>;
+        fn execution_names_after(&self, after: Option<&str>, limit: usize) -> Vec<String>;
+        fn execution_name_lag(&self, name: &str, now: DateTime<Utc>, cap: i64, items: bool) -> NameLag;
         fn execution_unresolved_names(&self, known: &[String]) -> Vec<String>;
         fn execution_delete_unresolved(&self, known: &[String], before: DateTime<Utc>) -> u64;
     }

@@ -134,6 +134,20 @@ pub trait ExecutionOps: StoreInfo + DueSource {
     ) -> Result<Vec<(String, i64)>, StoreError>;
     /// [`ExecutionStore::execution_summary`].
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError>;
+    /// [`ExecutionStore::execution_names_after`].
+    fn execution_names_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError>;
+    /// [`ExecutionStore::execution_name_lag`].
+    fn execution_name_lag(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        cap: i64,
+        items: bool,
+    ) -> Result<NameLag, StoreError>;
     /// [`ExecutionStore::execution_unresolved_names`].
     fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError>;
     /// [`ExecutionStore::execution_delete_unresolved`].

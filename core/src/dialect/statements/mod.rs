@@ -6,6 +6,9 @@
 
 mod catalogue;
 mod due;
+mod lag;
+
+pub use lag::LagRange;
 
 use super::{
     common, Array, Catalog, Dialect, DueFilter, LimitAt, LockAndFetch, Rendered, SqlWriter, Value,

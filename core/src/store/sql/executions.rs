@@ -192,6 +192,92 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         })
     }
 
+    fn execution_names_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut names: Vec<String> = Vec::new();
+        while names.len() < limit {
+            let stmt = self
+                .statements
+                .lag_next_name(names.last().map(String::as_str).or(after));
+            // `MIN` over no rows is one NULL row: no name after it.
+            let next = decode_all(self.rows(&stmt)?, |r| r.opt_text("task_name"))?;
+            match next.into_iter().flatten().next() {
+                Some(name) => names.push(name),
+                None => break,
+            }
+        }
+        Ok(names)
+    }
+
+    fn execution_name_lag(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        cap: i64,
+        items: bool,
+    ) -> Result<NameLag, StoreError> {
+        let cap = cap.max(1);
+        let queue_type = items && {
+            let kind = self.rows(&self.statements.lag_name_kind(name))?;
+            decode_all(kind, |r| r.opt_i64("max_assignments"))?
+                .into_iter()
+                .any(|m| m.is_some())
+        };
+        let priority = self.config.ordering.priority;
+        let head = decode_all(
+            self.rows(&self.statements.lag_head(name, queue_type, now, cap + 1))?,
+            |r| {
+                let level = if priority {
+                    r.opt_i16("priority")?
+                } else {
+                    None
+                };
+                Ok((r.timestamp("execution_time")?, level))
+            },
+        )?;
+        let waiting = CappedCount::of(head.len() as i64, cap);
+        // Rows come in time order: a level's first row is its oldest.
+        let mut levels: Vec<LevelLag> = Vec::new();
+        for &(at, priority) in head.iter().take(cap as usize) {
+            match levels.iter_mut().find(|l| l.priority == priority) {
+                Some(level) => level.count += 1,
+                None => levels.push(LevelLag {
+                    priority,
+                    oldest: at,
+                    count: 1,
+                }),
+            }
+        }
+        // Highest first, NULL last.
+        levels.sort_by_key(|l| std::cmp::Reverse(l.priority.map_or(i32::MIN, i32::from)));
+        let count = |range| -> Result<CappedCount, StoreError> {
+            let rows = self.rows(&self.statements.lag_count(name, range, now, cap + 1))?;
+            let n = decode_all(rows, |r| r.i64("n"))?
+                .into_iter()
+                .next()
+                .unwrap_or(0);
+            Ok(CappedCount::of(n, cap))
+        };
+        let scheduled = count(LagRange::Scheduled)?;
+        let picked = if queue_type {
+            CappedCount::default()
+        } else {
+            count(LagRange::Picked)?
+        };
+        Ok(NameLag {
+            name: name.to_owned(),
+            queue_type,
+            oldest: head.first().map(|(at, _)| *at),
+            waiting,
+            levels,
+            scheduled,
+            picked,
+        })
+    }
+
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {
         decode_all(
             self.rows(&self.statements.summary())?,

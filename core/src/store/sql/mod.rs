@@ -16,7 +16,7 @@ use super::row::decode_all;
 use super::*;
 use super::{Decoded, ItemSource};
 use crate::dialect::queue::ForWorker;
-use crate::dialect::{Dialect, OrderIndex, OrderIndexStyle, Rendered, Statements};
+use crate::dialect::{Dialect, LagRange, OrderIndex, OrderIndexStyle, Rendered, Statements};
 use crate::migrate::{MigrationFile, TableMigration, MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 use crate::records::{ListedAssignment, StatusRead};
 use std::collections::HashSet;
