@@ -4,8 +4,8 @@
 use super::error::{ApiError, WebError};
 use super::limit::ClientIp;
 use super::model::{
-    ExecAction, ExecutionView, ItemPage, ItemView, LimitQuery, Overview, QueuePage, QueueTypePage,
-    SearchQuery, SearchResult, TaskPage, WorkerAction, WorkerPage,
+    ExecAction, ExecutionView, ItemPage, ItemView, LagPage, LimitQuery, Overview, QueuePage,
+    QueueTypePage, SearchQuery, SearchResult, TaskPage, WorkerAction, WorkerPage,
 };
 use super::state::{blocking, AppState};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -57,6 +57,11 @@ fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, WebError> {
 /// `GET /api/overview`.
 pub async fn overview(State(web): State<AppState>) -> ApiResult<Overview> {
     Ok(Json(blocking(&web, |w| w.overview()).await?))
+}
+
+/// `GET /api/lag`.
+pub async fn lag(State(web): State<AppState>) -> ApiResult<LagPage> {
+    Ok(Json(blocking(&web, |w| w.lag_page()).await?))
 }
 
 /// `GET /api/tasks/{task}`.

@@ -12,12 +12,15 @@ mod error;
 mod hosts;
 mod layers;
 mod limit;
+mod metrics;
 mod model;
 mod pages;
 mod serve;
 mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_metrics;
 
 use crate::error::CliError;
 use crate::{backends, store_config, Target};
@@ -97,7 +100,9 @@ pub fn router(web: AppState) -> Router {
             "/queue/{task_type}/workers/{worker}/items/{item}/{action}",
             post(pages::worker_action),
         )
+        .route("/metrics", get(metrics::metrics))
         .route("/api/overview", get(api::overview))
+        .route("/api/lag", get(api::lag))
         .route("/api/search", get(api::search))
         .route("/api/tasks/{task}", get(api::task))
         .route("/api/executions/{task}/{instance}", get(api::execution))

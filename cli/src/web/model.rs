@@ -13,7 +13,7 @@ use super::state::{blocking, AppState, Web};
 use chrono::{DateTime, Utc};
 use docket_core::queue::{Item, ItemsQuery, ListedAssignment, ListedItem, MAX_WORKER_LEN};
 use docket_core::store::ListFilter;
-use docket_core::{DeadPage, Execution, ExecutionKey};
+use docket_core::{CappedCount, DeadPage, Execution, ExecutionKey, LevelLag};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
@@ -40,6 +40,105 @@ pub const PICKED_SCAN: i64 = 2000;
 pub const ASSIGNMENT_ROWS: i64 = 100;
 /// Assignments shown per item in a task type's item table.
 pub const CHIPS: i64 = 10;
+
+/// Rows each lag range is counted up to ([`Web::lag`], `/metrics`).
+pub const LAG_CAP: i64 = DUE_CAP;
+
+/// A count that stops at a cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Capped {
+    /// Rows counted (at most the cap).
+    pub count: i64,
+    /// Counting stopped at the cap: there are more.
+    pub capped: bool,
+}
+
+impl From<CappedCount> for Capped {
+    fn from(c: CappedCount) -> Self {
+        Self {
+            count: c.count,
+            capped: c.capped,
+        }
+    }
+}
+
+/// One priority level's waiting rows of a task or task type.
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelAge {
+    /// The level (null: no priority, or priority off).
+    pub priority: Option<i16>,
+    /// Its oldest waiting row's time.
+    pub oldest: DateTime<Utc>,
+    /// Seconds since then.
+    pub age_secs: i64,
+    /// Its waiting rows counted (among the first [`LAG_CAP`] of the task).
+    pub count: i64,
+}
+
+/// One scheduler task's lag and counts by state.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskLag {
+    /// Task name.
+    pub task: String,
+    /// When its oldest due execution fell due (null: none is due).
+    pub oldest_due: Option<DateTime<Utc>>,
+    /// Seconds since then (0 when none is due).
+    pub oldest_due_age_secs: i64,
+    /// Due executions (not picked, execution time passed).
+    pub due: Capped,
+    /// Scheduled for later (not picked).
+    pub scheduled: Capped,
+    /// Picked, heartbeat fresh (picked minus dead; capped when picked was).
+    pub running: Capped,
+    /// Picked, heartbeat older than `dead_after` (all of them).
+    pub dead: i64,
+    /// Due executions by priority level, highest first (one null level with priority off);
+    /// a level whose due rows all lie past the first [`LAG_CAP`] is missing.
+    pub levels: Vec<LevelAge>,
+}
+
+/// One work-queue task type's lag.
+#[derive(Debug, Clone, Serialize)]
+pub struct TypeLag {
+    /// Task type.
+    pub task_type: String,
+    /// Arrival of its oldest open item (assignable, arrived; null: none).
+    pub oldest_open: Option<DateTime<Utc>>,
+    /// Seconds since then (0 when none is open).
+    pub oldest_open_age_secs: i64,
+    /// Open items.
+    pub open: Capped,
+    /// Items that have not arrived yet.
+    pub not_arrived: Capped,
+    /// Open items by priority level, as [`TaskLag::levels`].
+    pub levels: Vec<LevelAge>,
+}
+
+/// What waits and since when, per task and task type ([`docket_core::SchedulerClient::lag`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct LagView {
+    /// Each count stops at this many rows.
+    pub cap: i64,
+    /// Task names read (the first [`NAME_ROWS`] by name).
+    pub names_read: usize,
+    /// Whether the table has more names than were read.
+    pub names_capped: bool,
+    /// The scheduler tasks.
+    pub tasks: Vec<TaskLag>,
+    /// The work-queue task types.
+    pub queue_types: Vec<TypeLag>,
+    /// Seconds the read took.
+    pub read_secs: f64,
+}
+
+/// `GET /api/lag`.
+#[derive(Debug, Clone, Serialize)]
+pub struct LagPage {
+    /// Facts.
+    pub meta: Meta,
+    /// The lag.
+    pub lag: LagView,
+}
 
 /// The state of one execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -222,6 +321,8 @@ pub struct Overview {
     pub queue_types: Vec<String>,
     /// Work-queue task types in all.
     pub queue_types_total: usize,
+    /// What waits and since when, per task and task type.
+    pub lag: LagView,
 }
 
 /// One task's page.
@@ -580,6 +681,79 @@ impl Web {
             .collect()
     }
 
+    /// What waits and since when: the first [`NAME_ROWS`] task names (one primary-key seek
+    /// each), then per name the lag indexes' ranges up to [`LAG_CAP`] rows
+    /// ([`docket_core::SchedulerClient::lag`]), and the dead executions counted per task (one
+    /// statement over the dead rows). No scan of the table.
+    pub fn lag(&self, now: DateTime<Utc>) -> Result<LagView, WebError> {
+        let started = std::time::Instant::now();
+        let lag = self.client.lag(NAME_ROWS, LAG_CAP, self.queue.is_ok())?;
+        let dead: HashMap<String, i64> = self
+            .client
+            .dead_counts(now - self.dead_after)?
+            .into_iter()
+            .collect();
+        // Ages from the time the rows were read.
+        let read_at = lag.now;
+        let age = |t: Option<DateTime<Utc>>| t.map_or(0, |t| (read_at - t).num_seconds().max(0));
+        let levels = |levels: &[LevelLag]| -> Vec<LevelAge> {
+            levels
+                .iter()
+                .map(|l| LevelAge {
+                    priority: l.priority,
+                    oldest: l.oldest,
+                    age_secs: age(Some(l.oldest)),
+                    count: l.count,
+                })
+                .collect()
+        };
+        let mut tasks = Vec::new();
+        let mut queue_types = Vec::new();
+        let names_read = lag.names.len();
+        for n in lag.names {
+            if n.queue_type {
+                queue_types.push(TypeLag {
+                    oldest_open_age_secs: age(n.oldest),
+                    oldest_open: n.oldest,
+                    open: n.waiting.into(),
+                    not_arrived: n.scheduled.into(),
+                    levels: levels(&n.levels),
+                    task_type: n.name,
+                });
+            } else {
+                let dead = dead.get(&n.name).copied().unwrap_or(0);
+                tasks.push(TaskLag {
+                    oldest_due_age_secs: age(n.oldest),
+                    oldest_due: n.oldest,
+                    due: n.waiting.into(),
+                    scheduled: n.scheduled.into(),
+                    running: Capped {
+                        count: (n.picked.count - dead).max(0),
+                        capped: n.picked.capped,
+                    },
+                    dead,
+                    levels: levels(&n.levels),
+                    task: n.name,
+                });
+            }
+        }
+        Ok(LagView {
+            cap: lag.cap,
+            names_read,
+            names_capped: lag.names_capped,
+            tasks,
+            queue_types,
+            read_secs: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// `GET /api/lag`.
+    pub fn lag_page(&self) -> Result<LagPage, WebError> {
+        let meta = self.meta();
+        let lag = self.lag(meta.now)?;
+        Ok(LagPage { meta, lag })
+    }
+
     /// The operator's overview.
     pub fn overview(&self) -> Result<Overview, WebError> {
         let meta = self.meta();
@@ -607,7 +781,9 @@ impl Web {
         rows.truncate(NAME_ROWS);
         let queue_types_total = queue_types.len();
         queue_types.truncate(NAME_ROWS);
+        let lag = self.lag(now)?;
         Ok(Overview {
+            lag,
             totals,
             tasks: rows,
             tasks_total,

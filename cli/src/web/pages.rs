@@ -6,8 +6,9 @@ use super::chart::backlog_svg;
 use super::error::{HtmlError, WebError};
 use super::limit::ClientIp;
 use super::model::{
-    check_worker, AssignmentView, Counts, ExecAction, ExecutionView, ItemView, LimitQuery, Meta,
-    SearchQuery, State as ExecState, WorkerAction, HELD_ROWS, LIST_LIMIT,
+    check_worker, AssignmentView, Capped, Counts, ExecAction, ExecutionView, ItemView, LagView,
+    LevelAge, LimitQuery, Meta, SearchQuery, State as ExecState, WorkerAction, HELD_ROWS,
+    LIST_LIMIT,
 };
 use super::state::{blocking, AppState};
 use axum::extract::rejection::{FormRejection, QueryRejection};
@@ -334,6 +335,85 @@ fn backlog_card(backlog: &super::model::Backlog, scope: &str) -> Markup {
     }
 }
 
+fn capped(c: Capped) -> String {
+    if c.capped {
+        format!("≥ {}", c.count)
+    } else {
+        c.count.to_string()
+    }
+}
+
+/// The age of a task's (or type's) oldest waiting row, with its time as a tooltip.
+fn age_cell(at: Option<DateTime<Utc>>, secs: i64) -> Markup {
+    match at {
+        Some(t) => html! {
+            td.num class=(if secs > 0 { "due" } else { "zero" }) {
+                time datetime=(t.to_rfc3339()) title=(format!("since {} UTC", time(t))) { (span(secs)) }
+            }
+        },
+        None => html! { td.num.zero { "—" } },
+    }
+}
+
+/// Per level: `p90 5 min · p10 8 min` (the oldest row's age per level).
+fn level_ages(levels: &[LevelAge], by_priority: bool) -> Markup {
+    html! {
+        @if !by_priority || levels.is_empty() {
+            span.muted { "—" }
+        } @else {
+            @for (i, l) in levels.iter().enumerate() {
+                @if i > 0 { " · " }
+                span.mono { @match l.priority { Some(p) => { "p" (p) }, None => "none" } } " " (span(l.age_secs))
+            }
+        }
+    }
+}
+
+fn lag_card(lag: &LagView, by_priority: bool) -> Markup {
+    html! {
+        section.card #lag {
+            h2 { "Lag" span.sub { "oldest due execution and oldest open item; also at " a href="/metrics" { "/metrics" } } }
+            @if lag.tasks.is_empty() && lag.queue_types.is_empty() {
+                p.empty { "Nothing in this table." }
+            } @else {
+                table {
+                    thead { tr { th { "Task" } th.num { "Oldest due" } th { "By priority" } th.num { "Due" } th.num { "Scheduled" } th.num { "Running" } th.num { "Dead" } } }
+                    tbody {
+                        @for t in &lag.tasks {
+                            tr {
+                                td { a href=(task_url(&t.task)) { (shown(&t.task)) } }
+                                (age_cell(t.oldest_due, t.oldest_due_age_secs))
+                                td { (level_ages(&t.levels, by_priority)) }
+                                td.num { (capped(t.due)) }
+                                td.num { (capped(t.scheduled)) }
+                                td.num { (capped(t.running)) }
+                                (count_cell(t.dead, "bad"))
+                            }
+                        }
+                    }
+                }
+                @if !lag.queue_types.is_empty() {
+                    table {
+                        thead { tr { th { "Task type" } th.num { "Oldest open item" } th { "By priority" } th.num { "Open" } th.num { "Not arrived" } } }
+                        tbody {
+                            @for t in &lag.queue_types {
+                                tr {
+                                    td { a href=(type_url(&t.task_type)) { (shown(&t.task_type)) } }
+                                    (age_cell(t.oldest_open, t.oldest_open_age_secs))
+                                    td { (level_ages(&t.levels, by_priority)) }
+                                    td.num { (capped(t.open)) }
+                                    td.num { (capped(t.not_arrived)) }
+                                }
+                            }
+                        }
+                    }
+                }
+                p.note { "Counts stop at " (lag.cap) " (shown as ≥). " @if lag.names_capped { "Only the first " (lag.names_read) " task names are shown." } }
+            }
+        }
+    }
+}
+
 fn executions_table(rows: &[ExecutionView], now: DateTime<Utc>, empty: &str) -> Markup {
     html! {
         @if rows.is_empty() {
@@ -471,6 +551,7 @@ pub async fn overview(
             }
             (backlog_card(&o.backlog, "all tasks"))
         }
+        (lag_card(&o.lag, o.meta.priority))
         section.card {
             h2 { "Running" span.sub { "picked, heartbeat within " (span(o.meta.dead_after_secs)) } }
             (picked_table(&o.running, "Nothing is running."))
