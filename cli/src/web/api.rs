@@ -4,8 +4,8 @@
 use super::error::{ApiError, WebError};
 use super::limit::ClientIp;
 use super::model::{
-    ExecAction, ExecutionView, ItemPage, ItemView, LagPage, LimitQuery, Overview, QueuePage,
-    QueueTypePage, SearchQuery, SearchResult, TaskPage, WorkerAction, WorkerPage,
+    ExecAction, ExecutionDetail, ExecutionView, ItemPage, ItemView, LagPage, LimitQuery, Overview,
+    QueuePage, QueueTypePage, SearchQuery, SearchResult, TaskPage, WorkerAction, WorkerPage,
 };
 use super::state::{blocking, AppState};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -84,9 +84,11 @@ pub async fn search(
 pub async fn execution(
     State(web): State<AppState>,
     Path((task, instance)): Path<(String, String)>,
-) -> ApiResult<ExecutionView> {
+) -> ApiResult<ExecutionDetail> {
     let key = ExecutionKey::new(task, instance);
-    Ok(Json(blocking(&web, move |w| w.execution(&key)).await?))
+    Ok(Json(
+        blocking(&web, move |w| w.execution_detail(&key)).await?,
+    ))
 }
 
 /// `POST /api/executions/{task}/{instance}/{run-now|reschedule|cancel}` with

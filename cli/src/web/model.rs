@@ -224,6 +224,165 @@ impl ExecutionView {
     }
 }
 
+/// Bytes of task data shown as JSON on an execution's page; longer text is cut there.
+pub const DATA_SHOWN: usize = 64 * 1024;
+/// Bytes of binary task data shown in hex.
+pub const HEX_HEAD: usize = 64;
+
+/// An execution's task data as its page shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum DataView {
+    /// No data (NULL).
+    None,
+    /// The data parses as JSON: pretty-printed, cut at [`DATA_SHOWN`] bytes.
+    Json {
+        /// Size in bytes.
+        bytes: usize,
+        /// Pretty-printed (with `truncated`, the first [`DATA_SHOWN`] bytes of it).
+        pretty: String,
+        /// Whether `pretty` was cut.
+        truncated: bool,
+    },
+    /// Not JSON: its size and first [`HEX_HEAD`] bytes in hex.
+    Binary {
+        /// Size in bytes.
+        bytes: usize,
+        /// The first bytes, two hex digits each, space separated.
+        hex_head: String,
+        /// What the bytes look like, when known (`Java-serialized object` for db-scheduler's
+        /// default serializer).
+        looks_like: Option<&'static str>,
+    },
+}
+
+impl DataView {
+    /// How `data` is shown.
+    pub fn of(data: Option<&[u8]>) -> Self {
+        let Some(data) = data else {
+            return DataView::None;
+        };
+        if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
+            // Pretty-printing a parsed value cannot fail; fall back to the raw text anyway.
+            let mut pretty = serde_json::to_string_pretty(&value)
+                .unwrap_or_else(|_| String::from_utf8_lossy(data).into_owned());
+            let truncated = pretty.len() > DATA_SHOWN;
+            if truncated {
+                let mut end = DATA_SHOWN;
+                while !pretty.is_char_boundary(end) {
+                    end -= 1;
+                }
+                pretty.truncate(end);
+            }
+            return DataView::Json {
+                bytes: data.len(),
+                pretty,
+                truncated,
+            };
+        }
+        let hex_head = data
+            .iter()
+            .take(HEX_HEAD)
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let looks_like = data
+            .starts_with(&docket_core::records::JAVA_SERIALIZATION_MAGIC)
+            .then_some("Java-serialized object (db-scheduler's default serializer)");
+        DataView::Binary {
+            bytes: data.len(),
+            hex_head,
+            looks_like,
+        }
+    }
+}
+
+/// What happens next to an execution, by its state.
+#[derive(Debug, Clone, Serialize)]
+pub struct NextStep {
+    /// The state it is in.
+    pub state: State,
+    /// When the next thing happens: due at (scheduled), due since (due), declared dead at
+    /// (running, from its last heartbeat; null without one), dead since (dead).
+    pub at: Option<DateTime<Utc>>,
+    /// The scheduler holding it (running, dead).
+    pub on: Option<String>,
+    /// One sentence for people.
+    pub text: String,
+}
+
+/// One execution's page: its columns, its data and what happens next.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecutionDetail {
+    /// Its columns.
+    #[serde(flatten)]
+    pub execution: ExecutionView,
+    /// Its data.
+    pub data: DataView,
+    /// What happens next.
+    pub next: NextStep,
+}
+
+impl NextStep {
+    fn of(e: &ExecutionView, now: DateTime<Utc>, dead_after: chrono::Duration) -> Self {
+        let owner = e.picked_by.clone().unwrap_or_else(|| "?".to_owned());
+        let retry = if e.consecutive_failures > 0 {
+            format!(
+                " (retry after {} consecutive failure{})",
+                e.consecutive_failures,
+                if e.consecutive_failures == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        };
+        let (at, on, text) = match e.state {
+            State::Scheduled => (
+                Some(e.execution_time),
+                None,
+                format!(
+                    "Due at {} UTC{retry}; a scheduler will pick it up at its first poll after that.",
+                    e.execution_time.format("%Y-%m-%d %H:%M:%S")
+                ),
+            ),
+            State::Due => (
+                Some(e.execution_time),
+                None,
+                format!(
+                    "Due since {} UTC ({} s){retry}; a scheduler will pick it up at its next poll.",
+                    e.execution_time.format("%Y-%m-%d %H:%M:%S"),
+                    (now - e.execution_time).num_seconds().max(0)
+                ),
+            ),
+            State::Running => {
+                let dies = e.last_heartbeat.map(|h| h + dead_after);
+                let text = match dies {
+                    Some(d) => format!(
+                        "Running on {owner}; if its heartbeat stops, it is declared dead at {} UTC at the earliest.",
+                        d.format("%Y-%m-%d %H:%M:%S")
+                    ),
+                    None => format!("Running on {owner} (no heartbeat yet)."),
+                };
+                (dies, Some(owner), text)
+            }
+            State::Dead => {
+                let since = e.last_heartbeat.map(|h| h + dead_after);
+                let text = format!(
+                    "Dead since {} UTC (picked by {owner}, no heartbeat for {} s): a scheduler will revive it by its dead-execution policy.",
+                    since.map_or("?".to_owned(), |s| s.format("%Y-%m-%d %H:%M:%S").to_string()),
+                    e.heartbeat_age_secs.unwrap_or(0)
+                );
+                (since, Some(owner), text)
+            }
+        };
+        NextStep {
+            state: e.state,
+            at,
+            on,
+            text,
+        }
+    }
+}
+
 /// Counts of one task by state.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Counts {
@@ -848,6 +1007,32 @@ impl Web {
         };
         match self.client.get(key)? {
             Some(e) if !is_item => Ok(self.view(e, now)),
+            _ => Err(WebError::NotFound(format!(
+                "no execution {}/{} in {}",
+                key.task_name, key.task_instance, self.table
+            ))),
+        }
+    }
+
+    /// One execution with its data and what happens next; `NotFound` as [`Web::execution`].
+    /// Primary-key lookups only.
+    pub fn execution_detail(&self, key: &ExecutionKey) -> Result<ExecutionDetail, WebError> {
+        let now = self.clock.now();
+        let is_item = match &self.queue {
+            Ok(queue) => queue.item(key)?.is_some(),
+            Err(_) => false,
+        };
+        match self.client.get(key)? {
+            Some(e) if !is_item => {
+                let data = DataView::of(e.task_data.as_deref());
+                let execution = self.view(e, now);
+                let next = NextStep::of(&execution, now, self.dead_after);
+                Ok(ExecutionDetail {
+                    execution,
+                    data,
+                    next,
+                })
+            }
             _ => Err(WebError::NotFound(format!(
                 "no execution {}/{} in {}",
                 key.task_name, key.task_instance, self.table

@@ -6,9 +6,9 @@ use super::chart::backlog_svg;
 use super::error::{HtmlError, WebError};
 use super::limit::ClientIp;
 use super::model::{
-    check_worker, AssignmentView, Capped, Counts, ExecAction, ExecutionView, ItemView, LagView,
-    LevelAge, LimitQuery, Meta, SearchQuery, State as ExecState, WorkerAction, HELD_ROWS,
-    LIST_LIMIT,
+    check_worker, AssignmentView, Capped, Counts, DataView, ExecAction, ExecutionView, ItemView,
+    LagView, LevelAge, LimitQuery, Meta, SearchQuery, State as ExecState, WorkerAction, DATA_SHOWN,
+    HELD_ROWS, HEX_HEAD, LIST_LIMIT,
 };
 use super::state::{blocking, AppState};
 use axum::extract::rejection::{FormRejection, QueryRejection};
@@ -335,6 +335,32 @@ fn backlog_card(backlog: &super::model::Backlog, scope: &str) -> Markup {
     }
 }
 
+/// Text with line breaks kept and every other [`hidden_char`] made visible (pretty JSON:
+/// serde_json escapes control characters inside strings, but not bidi overrides).
+fn visible_lines(text: &str) -> String {
+    text.split('\n').map(visible).collect::<Vec<_>>().join("\n")
+}
+
+fn data_card(data: &DataView) -> Markup {
+    html! {
+        section.card #data {
+            h2 { "Data" }
+            @match data {
+                DataView::None => p.empty { "No data." },
+                DataView::Json { bytes, pretty, truncated } => {
+                    p.sub { "JSON, " (bytes) " bytes" @if *truncated { "; the first " (DATA_SHOWN) " bytes of it pretty-printed" } }
+                    pre.data { (visible_lines(pretty)) }
+                },
+                DataView::Binary { bytes, hex_head, looks_like } => {
+                    p.sub { "Not JSON: " (bytes) " bytes" @if let Some(l) = looks_like { " · " (l) } }
+                    p { "First " (HEX_HEAD.min(*bytes)) " bytes:" }
+                    pre.data.mono { (hex_head) }
+                },
+            }
+        }
+    }
+}
+
 fn capped(c: Capped) -> String {
     if c.capped {
         format!("≥ {}", c.count)
@@ -648,7 +674,8 @@ pub async fn execution(
 ) -> PageResult {
     let q = html_query(q)?;
     let key = ExecutionKey::new(task, instance);
-    let (e, meta) = blocking(&web, move |w| Ok((w.execution(&key)?, w.meta()))).await?;
+    let (detail, meta) = blocking(&web, move |w| Ok((w.execution_detail(&key)?, w.meta()))).await?;
+    let e = &detail.execution;
     let viewer = Viewer::of(&web.auth, &headers);
     let now = meta.now;
     let here = exec_url(&e.task, &e.instance);
@@ -673,6 +700,11 @@ pub async fn execution(
                     dt { "Data" } dd { @match e.data_bytes { Some(n) => { (n) " bytes" }, None => span.muted { "none" } } }
                     dt { "Version" } dd.mono { (e.version) }
                 }
+            }
+            section.card #next {
+                h2 { "Next" }
+                p { (visible(&detail.next.text)) }
+                @if let Some(at) = detail.next.at { p.sub { (when(at, now)) } }
             }
             section.card {
                 h2 { "Actions" }
@@ -704,6 +736,7 @@ pub async fn execution(
                 }
             }
         }
+        (data_card(&detail.data))
     };
     Ok(layout(
         &e.instance,

@@ -1525,3 +1525,80 @@ fn without_attribute_values(html: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// An execution's page shows its data (pretty JSON, hostile strings escaped and bidi
+/// characters made visible; binary as size and hex head) and what happens next in each state;
+/// the API returns the same.
+#[tokio::test]
+async fn execution_detail_shows_data_and_what_happens_next() {
+    let f = Fixture::new(None);
+    let set_data = |task: &str, id: &str, data: &[u8]| {
+        let changes = Changes {
+            data: Some(Some(data.to_vec())),
+            ..Changes::default()
+        };
+        assert!(f
+            .store
+            .execution_update(&ExecutionKey::new(task, id), Guard::Any, &changes)
+            .unwrap());
+    };
+    let json = format!(r#"{{"to":"{XSS}","name":"abc\u202Edef","n":[1,2]}}"#);
+    set_data("email", "later", json.as_bytes());
+    let mut java = docket_core::records::JAVA_SERIALIZATION_MAGIC.to_vec();
+    java.extend_from_slice(b"t\x00\x05hello");
+    set_data("email", "high", &java);
+
+    let page = f.get("/executions/email/later").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(!page.body.contains(XSS), "escaped");
+    assert!(page.body.contains("&lt;script&gt;"));
+    assert!(
+        page.body.contains("\\u{202E}"),
+        "the override is shown, not applied"
+    );
+    assert!(!page.body.contains('\u{202E}'));
+    assert!(
+        page.body.contains("\n  &quot;n&quot;: ["),
+        "pretty-printed: {}",
+        page.body
+    );
+    assert!(
+        page.body.contains("Due at "),
+        "scheduled: what happens next"
+    );
+    let api: Value =
+        serde_json::from_str(&f.get("/api/executions/email/later").await.body).unwrap();
+    assert_eq!(api["data"]["kind"], "json");
+    assert_eq!(api["data"]["bytes"], json.len());
+    assert_eq!(api["next"]["state"], "scheduled");
+    assert_eq!(
+        api["version"],
+        f.version("email", "later"),
+        "the columns are still there"
+    );
+
+    let page = f.get("/executions/email/high").await;
+    assert!(page.body.contains("ac ed 00 05 74 00 05 68"), "hex head");
+    assert!(page.body.contains("Java-serialized"));
+    assert!(page.body.contains("Due since "));
+    let api: Value = serde_json::from_str(&f.get("/api/executions/email/high").await.body).unwrap();
+    assert_eq!(api["data"]["kind"], "binary");
+    assert_eq!(api["data"]["bytes"], java.len());
+
+    let running = f.get("/executions/report/running").await;
+    assert!(
+        running.body.contains("Running on node-a"),
+        "{}",
+        running.body
+    );
+    let dead = f.get("/executions/report/dead").await;
+    assert!(dead.body.contains("Dead since "));
+    let api: Value =
+        serde_json::from_str(&f.get("/api/executions/report/dead").await.body).unwrap();
+    assert_eq!(api["next"]["state"], "dead");
+    assert_eq!(api["next"]["on"], "node-a");
+    assert!(api["next"]["at"].is_string());
+    // Linked from the lists.
+    let overview = f.get("/").await;
+    assert!(overview.body.contains("href=\"/executions/report/dead\""));
+}
