@@ -299,7 +299,8 @@ fn state_badge(state: ExecState) -> Markup {
 }
 
 fn count_cell(n: i64, class: &str) -> Markup {
-    html! { td.num class=(if n > 0 { class } else { "zero" }) { (n) } }
+    // One class attribute: `td.num class=(...)` would write two, and browsers drop the second.
+    html! { td class=(format!("num {}", if n > 0 { class } else { "zero" })) { (n) } }
 }
 
 fn stat_cards(c: &Counts) -> Markup {
@@ -373,7 +374,7 @@ fn capped(c: Capped) -> String {
 fn age_cell(at: Option<DateTime<Utc>>, secs: i64) -> Markup {
     match at {
         Some(t) => html! {
-            td.num class=(if secs > 0 { "due" } else { "zero" }) {
+            td class=(if secs > 0 { "num due" } else { "num zero" }) {
                 time datetime=(t.to_rfc3339()) title=(format!("since {} UTC", time(t))) { (span(secs)) }
             }
         },
