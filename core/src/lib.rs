@@ -43,7 +43,7 @@ pub use ordering::{
 pub use queue::{QueueConfig, WorkQueue};
 pub use records::{
     CappedCount, DeadCursor, DeadPage, Execution, ExecutionKey, LevelLag, ListFilter, NameLag,
-    TaskSummary,
+    PausedTask, TaskSummary,
 };
 pub use runtime::AsyncRuntime;
 pub use schedule::Schedule;

@@ -248,6 +248,18 @@ pub struct TaskSummary {
     pub next_execution_time: Option<DateTime<Utc>>,
 }
 
+/// A task paused cluster-wide (`0008_paused_tasks`): no scheduler claims its executions until
+/// it is resumed; those already running finish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PausedTask {
+    /// The task name.
+    pub task_name: String,
+    /// When it was paused.
+    pub paused_at: DateTime<Utc>,
+    /// Who paused it, as they said (free text, e.g. `docket web`).
+    pub paused_by: Option<String>,
+}
+
 /// A count that stops at a cap: `count` rows were counted, and `capped` says there were more.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CappedCount {

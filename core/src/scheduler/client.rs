@@ -5,7 +5,7 @@ use crate::clock::{to_micros, Clock, SystemClock};
 use crate::error::{DocketError, Result};
 use crate::records::{
     Changes, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, ListFilter, NameLag,
-    NewExecution, TaskSummary,
+    NewExecution, PausedTask, TaskSummary,
 };
 use crate::store::{ExecutionStore, Instrumented, StoreConfig};
 use crate::task::{Priority, TaskInstance};
@@ -306,6 +306,34 @@ impl SchedulerClient {
                 .collect(),
             capped,
         })
+    }
+
+    /// Pauses `task_name` cluster-wide: from their next poll no scheduler on this table claims
+    /// its executions (those running finish; due ones wait); `by` says who, for the record.
+    /// `false` when it was paused already. Needs `0008_paused_tasks`.
+    pub fn pause(&self, task_name: &str, by: Option<&str>) -> Result<bool> {
+        crate::task::validate_name("task name", task_name, crate::task::MAX_TASK_NAME_LEN)?;
+        if let Some(by) = by {
+            crate::task::validate_name("paused by", by, 128)?;
+        }
+        Ok(self.store.paused_set(task_name, self.clock.now(), by)?)
+    }
+
+    /// Resumes `task_name`: schedulers claim its executions again from their next poll.
+    /// `false` when it was not paused.
+    pub fn resume(&self, task_name: &str) -> Result<bool> {
+        let resumed = self.store.paused_clear(task_name)?;
+        if resumed {
+            if let Some(wake) = &self.waker {
+                wake();
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// The paused tasks, by name (none when the table lacks `0008_paused_tasks`).
+    pub fn paused(&self) -> Result<Vec<PausedTask>> {
+        Ok(self.store.paused_list()?)
     }
 
     /// What waits under each task name at now, and since when: for a scheduler task the

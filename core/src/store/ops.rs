@@ -134,6 +134,17 @@ pub trait ExecutionOps: StoreInfo + DueSource {
     ) -> Result<Vec<(String, i64)>, StoreError>;
     /// [`ExecutionStore::execution_summary`].
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError>;
+    /// [`ExecutionStore::paused_list`].
+    fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError>;
+    /// [`ExecutionStore::paused_set`].
+    fn paused_set(
+        &self,
+        task_name: &str,
+        at: DateTime<Utc>,
+        by: Option<&str>,
+    ) -> Result<bool, StoreError>;
+    /// [`ExecutionStore::paused_clear`].
+    fn paused_clear(&self, task_name: &str) -> Result<bool, StoreError>;
     /// [`ExecutionStore::execution_names_after`].
     fn execution_names_after(
         &self,

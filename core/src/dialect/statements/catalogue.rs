@@ -164,6 +164,13 @@ impl Statements<'_> {
                 }),
             ),
             ("dead_counts", self.dead_counts(now)),
+            ("paused_table_exists", self.paused_table_exists()),
+            ("paused_list", self.paused_list()),
+            (
+                "paused_insert",
+                self.paused_insert("email", now, Some("docket web")),
+            ),
+            ("paused_delete", self.paused_delete("email")),
             ("lag_first_name", self.lag_next_name(None)),
             ("lag_next_name", self.lag_next_name(Some("email"))),
             ("lag_name_kind", self.lag_name_kind("email")),

@@ -7,6 +7,7 @@
 mod catalogue;
 mod due;
 mod lag;
+mod paused;
 
 pub use lag::LagRange;
 

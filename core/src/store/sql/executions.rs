@@ -16,6 +16,7 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         if self.config.ordering.priority && !self.has_column("priority")? {
             return Err(missing(MIGRATION_PRIORITY, "priority"));
         }
+        self.learn_paused_table()?;
         self.learn_indexes()
     }
 
@@ -190,6 +191,36 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         decode_all(self.rows(&self.statements.dead_counts(older_than))?, |r| {
             Ok((r.text("task_name")?, r.i64("dead")?))
         })
+    }
+
+    fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError> {
+        if !self.has_paused_table() {
+            return Ok(Vec::new());
+        }
+        decode_all(self.rows(&self.statements.paused_list())?, |r| {
+            Ok(PausedTask {
+                task_name: r.text("task_name")?,
+                paused_at: r.timestamp("paused_at")?,
+                paused_by: r.opt_text("paused_by")?,
+            })
+        })
+    }
+
+    fn paused_set(
+        &self,
+        task_name: &str,
+        at: DateTime<Utc>,
+        by: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        self.need_paused_table()?;
+        let inserted =
+            absent_if_duplicate(self.execute(self.statements.paused_insert(task_name, at, by)))?;
+        Ok(inserted == 1)
+    }
+
+    fn paused_clear(&self, task_name: &str) -> Result<bool, StoreError> {
+        self.need_paused_table()?;
+        Ok(self.execute(self.statements.paused_delete(task_name))? == 1)
     }
 
     fn execution_names_after(
