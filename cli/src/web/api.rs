@@ -5,7 +5,8 @@ use super::error::{ApiError, WebError};
 use super::limit::ClientIp;
 use super::model::{
     ExecAction, ExecutionDetail, ExecutionView, ItemPage, ItemView, LagPage, LimitQuery, Overview,
-    QueuePage, QueueTypePage, SearchQuery, SearchResult, TaskPage, WorkerAction, WorkerPage,
+    PausedView, QueuePage, QueueTypePage, SearchQuery, SearchResult, TaskAction, TaskPage,
+    WorkerAction, WorkerPage,
 };
 use super::state::{blocking, AppState};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -62,6 +63,33 @@ pub async fn overview(State(web): State<AppState>) -> ApiResult<Overview> {
 /// `GET /api/lag`.
 pub async fn lag(State(web): State<AppState>) -> ApiResult<LagPage> {
     Ok(Json(blocking(&web, |w| w.lag_page()).await?))
+}
+
+/// `POST /api/tasks/{task}/{pause|resume}` (no body): pauses or resumes the task cluster-wide;
+/// `done` says whether anything changed (`paused already`, `not paused`), `row` is the pause
+/// afterwards (null when not paused).
+pub async fn task_action(
+    State(web): State<AppState>,
+    Path((task, action)): Path<(String, String)>,
+    headers: HeaderMap,
+    ClientIp(client): ClientIp,
+) -> ApiResult<Done<PausedView>> {
+    let action = TaskAction::parse(&action)?;
+    web.auth.check_bearer(&headers, client)?;
+    let via = format!(
+        "API, from {}",
+        client.map_or("an unknown address".to_owned(), |ip| ip.to_string())
+    );
+    let (changed, row) = blocking(&web, move |w| {
+        let changed = w.pause_or_resume(&task, action, &via)?;
+        let row = w.paused()?.into_iter().find(|p| p.task == task);
+        Ok((changed, row))
+    })
+    .await?;
+    Ok(Json(Done {
+        done: action.done(changed),
+        row,
+    }))
 }
 
 /// `GET /api/tasks/{task}`.

@@ -207,6 +207,17 @@ pub fn render(page: &LagPage) -> String {
             );
         }
     }
+    {
+        let name = "docket_task_paused";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "1 for each task paused cluster-wide (no scheduler claims it); paused tasks only.",
+        );
+        for p in &lag.paused {
+            f.sample(name, &[("task", p.task.as_str())], 1);
+        }
+    }
     Family::start(
         &mut out,
         "docket_count_cap",

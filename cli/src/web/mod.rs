@@ -82,6 +82,7 @@ pub fn router(web: AppState) -> Router {
         .route("/logout", post(pages::logout))
         .route("/search", get(pages::search))
         .route("/tasks/{task}", get(pages::task))
+        .route("/tasks/{task}/{action}", post(pages::task_action))
         .route("/executions/{task}/{instance}", get(pages::execution))
         .route(
             "/executions/{task}/{instance}/{action}",
@@ -105,6 +106,7 @@ pub fn router(web: AppState) -> Router {
         .route("/api/lag", get(api::lag))
         .route("/api/search", get(api::search))
         .route("/api/tasks/{task}", get(api::task))
+        .route("/api/tasks/{task}/{action}", post(api::task_action))
         .route("/api/executions/{task}/{instance}", get(api::execution))
         .route(
             "/api/executions/{task}/{instance}/{action}",

@@ -13,7 +13,7 @@ use super::state::{blocking, AppState, Web};
 use chrono::{DateTime, Utc};
 use docket_core::queue::{Item, ItemsQuery, ListedAssignment, ListedItem, MAX_WORKER_LEN};
 use docket_core::store::ListFilter;
-use docket_core::{CappedCount, DeadPage, Execution, ExecutionKey, LevelLag};
+use docket_core::{CappedCount, DeadPage, Execution, ExecutionKey, LevelLag, PausedTask};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
@@ -92,6 +92,8 @@ pub struct TaskLag {
     pub running: Capped,
     /// Picked, heartbeat older than `dead_after` (all of them).
     pub dead: i64,
+    /// Paused cluster-wide: no scheduler claims it.
+    pub paused: bool,
     /// Due executions by priority level, highest first (one null level with priority off);
     /// a level whose due rows all lie past the first [`LAG_CAP`] is missing.
     pub levels: Vec<LevelAge>,
@@ -127,9 +129,67 @@ pub struct LagView {
     pub tasks: Vec<TaskLag>,
     /// The work-queue task types.
     pub queue_types: Vec<TypeLag>,
+    /// The paused tasks, by name.
+    pub paused: Vec<PausedView>,
     /// Seconds the read took.
     pub read_secs: f64,
 }
+
+/// A task paused cluster-wide (`0008_paused_tasks`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PausedView {
+    /// Task name.
+    pub task: String,
+    /// Since when.
+    pub paused_at: DateTime<Utc>,
+    /// Who paused it, as recorded (`docket web` from the dashboard).
+    pub paused_by: Option<String>,
+}
+
+impl From<PausedTask> for PausedView {
+    fn from(p: PausedTask) -> Self {
+        Self {
+            task: p.task_name,
+            paused_at: p.paused_at,
+            paused_by: p.paused_by,
+        }
+    }
+}
+
+/// Pause or resume a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskAction {
+    /// Stop every scheduler claiming it.
+    Pause,
+    /// Let them claim it again.
+    Resume,
+}
+
+impl TaskAction {
+    /// From the URL's last segment.
+    pub fn parse(action: &str) -> Result<Self, WebError> {
+        match action {
+            "pause" => Ok(Self::Pause),
+            "resume" => Ok(Self::Resume),
+            other => Err(WebError::NotFound(format!(
+                "no action {other:?}: pause or resume"
+            ))),
+        }
+    }
+
+    /// What it did: `paused`, `resumed`, or that nothing changed.
+    pub fn done(self, changed: bool) -> &'static str {
+        match (self, changed) {
+            (Self::Pause, true) => "paused",
+            (Self::Pause, false) => "paused already",
+            (Self::Resume, true) => "resumed",
+            (Self::Resume, false) => "not paused",
+        }
+    }
+}
+
+/// What `paused_by` records for a pause from the dashboard.
+pub const PAUSED_BY: &str = "docket web";
 
 /// `GET /api/lag`.
 #[derive(Debug, Clone, Serialize)]
@@ -489,6 +549,8 @@ pub struct Overview {
 pub struct TaskPage {
     /// Facts.
     pub meta: Meta,
+    /// Paused since (null: not paused).
+    pub paused: Option<PausedView>,
     /// Counts.
     pub row: TaskRow,
     /// Its due backlog by priority.
@@ -866,6 +928,7 @@ impl Web {
                 })
                 .collect()
         };
+        let paused = self.paused()?;
         let mut tasks = Vec::new();
         let mut queue_types = Vec::new();
         let names_read = lag.names.len();
@@ -891,6 +954,7 @@ impl Web {
                         capped: n.picked.capped,
                     },
                     dead,
+                    paused: paused.iter().any(|p| p.task == n.name),
                     levels: levels(&n.levels),
                     task: n.name,
                 });
@@ -902,8 +966,43 @@ impl Web {
             names_capped: lag.names_capped,
             tasks,
             queue_types,
+            paused,
             read_secs: started.elapsed().as_secs_f64(),
         })
+    }
+
+    /// The paused tasks (one statement on `<table>_paused`; none without the migration).
+    pub fn paused(&self) -> Result<Vec<PausedView>, WebError> {
+        Ok(self
+            .client
+            .paused()?
+            .into_iter()
+            .map(PausedView::from)
+            .collect())
+    }
+
+    /// Pauses or resumes `task` cluster-wide; whether anything changed. Every change is
+    /// written to standard error as an audit line (who: `via`, e.g. the client address).
+    pub fn pause_or_resume(
+        &self,
+        task: &str,
+        action: TaskAction,
+        via: &str,
+    ) -> Result<bool, WebError> {
+        let changed = match action {
+            TaskAction::Pause => self.client.pause(task, Some(PAUSED_BY))?,
+            TaskAction::Resume => self.client.resume(task)?,
+        };
+        audit(&format!(
+            "{} task {task:?} in {} ({via}): {}",
+            match action {
+                TaskAction::Pause => "pause",
+                TaskAction::Resume => "resume",
+            },
+            self.table,
+            action.done(changed)
+        ));
+        Ok(changed)
     }
 
     /// `GET /api/lag`.
@@ -986,7 +1085,9 @@ impl Web {
             .into_iter()
             .map(|e| self.view(e, now))
             .collect();
+        let paused = self.paused()?.into_iter().find(|p| p.task == task);
         Ok(TaskPage {
+            paused,
             backlog,
             row,
             executions,
@@ -1445,6 +1546,18 @@ struct Picked {
 }
 
 /// The counts of all `rows` together (`scheduled` only when every row has it).
+/// One audit line on standard error: `docket web audit: <time> <what>` (a failed write to
+/// stderr is not the request's failure).
+pub fn audit(what: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "docket web audit: {} {}",
+        Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        what.escape_debug()
+    );
+}
+
 fn totals(rows: &[TaskRow]) -> Counts {
     let mut total = Counts::default();
     for t in rows {

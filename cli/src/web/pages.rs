@@ -7,8 +7,8 @@ use super::error::{HtmlError, WebError};
 use super::limit::ClientIp;
 use super::model::{
     check_worker, AssignmentView, Capped, Counts, DataView, ExecAction, ExecutionView, ItemView,
-    LagView, LevelAge, LimitQuery, Meta, SearchQuery, State as ExecState, WorkerAction, DATA_SHOWN,
-    HELD_ROWS, HEX_HEAD, LIST_LIMIT,
+    LagView, LevelAge, LimitQuery, Meta, PausedView, SearchQuery, State as ExecState, TaskAction,
+    WorkerAction, DATA_SHOWN, HELD_ROWS, HEX_HEAD, LIST_LIMIT,
 };
 use super::state::{blocking, AppState};
 use axum::extract::rejection::{FormRejection, QueryRejection};
@@ -287,6 +287,10 @@ fn flash(done: Option<&str>) -> Markup {
         "given back",
         "nothing to take",
         "signed out",
+        "paused",
+        "paused already",
+        "resumed",
+        "not paused",
     ];
     match done.and_then(|d| known.iter().find(|k| **k == d)) {
         Some(d) => html! { p.flash role="status" { "Done: " (d) "." } },
@@ -362,6 +366,44 @@ fn data_card(data: &DataView) -> Markup {
     }
 }
 
+/// Pause or resume the task cluster-wide, with what it means.
+fn pause_card(
+    task: &str,
+    paused: Option<&PausedView>,
+    viewer: &Viewer,
+    now: DateTime<Utc>,
+) -> Markup {
+    let here = task_url(task);
+    html! {
+        section #pause class=(if paused.is_some() { "card alert" } else { "card" }) {
+            @match paused {
+                Some(p) => {
+                    h2 { "Paused" }
+                    p { "No scheduler claims this task's executions (due ones wait). Paused " (when(p.paused_at, now))
+                        @if let Some(by) = &p.paused_by { " by " (shown(by)) } "." }
+                    @if viewer.can_act() {
+                        form method="post" action=(format!("{here}/resume")) {
+                            (viewer.csrf_field())
+                            button.primary type="submit" { "Resume task" }
+                        }
+                    }
+                },
+                None => {
+                    h2 { "Running normally" }
+                    p.note { "Pausing stops every scheduler on this table from claiming the task's executions from its next poll on; running ones finish." }
+                    @if viewer.can_act() {
+                        form method="post" action=(format!("{here}/pause")) {
+                            (viewer.csrf_field())
+                            button.danger type="submit" { "Pause task" }
+                        }
+                    }
+                },
+            }
+            @if !viewer.can_act() { (viewer.no_actions(&here, "pause or resume it")) }
+        }
+    }
+}
+
 fn capped(c: Capped) -> String {
     if c.capped {
         format!("≥ {}", c.count)
@@ -408,7 +450,7 @@ fn lag_card(lag: &LagView, by_priority: bool) -> Markup {
                     tbody {
                         @for t in &lag.tasks {
                             tr {
-                                td { a href=(task_url(&t.task)) { (shown(&t.task)) } }
+                                td { a href=(task_url(&t.task)) { (shown(&t.task)) } @if t.paused { " " span.badge.paused { "paused" } } }
                                 (age_cell(t.oldest_due, t.oldest_due_age_secs))
                                 td { (level_ages(&t.levels, by_priority)) }
                                 td.num { (capped(t.due)) }
@@ -630,8 +672,13 @@ pub async fn task(
     let now = t.meta.now;
     let body = html! {
         p.crumbs { a href="/" { "Scheduler" } " / " }
-        div.title { h1 { (shown(&t.row.task)) } p.sub { (t.row.counts.total) " executions" } }
+        div.title {
+            h1 { (shown(&t.row.task)) }
+            @if t.paused.is_some() { span.badge.paused { "paused" } }
+            p.sub { (t.row.counts.total) " executions" }
+        }
         (flash(q.done.as_deref()))
+        (pause_card(&t.row.task, t.paused.as_ref(), &viewer, now))
         (stat_cards(&t.row.counts))
         div.grid {
             section.card.wide {
@@ -746,6 +793,34 @@ pub async fn execution(
         Some(&meta),
         body,
     ))
+}
+
+/// Fields of a task action form (pause, resume).
+#[derive(Debug, Deserialize)]
+pub struct TaskForm {
+    csrf: String,
+}
+
+/// `POST /tasks/{task}/{pause|resume}`: pauses or resumes the task cluster-wide.
+pub async fn task_action(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path((task, action)): Path<(String, String)>,
+    ClientIp(client): ClientIp,
+    f: Result<Form<TaskForm>, FormRejection>,
+) -> Result<Response, HtmlError> {
+    web.auth.check_origin(&headers)?;
+    let action = TaskAction::parse(&action)?;
+    let f = html_form(f)?;
+    web.auth.check_form(&headers, &f.csrf)?;
+    let via = format!(
+        "page, from {}",
+        client.map_or("an unknown address".to_owned(), |ip| ip.to_string())
+    );
+    let name = task.clone();
+    let changed = blocking(&web, move |w| w.pause_or_resume(&name, action, &via)).await?;
+    let to = format!("{}?done={}", task_url(&task), qv(action.done(changed)));
+    Ok(Redirect::to(&to).into_response())
 }
 
 /// Fields of an execution action form.

@@ -1602,3 +1602,87 @@ async fn execution_detail_shows_data_and_what_happens_next() {
     let overview = f.get("/").await;
     assert!(overview.body.contains("href=\"/executions/report/dead\""));
 }
+
+/// Pausing and resuming a task: from the page (signed in, CSRF) and through the API (bearer),
+/// each recorded in `<table>_paused`, shown on the task page, the overview's lag table, the
+/// API and `/metrics`; read-only sites and visitors without the token cannot.
+#[tokio::test]
+async fn tasks_are_paused_and_resumed_from_the_page_and_the_api() {
+    let f = Fixture::new(Some(TOKEN));
+    let client = SchedulerClient::new(f.store.clone()).unwrap();
+    let page = f.get("/tasks/email").await;
+    assert!(page.body.contains("Running normally"));
+    assert!(
+        !page.body.contains("Pause task"),
+        "not signed in: no button"
+    );
+
+    // Without a token or a session: refused, nothing paused.
+    let r = f.api_post("/api/tasks/email/pause", None, "").await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let r = f
+        .form_post("/tasks/email/pause", None, None, "csrf=x")
+        .await;
+    assert!(r.status.is_client_error());
+    assert!(client.paused().unwrap().is_empty());
+    let r = f.api_post("/api/tasks/email/stop", Some(TOKEN), "").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+    // From the page.
+    let cookie = f.sign_in().await;
+    let page = f.get_signed_in("/tasks/email", Some(&cookie)).await;
+    assert!(page.body.contains("Pause task"));
+    let csrf = f.csrf_of(&cookie).await;
+    let r = f
+        .form_post(
+            "/tasks/email/pause",
+            Some(&cookie),
+            None,
+            &format!("csrf={csrf}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(r.headers[header::LOCATION], "/tasks/email?done=paused");
+    let paused = client.paused().unwrap();
+    assert_eq!(paused.len(), 1);
+    assert_eq!(
+        (paused[0].task_name.as_str(), paused[0].paused_by.as_deref()),
+        ("email", Some("docket web"))
+    );
+    let page = f
+        .get_signed_in("/tasks/email?done=paused", Some(&cookie))
+        .await;
+    assert!(page.body.contains("Done: paused."));
+    assert!(page.body.contains("Resume task"));
+    let overview = f.get("/").await;
+    assert!(overview.body.contains("badge paused"));
+    let api: Value = serde_json::from_str(&f.get("/api/tasks/email").await.body).unwrap();
+    assert_eq!(api["paused"]["paused_by"], "docket web");
+    let metrics = f.get("/metrics").await.body;
+    assert!(
+        metrics.contains("docket_task_paused{task=\"email\"} 1"),
+        "{metrics}"
+    );
+
+    // Through the API: resume, then resume again changes nothing.
+    let r = f.api_post("/api/tasks/email/resume", Some(TOKEN), "").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(
+        (v["done"].as_str(), v["row"].is_null()),
+        (Some("resumed"), true)
+    );
+    let r = f.api_post("/api/tasks/email/resume", Some(TOKEN), "").await;
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["done"], "not paused");
+    assert!(client.paused().unwrap().is_empty());
+    let r = f.api_post("/api/tasks/email/pause", Some(TOKEN), "").await;
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["done"], "paused");
+    assert_eq!(v["row"]["task"], "email");
+
+    // Read-only: refused.
+    let ro = Fixture::new(None);
+    let r = ro.api_post("/api/tasks/email/pause", Some(TOKEN), "").await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+}
