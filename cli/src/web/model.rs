@@ -1547,14 +1547,15 @@ struct Picked {
 
 /// The counts of all `rows` together (`scheduled` only when every row has it).
 /// One audit line on standard error: `docket web audit: <time> <what>` (a failed write to
-/// stderr is not the request's failure).
+/// stderr is not the request's failure). Names in `what` are written `{:?}`, so a line feed or
+/// control character in one cannot forge another line.
 pub fn audit(what: &str) {
     use std::io::Write as _;
     let _ = writeln!(
         std::io::stderr().lock(),
         "docket web audit: {} {}",
         Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        what.escape_debug()
+        what
     );
 }
 
