@@ -4,9 +4,9 @@
 use super::error::{ApiError, WebError};
 use super::limit::ClientIp;
 use super::model::{
-    ExecAction, ExecutionDetail, ExecutionView, ItemPage, ItemView, LagPage, LimitQuery, Overview,
-    PausedView, QueuePage, QueueTypePage, SearchQuery, SearchResult, TaskAction, TaskPage,
-    WorkerAction, WorkerPage,
+    parse_time, BulkAction, BulkPreview, BulkResult, BulkRow, ExecAction, ExecutionDetail,
+    ExecutionView, ItemPage, ItemView, LagPage, LimitQuery, Overview, PausedView, QueuePage,
+    QueueTypePage, SearchQuery, SearchResult, TaskAction, TaskPage, WorkerAction, WorkerPage,
 };
 use super::state::{blocking, AppState};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -90,6 +90,47 @@ pub async fn task_action(
         done: action.done(changed),
         row,
     }))
+}
+
+/// Body of a confirmed bulk action.
+#[derive(Debug, Deserialize)]
+pub struct BulkBody {
+    /// The executions to change, as `GET /api/tasks/{task}/bulk` listed them.
+    pub rows: Vec<BulkRow>,
+    /// New time (reschedule only): RFC 3339, or `YYYY-MM-DDThh:mm[:ss]` as UTC.
+    pub at: Option<String>,
+}
+
+/// `GET /api/tasks/{task}/bulk`: what a bulk action would change (the confirmation step).
+pub async fn bulk_preview(
+    State(web): State<AppState>,
+    Path(task): Path<String>,
+) -> ApiResult<BulkPreview> {
+    Ok(Json(blocking(&web, move |w| w.bulk_preview(&task)).await?))
+}
+
+/// `POST /api/tasks/{task}/bulk/{retry|reschedule|cancel}` with `{"rows": [...], "at": ...}`.
+pub async fn bulk_apply(
+    State(web): State<AppState>,
+    Path((task, action)): Path<(String, String)>,
+    headers: HeaderMap,
+    ClientIp(client): ClientIp,
+    b: Result<Json<BulkBody>, JsonRejection>,
+) -> ApiResult<BulkResult> {
+    let action = BulkAction::parse(&action)?;
+    web.auth.check_bearer(&headers, client)?;
+    let b = body(b)?;
+    let at = b.at.as_deref().map(parse_time).transpose()?;
+    let via = format!(
+        "API, from {}",
+        client.map_or("an unknown address".to_owned(), |ip| ip.to_string())
+    );
+    Ok(Json(
+        blocking(&web, move |w| {
+            w.bulk_apply(&task, action, &b.rows, at, &via)
+        })
+        .await?,
+    ))
 }
 
 /// `GET /api/tasks/{task}`.

@@ -83,6 +83,8 @@ pub fn router(web: AppState) -> Router {
         .route("/search", get(pages::search))
         .route("/tasks/{task}", get(pages::task))
         .route("/tasks/{task}/{action}", post(pages::task_action))
+        .route("/tasks/{task}/bulk", get(pages::bulk_preview))
+        .route("/tasks/{task}/bulk/{action}", post(pages::bulk_apply))
         .route("/executions/{task}/{instance}", get(pages::execution))
         .route(
             "/executions/{task}/{instance}/{action}",
@@ -107,6 +109,8 @@ pub fn router(web: AppState) -> Router {
         .route("/api/search", get(api::search))
         .route("/api/tasks/{task}", get(api::task))
         .route("/api/tasks/{task}/{action}", post(api::task_action))
+        .route("/api/tasks/{task}/bulk", get(api::bulk_preview))
+        .route("/api/tasks/{task}/bulk/{action}", post(api::bulk_apply))
         .route("/api/executions/{task}/{instance}", get(api::execution))
         .route(
             "/api/executions/{task}/{instance}/{action}",

@@ -188,6 +188,100 @@ impl TaskAction {
     }
 }
 
+/// Most executions one bulk action lists and changes.
+pub const BULK_LIMIT: i64 = 200;
+
+/// An action on every failing execution of a task (confirmed first: see [`Web::bulk_preview`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BulkAction {
+    /// Run again now (reschedule to now; the failure count is kept).
+    Retry,
+    /// Reschedule to a given time.
+    Reschedule,
+    /// Remove.
+    Cancel,
+}
+
+impl BulkAction {
+    /// From the URL's last segment or the `action` query value.
+    pub fn parse(action: &str) -> Result<Self, WebError> {
+        match action {
+            "retry" => Ok(Self::Retry),
+            "reschedule" => Ok(Self::Reschedule),
+            "cancel" => Ok(Self::Cancel),
+            other => Err(WebError::NotFound(format!(
+                "no bulk action {other:?}: retry, reschedule or cancel"
+            ))),
+        }
+    }
+
+    /// Its name in URLs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Retry => "retry",
+            Self::Reschedule => "reschedule",
+            Self::Cancel => "cancel",
+        }
+    }
+
+    /// Past tense.
+    pub fn done(self) -> &'static str {
+        match self {
+            Self::Retry => "retried",
+            Self::Reschedule => "rescheduled",
+            Self::Cancel => "cancelled",
+        }
+    }
+}
+
+/// What a bulk action would change: the task's failing executions that are not picked, at
+/// most [`BULK_LIMIT`], each with the version the confirmation sends back.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkPreview {
+    /// Facts.
+    pub meta: Meta,
+    /// Task name.
+    pub task: String,
+    /// The executions (failing, not picked, in hand-out order).
+    pub rows: Vec<ExecutionView>,
+    /// Whether there are more than [`BULK_LIMIT`] (run the action again for the rest).
+    pub more: bool,
+    /// [`BULK_LIMIT`].
+    pub limit: i64,
+}
+
+/// One execution a confirmed bulk action is to change, as the preview showed it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BulkRow {
+    /// Instance id.
+    pub instance: String,
+    /// Its version in the preview.
+    pub version: i64,
+}
+
+/// One execution a bulk action left alone, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkSkipped {
+    /// Instance id.
+    pub instance: String,
+    /// Why (it changed since the preview, is running, is gone).
+    pub reason: String,
+}
+
+/// What a bulk action did.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkResult {
+    /// Task name.
+    pub task: String,
+    /// The action.
+    pub action: BulkAction,
+    /// Executions changed.
+    pub done: usize,
+    /// Executions left alone.
+    pub skipped: Vec<BulkSkipped>,
+}
+
 /// What `paused_by` records for a pause from the dashboard.
 pub const PAUSED_BY: &str = "docket web";
 
@@ -1003,6 +1097,107 @@ impl Web {
             action.done(changed)
         ));
         Ok(changed)
+    }
+
+    /// The executions a bulk action on `task` would change: its failing executions that are
+    /// not picked, in hand-out order, at most [`BULK_LIMIT`] (one statement).
+    pub fn bulk_preview(&self, task: &str) -> Result<BulkPreview, WebError> {
+        let meta = self.meta();
+        let now = meta.now;
+        let mut rows: Vec<ExecutionView> = self
+            .client
+            .list_scheduled(&ListFilter {
+                task_name: Some(task.to_owned()),
+                picked: Some(false),
+                failing_only: true,
+                limit: Some(BULK_LIMIT + 1),
+            })?
+            .into_iter()
+            .map(|e| self.view(e, now))
+            .collect();
+        let more = rows.len() as i64 > BULK_LIMIT;
+        rows.truncate(BULK_LIMIT as usize);
+        Ok(BulkPreview {
+            meta,
+            task: task.to_owned(),
+            rows,
+            more,
+            limit: BULK_LIMIT,
+        })
+    }
+
+    /// Applies a confirmed bulk action to `rows` (as the preview listed them, at most
+    /// [`BULK_LIMIT`]): each row is changed only if it is still at its version and not
+    /// picked, else skipped with the reason; one audit line says what was done.
+    pub fn bulk_apply(
+        &self,
+        task: &str,
+        action: BulkAction,
+        rows: &[BulkRow],
+        at: Option<DateTime<Utc>>,
+        via: &str,
+    ) -> Result<BulkResult, WebError> {
+        if rows.is_empty() {
+            return Err(WebError::BadRequest(
+                "no executions to change: confirm the rows the preview listed".into(),
+            ));
+        }
+        if rows.len() as i64 > BULK_LIMIT {
+            return Err(WebError::BadRequest(format!(
+                "{} executions sent; a bulk action changes at most {BULK_LIMIT}",
+                rows.len()
+            )));
+        }
+        let at = match action {
+            BulkAction::Reschedule => Some(at.ok_or_else(|| {
+                WebError::BadRequest("reschedule needs a time (field \"at\")".into())
+            })?),
+            _ => at,
+        };
+        let mut done = 0;
+        let mut skipped = Vec::new();
+        for row in rows {
+            let key = ExecutionKey::new(task, &row.instance);
+            let outcome = match action {
+                BulkAction::Retry => self.reschedule(&key, row.version, self.clock.now()),
+                BulkAction::Reschedule => {
+                    self.reschedule(&key, row.version, at.unwrap_or_else(|| self.clock.now()))
+                }
+                BulkAction::Cancel => self.cancel(&key, row.version),
+            };
+            match outcome {
+                Ok(()) => done += 1,
+                Err(e @ (WebError::Conflict(_) | WebError::NotFound(_))) => {
+                    skipped.push(BulkSkipped {
+                        instance: row.instance.clone(),
+                        reason: e.to_string(),
+                    })
+                }
+                Err(e) => {
+                    audit(&format!(
+                        "bulk {} of task {task:?} in {} ({via}): {done} {}, then failed: {e}",
+                        action.as_str(),
+                        self.table,
+                        action.done()
+                    ));
+                    return Err(e);
+                }
+            }
+        }
+        audit(&format!(
+            "bulk {} of task {task:?} in {} ({via}): {done} of {} {}, {} skipped",
+            action.as_str(),
+            self.table,
+            rows.len(),
+            action.done(),
+            skipped.len()
+        ));
+        Ok(BulkResult {
+            task: task.to_owned(),
+            action,
+            done,
+            skipped,
+        })
     }
 
     /// `GET /api/lag`.

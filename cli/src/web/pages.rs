@@ -6,9 +6,10 @@ use super::chart::backlog_svg;
 use super::error::{HtmlError, WebError};
 use super::limit::ClientIp;
 use super::model::{
-    check_worker, AssignmentView, Capped, Counts, DataView, ExecAction, ExecutionView, ItemView,
-    LagView, LevelAge, LimitQuery, Meta, PausedView, SearchQuery, State as ExecState, TaskAction,
-    WorkerAction, DATA_SHOWN, HELD_ROWS, HEX_HEAD, LIST_LIMIT,
+    check_worker, parse_time, AssignmentView, BulkAction, BulkRow, Capped, Counts, DataView,
+    ExecAction, ExecutionView, ItemView, LagView, LevelAge, LimitQuery, Meta, PausedView,
+    SearchQuery, State as ExecState, TaskAction, WorkerAction, BULK_LIMIT, DATA_SHOWN, HELD_ROWS,
+    HEX_HEAD, LIST_LIMIT,
 };
 use super::state::{blocking, AppState};
 use axum::extract::rejection::{FormRejection, QueryRejection};
@@ -702,6 +703,14 @@ pub async fn task(
         section.card {
             h2 { "Failing" }
             (failing_table(&t.failing, now))
+            @if !t.failing.is_empty() && viewer.can_act() {
+                p.actions {
+                    "All failing executions that are not running (confirmed first, at most " (BULK_LIMIT) "): "
+                    @for a in [BulkAction::Retry, BulkAction::Reschedule, BulkAction::Cancel] {
+                        a.button href=(format!("{}/bulk?action={}", task_url(&t.row.task), a.as_str())) { (a.as_str()) } " "
+                    }
+                }
+            }
         }
     };
     Ok(layout(
@@ -793,6 +802,141 @@ pub async fn execution(
         Some(&meta),
         body,
     ))
+}
+
+/// `?action=` of the bulk confirmation page.
+#[derive(Debug, Deserialize)]
+pub struct BulkQuery {
+    action: String,
+}
+
+/// `GET /tasks/{task}/bulk?action=retry|reschedule|cancel`: the confirmation page, listing the
+/// executions the action would change.
+pub async fn bulk_preview(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path(task): Path<String>,
+    q: Result<Query<BulkQuery>, QueryRejection>,
+) -> PageResult {
+    let action = BulkAction::parse(&html_query(q)?.action)?;
+    let p = blocking(&web, move |w| w.bulk_preview(&task)).await?;
+    let viewer = Viewer::of(&web.auth, &headers);
+    let now = p.meta.now;
+    let here = task_url(&p.task);
+    let rows: String = p
+        .rows
+        .iter()
+        .map(|e| format!("{} {}\n", e.version, e.instance))
+        .collect();
+    let body = html! {
+        p.crumbs { a href="/" { "Scheduler" } " / " a href=(here) { (shown(&p.task)) } " / " }
+        div.title { h1 { "Confirm: " (action.as_str()) " failing executions" } }
+        section.card.alert #bulk {
+            @if p.rows.is_empty() {
+                p.empty { "No failing execution of this task is waiting: nothing to " (action.as_str()) "." }
+            } @else {
+                p { "This will " strong { (action.as_str()) } " these " (p.rows.len()) " failing executions of " (shown(&p.task)) " that are not running"
+                    @if p.more { " (the first " (p.limit) "; run it again for the rest)" } ". "
+                    "A row that changes before you confirm is left alone." }
+                @if viewer.can_act() {
+                    form method="post" action=(format!("{here}/bulk/{}", action.as_str())) {
+                        (viewer.csrf_field())
+                        input type="hidden" name="rows" value=(rows);
+                        @if action == BulkAction::Reschedule {
+                            label { "New time (UTC) " input type="datetime-local" name="at" step="1" required; }
+                        }
+                        button.danger type="submit" { "Confirm: " (action.as_str()) " " (p.rows.len()) " executions" }
+                        " " a href=(here) { "Back" }
+                    }
+                } @else {
+                    (viewer.no_actions(&here, "change executions"))
+                }
+                (failing_table(&p.rows, now))
+            }
+        }
+    };
+    Ok(layout(&p.task, "tasks", Some(&viewer), Some(&p.meta), body))
+}
+
+/// Fields of a confirmed bulk action form.
+#[derive(Debug, Deserialize)]
+pub struct BulkForm {
+    csrf: String,
+    /// `version instance` per line, as the confirmation page listed them.
+    rows: String,
+    at: Option<String>,
+}
+
+/// `POST /tasks/{task}/bulk/{retry|reschedule|cancel}`: applies the confirmed action and shows
+/// what it did.
+pub async fn bulk_apply(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path((task, action)): Path<(String, String)>,
+    ClientIp(client): ClientIp,
+    f: Result<Form<BulkForm>, FormRejection>,
+) -> PageResult {
+    web.auth.check_origin(&headers)?;
+    let action = BulkAction::parse(&action)?;
+    let f = html_form(f)?;
+    web.auth.check_form(&headers, &f.csrf)?;
+    let rows = parse_bulk_rows(&f.rows)?;
+    let at = match f.at.as_deref() {
+        Some(at) if !at.is_empty() => Some(parse_time(at)?),
+        _ => None,
+    };
+    let via = format!(
+        "page, from {}",
+        client.map_or("an unknown address".to_owned(), |ip| ip.to_string())
+    );
+    let name = task.clone();
+    let (r, meta) = blocking(&web, move |w| {
+        Ok((w.bulk_apply(&name, action, &rows, at, &via)?, w.meta()))
+    })
+    .await?;
+    let viewer = Viewer::of(&web.auth, &headers);
+    let here = task_url(&task);
+    let body = html! {
+        p.crumbs { a href="/" { "Scheduler" } " / " a href=(here) { (shown(&task)) } " / " }
+        div.title { h1 { "Bulk " (action.as_str()) } }
+        p.flash role="status" { "Done: " (r.done) " " (action.done()) "." }
+        @if !r.skipped.is_empty() {
+            section.card #skipped {
+                h2 { (r.skipped.len()) " left alone" }
+                table {
+                    thead { tr { th { "Instance" } th { "Why" } } }
+                    tbody { @for s in &r.skipped { tr { td.mono { (shown(&s.instance)) } td { (visible(&s.reason)) } } } }
+                }
+            }
+        }
+        p { a href=(here) { "Back to " (shown(&task)) } }
+    };
+    Ok(layout(
+        "Bulk action",
+        "tasks",
+        Some(&viewer),
+        Some(&meta),
+        body,
+    ))
+}
+
+/// `version instance` lines (the confirmation page's hidden field) as rows.
+fn parse_bulk_rows(text: &str) -> Result<Vec<BulkRow>, WebError> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let (version, instance) = line.split_once(' ').ok_or_else(|| {
+                WebError::BadRequest(format!("malformed row {line:?}: expected VERSION INSTANCE"))
+            })?;
+            let version = version
+                .parse::<i64>()
+                .map_err(|_| WebError::BadRequest(format!("malformed version in row {line:?}")))?;
+            Ok(BulkRow {
+                instance: instance.trim_end_matches('\r').to_owned(),
+                version,
+            })
+        })
+        .collect()
 }
 
 /// Fields of a task action form (pause, resume).

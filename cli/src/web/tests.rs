@@ -1686,3 +1686,160 @@ async fn tasks_are_paused_and_resumed_from_the_page_and_the_api() {
     let r = ro.api_post("/api/tasks/email/pause", Some(TOKEN), "").await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
 }
+
+/// Bulk actions on a task's failing executions: previewed (the confirmation lists the rows and
+/// their versions), applied only to rows still at those versions and not running, bounded,
+/// through the API and the forms; each row checked in the database.
+#[tokio::test]
+async fn bulk_actions_on_failing_executions_are_confirmed_and_bounded() {
+    let f = Fixture::new(Some(TOKEN));
+    let now = Utc::now();
+    // email: three failing (high, low, later); report: failing (due) and the running and dead
+    // rows, made failing too (running ones are never touched).
+    for (task, id) in [
+        ("email", "high"),
+        ("email", "low"),
+        ("email", "later"),
+        ("report", "running"),
+    ] {
+        let failing = Changes {
+            last_failure: Some(now - Duration::minutes(1)),
+            consecutive_failures: Some(3),
+            ..Changes::default()
+        };
+        assert!(f
+            .store
+            .execution_update(&ExecutionKey::new(task, id), Guard::Any, &failing)
+            .unwrap());
+    }
+
+    // The preview: failing, not picked, with versions.
+    let preview: Value = serde_json::from_str(&f.get("/api/tasks/email/bulk").await.body).unwrap();
+    let rows = preview["rows"].as_array().unwrap();
+    let ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r["instance"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3, "{preview}");
+    assert!(ids.contains(&"high") && ids.contains(&"low") && ids.contains(&"later"));
+    let report: Value = serde_json::from_str(&f.get("/api/tasks/report/bulk").await.body).unwrap();
+    let ids: Vec<&str> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["instance"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["failing"], "running executions are not offered");
+
+    // API retry: `later` changed since the preview (its version moved): left alone.
+    let body = serde_json::json!({
+        "rows": rows.iter().map(|r| serde_json::json!({
+            "instance": r["instance"], "version": r["version"],
+        })).collect::<Vec<_>>(),
+    });
+    let later_before = f.version("email", "later");
+    let bump = Changes {
+        consecutive_failures: Some(4),
+        ..Changes::default()
+    };
+    assert!(f
+        .store
+        .execution_update(&ExecutionKey::new("email", "later"), Guard::Any, &bump)
+        .unwrap());
+    let r = f
+        .api_post("/api/tasks/email/bulk/retry", None, &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "the token is needed");
+    let r = f
+        .api_post(
+            "/api/tasks/email/bulk/retry",
+            Some(TOKEN),
+            &body.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let result: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(result["done"], 2);
+    assert_eq!(result["skipped"][0]["instance"], "later");
+    let after = Utc::now();
+    for id in ["high", "low"] {
+        let e = f
+            .store
+            .execution_get(&ExecutionKey::new("email", id))
+            .unwrap()
+            .unwrap();
+        assert!(
+            e.execution_time >= now && e.execution_time <= after,
+            "{id} retried now"
+        );
+    }
+    assert_eq!(
+        f.version("email", "later"),
+        later_before + 1,
+        "only the bump"
+    );
+
+    // Bounded: more rows than the limit are refused, nothing changed.
+    let many: Vec<Value> = (0..=super::model::BULK_LIMIT)
+        .map(|i| serde_json::json!({"instance": format!("x{i}"), "version": 1}))
+        .collect();
+    let r = f
+        .api_post(
+            "/api/tasks/email/bulk/cancel",
+            Some(TOKEN),
+            &serde_json::json!({ "rows": many }).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = f
+        .api_post(
+            "/api/tasks/email/bulk/reschedule",
+            Some(TOKEN),
+            r#"{"rows":[{"instance":"low","version":1}]}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "reschedule needs a time");
+
+    // Forms: the confirmation page, then cancel what it listed.
+    let cookie = f.sign_in().await;
+    let task_page = f.get_signed_in("/tasks/report", Some(&cookie)).await;
+    assert!(task_page.body.contains("/tasks/report/bulk?action=cancel"));
+    let confirm = f
+        .get_signed_in("/tasks/report/bulk?action=cancel", Some(&cookie))
+        .await;
+    assert_eq!(confirm.status, StatusCode::OK);
+    assert!(confirm.body.contains("Confirm: cancel 1 executions"));
+    let version = f.version("report", "failing");
+    assert!(confirm
+        .body
+        .contains(&format!("name=\"rows\" value=\"{version} failing\n\"")));
+    let csrf = f.csrf_of(&cookie).await;
+    let rows = format!("{version} failing\n");
+    let form = format!("csrf={csrf}&rows={}", super::pages::seg(&rows));
+    let done = f
+        .form_post("/tasks/report/bulk/cancel", Some(&cookie), None, &form)
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+    assert!(done.body.contains("Done: 1 cancelled."));
+    assert!(f
+        .store
+        .execution_get(&ExecutionKey::new("report", "failing"))
+        .unwrap()
+        .is_none());
+    assert!(
+        f.store
+            .execution_get(&ExecutionKey::new("report", "running"))
+            .unwrap()
+            .is_some(),
+        "the running one is untouched"
+    );
+    let r = f
+        .form_post(
+            "/tasks/report/bulk/cancel",
+            Some(&cookie),
+            None,
+            "csrf=x&rows=1%20a",
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "CSRF checked");
+}

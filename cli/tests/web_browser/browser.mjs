@@ -133,6 +133,13 @@ try {
   check(metrics.includes('docket_task_paused{task="cache-warmup"} 1'), '/metrics: cache-warmup paused');
   check(!metrics.includes('docket_task_paused{task="billing-sync"}'), '/metrics: billing-sync resumed');
   check(/docket_oldest_due_age_seconds\{task="cache-warmup"\} [1-9]/.test(metrics), '/metrics: the paused task\'s due executions age');
+  // ---- bulk retry of a task's failing executions, confirmed first ----
+  await op.goto(`${base}/tasks/billing-sync`);
+  await Promise.all([op.waitForNavigation(), op.click('a.button:has-text("retry")')]);
+  check((await text(op)).includes('Confirm: retry 4 executions'), 'bulk retry: the confirmation lists the 4 failing executions');
+  await submit(op, 'button:has-text("Confirm: retry")');
+  check((await text(op)).includes('Done: 4 retried.'), 'bulk retry: 4 retried');
+
   await op.goto(`${base}/executions/cache-warmup/region-1`);
   check((await op.locator('#next').innerText()).includes('Due since'), 'execution page: what happens next');
 
