@@ -292,8 +292,8 @@ pub struct LevelLag {
 
 /// What waits under one task name: for a scheduler task its due executions (not picked,
 /// execution time passed), for a work-queue task type its open items (assignable, arrived).
-/// Read by [`ExecutionStore::execution_name_lag`] from the lag indexes (`0007_lag_indexes`),
-/// each count stopping at a cap.
+/// Read by [`ExecutionStore::execution_name_lag`](crate::store::ExecutionStore::execution_name_lag)
+/// from the lag indexes (`0007_lag_indexes`), each count stopping at a cap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NameLag {
     /// Task name or task type.
