@@ -259,4 +259,60 @@ mod tests {
         assert_eq!(level(None), "none");
         assert_eq!(level(Some(-3)), "-3");
     }
+
+    /// A task name with a quote, a backslash, a line feed and a bidi override stays one
+    /// sample on one line, and the scrape still parses.
+    #[test]
+    fn hostile_task_names_stay_one_sample() {
+        use super::super::model::{LagView, Meta, TaskLag};
+        let hostile = "we\"ird\\na\nme\u{202E}";
+        let task = TaskLag {
+            task: hostile.to_owned(),
+            oldest_due: None,
+            oldest_due_age_secs: 42,
+            due: Capped::default(),
+            scheduled: Capped::default(),
+            running: Capped::default(),
+            dead: 0,
+            paused: false,
+            levels: Vec::new(),
+        };
+        let page = LagPage {
+            meta: Meta {
+                now: chrono::Utc::now(),
+                backend: "sqlite",
+                table: "t".into(),
+                priority: false,
+                read_only: true,
+                dead_after_secs: 1800,
+            },
+            lag: LagView {
+                cap: 1000,
+                names_read: 1,
+                names_capped: false,
+                tasks: vec![task],
+                queue_types: Vec::new(),
+                paused: Vec::new(),
+                read_secs: 0.0,
+            },
+        };
+        let text = render(&page);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("docket_oldest_due_age_seconds{"))
+            .collect();
+        assert_eq!(
+            lines,
+            ["docket_oldest_due_age_seconds{task=\"we\\\"ird\\\\na\\nme\u{202E}\"} 42"]
+        );
+        let scrape =
+            prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+        let ages: Vec<_> = scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == "docket_oldest_due_age_seconds")
+            .map(|s| s.value.clone())
+            .collect();
+        assert_eq!(ages, [prometheus_parse::Value::Gauge(42.0)]);
+    }
 }
