@@ -1,7 +1,8 @@
 //! `docket web` in a real browser: seeds a database (SQLite, then PostgreSQL), starts the
 //! `docket` binary on it, drives Debian's chromium through the pages with Node's
-//! playwright-core (`web_browser/browser.mjs`: operator actions, a stale page, two workers
-//! taking and submitting every item), then checks the database.
+//! playwright-core (`web_browser/browser.mjs`: operator actions, a stale page, pausing and
+//! resuming tasks, the lag table and `/metrics`, two workers taking and submitting every
+//! item), then checks the database and that two schedulers do not claim the paused task.
 //!
 //! Built only with `--features browser-test`; `scripts/web-browser-test.sh` installs Chromium
 //! and playwright-core and runs it. Without them every test fails with `NOT RUN: ...`.
@@ -15,11 +16,13 @@ use diesel::{Connection, PgConnection};
 use docket_core::queue::{AssignmentStatus, Batch, Record};
 use docket_core::store::{Changes, Guard, PickChange};
 use docket_core::{
-    ExecutionKey, QueueConfig, SchedulerClient, Store, StoreConfig, TaskDescriptor, WorkQueue,
+    ExecutionKey, PollingStrategy, QueueConfig, Scheduler, SchedulerClient, SchedulerConfig, Store,
+    StoreConfig, Task, TaskDescriptor, WorkQueue,
 };
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const EMAIL: TaskDescriptor = TaskDescriptor::new("send-email");
@@ -294,6 +297,65 @@ fn run(backend: &str, url: &str, open: impl Fn(bool) -> Arc<dyn Store>, shots: &
         .unwrap()
         .unwrap();
     assert!(report.picked, "{backend}: a running execution is untouched");
+
+    // Paused from the page: two schedulers (two pools, both strategies) claim nothing of
+    // cache-warmup at their next poll but run billing-sync (paused and resumed from the page);
+    // once resumed, they run cache-warmup too.
+    let client = SchedulerClient::new(store.clone()).unwrap();
+    let paused: Vec<_> = client
+        .paused()
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.task_name, p.paused_by))
+        .collect();
+    assert_eq!(
+        paused,
+        [("cache-warmup".to_owned(), Some("docket web".to_owned()))],
+        "{backend}: paused from the page"
+    );
+    let counted = |d: TaskDescriptor| {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = runs.clone();
+        let task = Task::one_time(d, move |_, _| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
+        (task, runs)
+    };
+    let scheduler = |store: Arc<dyn Store>, polling, name: &str| {
+        let (cache, cache_runs) = counted(CACHE);
+        let (billing, billing_runs) = counted(BILLING);
+        let s = Scheduler::builder(store)
+            .config(SchedulerConfig {
+                polling,
+                scheduler_name: name.to_owned(),
+                ..SchedulerConfig::default()
+            })
+            .tasks(vec![cache, billing])
+            .build()
+            .unwrap();
+        (s, cache_runs, billing_runs)
+    };
+    let (s1, cache1, billing1) = scheduler(open(false), PollingStrategy::lock_and_fetch(), "s1");
+    let (s2, cache2, billing2) = scheduler(open(false), PollingStrategy::fetch(), "s2");
+    s1.run_due().unwrap();
+    s2.run_due().unwrap();
+    let runs =
+        |a: &AtomicUsize, b: &AtomicUsize| a.load(Ordering::SeqCst) + b.load(Ordering::SeqCst);
+    assert_eq!(runs(&cache1, &cache2), 0, "{backend}: paused: not claimed");
+    assert_eq!(
+        runs(&billing1, &billing2),
+        4,
+        "{backend}: billing-sync (resumed) runs its 4 executions, all due after the bulk retry"
+    );
+    assert!(client.resume("cache-warmup").unwrap());
+    s2.run_due().unwrap();
+    s1.run_due().unwrap();
+    assert_eq!(
+        runs(&cache1, &cache2),
+        5,
+        "{backend}: resumed: every due region runs once"
+    );
 
     // Two workers: each item submitted once by alice and once by bob, nothing else.
     let queue = WorkQueue::new(store.clone(), QueueConfig::default()).unwrap();

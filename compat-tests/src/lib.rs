@@ -104,6 +104,8 @@ macro_rules! compat_cases {
             queue_items_with_assignments_in_one_read,
             dead_executions_are_paged,
             dead_detection_reads_past_rows_it_leaves_alone,
+            lag_per_task_level_and_task_type,
+            paused_task_is_not_claimed_and_resumed_one_is,
         );
     };
     (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {

@@ -78,6 +78,15 @@ impl TableName {
         }
     }
 
+    /// The table of paused tasks of this table: `<table>_paused`, same schema
+    /// (`0008_paused_tasks`).
+    pub fn paused(&self) -> TableName {
+        Self {
+            schema: self.schema.clone(),
+            table: format!("{}_paused", self.table),
+        }
+    }
+
     /// The session-private staging table of a bulk intake into this table:
     /// `<table>_intake`, same schema ([`crate::dialect::file_load`]).
     pub fn intake(&self) -> TableName {

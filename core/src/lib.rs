@@ -41,11 +41,14 @@ pub use ordering::{
     Aging, CustomKey, Direction, KeyType, OrderingPolicy, PrimaryOrder, PriorityMode, Weights,
 };
 pub use queue::{QueueConfig, WorkQueue};
-pub use records::{DeadCursor, DeadPage, Execution, ExecutionKey, ListFilter, TaskSummary};
+pub use records::{
+    CappedCount, DeadCursor, DeadPage, Execution, ExecutionKey, LevelLag, ListFilter, NameLag,
+    PausedTask, TaskSummary,
+};
 pub use runtime::AsyncRuntime;
 pub use schedule::Schedule;
 pub use scheduler::{
-    client::{DueCounts, ScheduleOutcome, SchedulerClient},
+    client::{DueCounts, Lag, ScheduleOutcome, SchedulerClient},
     config::{PollingStrategy, SchedulerConfig},
     Scheduler,
 };

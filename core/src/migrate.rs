@@ -14,12 +14,15 @@ pub const MIGRATION_PRIORITY: &str = "0002_priority";
 pub const MIGRATION_ORDERING: &str = "0003_ordering";
 /// Name of the migration that adds the work-queue columns and the assignments table.
 pub const MIGRATION_WORK_QUEUE: &str = "0004_work_queue";
+/// Name of the migration that adds the table of paused tasks.
+pub const MIGRATION_PAUSED: &str = "0008_paused_tasks";
 
 /// One migration as shipped: `{table}` in the SQL stands for the quoted table name, `{name}`
 /// for its unqualified name (for index names), `{schema}` for the quoted schema followed by `.`
 /// or nothing (to name an index in the table's schema: PostgreSQL's `DROP INDEX`, SQLite's
 /// `CREATE INDEX`), `{assignments}` for the quoted work-queue assignments table
-/// (`<table>_assignments`, same schema).
+/// (`<table>_assignments`, same schema), `{paused}` for the quoted table of paused tasks
+/// (`<table>_paused`, same schema).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MigrationFile {
     /// `0001_base`, `0002_priority`, ...
@@ -94,7 +97,11 @@ pub fn plan(
         w.table(t);
         w.finish().sql
     };
-    let (quoted, assignments) = (quote(table), quote(&table.assignments()));
+    let (quoted, assignments, paused) = (
+        quote(table),
+        quote(&table.assignments()),
+        quote(&table.paused()),
+    );
     let schema = table
         .schema()
         .map(|s| format!("{}.", dialect.quote_ident(s)))
@@ -103,6 +110,7 @@ pub fn plan(
         sql.replace("{table}", &quoted)
             .replace("{name}", table.table())
             .replace("{assignments}", &assignments)
+            .replace("{paused}", &paused)
             .replace("{schema}", &schema)
     };
     files[..count]

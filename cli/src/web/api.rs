@@ -4,8 +4,9 @@
 use super::error::{ApiError, WebError};
 use super::limit::ClientIp;
 use super::model::{
-    ExecAction, ExecutionView, ItemPage, ItemView, LimitQuery, Overview, QueuePage, QueueTypePage,
-    SearchQuery, SearchResult, TaskPage, WorkerAction, WorkerPage,
+    parse_time, BulkAction, BulkPreview, BulkResult, BulkRow, ExecAction, ExecutionDetail,
+    ExecutionView, ItemPage, ItemView, LagPage, LimitQuery, Overview, PausedView, QueuePage,
+    QueueTypePage, SearchQuery, SearchResult, TaskAction, TaskPage, WorkerAction, WorkerPage,
 };
 use super::state::{blocking, AppState};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -59,6 +60,79 @@ pub async fn overview(State(web): State<AppState>) -> ApiResult<Overview> {
     Ok(Json(blocking(&web, |w| w.overview()).await?))
 }
 
+/// `GET /api/lag`.
+pub async fn lag(State(web): State<AppState>) -> ApiResult<LagPage> {
+    Ok(Json(blocking(&web, |w| w.lag_page()).await?))
+}
+
+/// `POST /api/tasks/{task}/{pause|resume}` (no body): pauses or resumes the task cluster-wide;
+/// `done` says whether anything changed (`paused already`, `not paused`), `row` is the pause
+/// afterwards (null when not paused).
+pub async fn task_action(
+    State(web): State<AppState>,
+    Path((task, action)): Path<(String, String)>,
+    headers: HeaderMap,
+    ClientIp(client): ClientIp,
+) -> ApiResult<Done<PausedView>> {
+    let action = TaskAction::parse(&action)?;
+    web.auth.check_bearer(&headers, client)?;
+    let via = format!(
+        "API, from {}",
+        client.map_or("an unknown address".to_owned(), |ip| ip.to_string())
+    );
+    let (changed, row) = blocking(&web, move |w| {
+        let changed = w.pause_or_resume(&task, action, &via)?;
+        let row = w.paused()?.into_iter().find(|p| p.task == task);
+        Ok((changed, row))
+    })
+    .await?;
+    Ok(Json(Done {
+        done: action.done(changed),
+        row,
+    }))
+}
+
+/// Body of a confirmed bulk action.
+#[derive(Debug, Deserialize)]
+pub struct BulkBody {
+    /// The executions to change, as `GET /api/tasks/{task}/bulk` listed them.
+    pub rows: Vec<BulkRow>,
+    /// New time (reschedule only): RFC 3339, or `YYYY-MM-DDThh:mm[:ss]` as UTC.
+    pub at: Option<String>,
+}
+
+/// `GET /api/tasks/{task}/bulk`: what a bulk action would change (the confirmation step).
+pub async fn bulk_preview(
+    State(web): State<AppState>,
+    Path(task): Path<String>,
+) -> ApiResult<BulkPreview> {
+    Ok(Json(blocking(&web, move |w| w.bulk_preview(&task)).await?))
+}
+
+/// `POST /api/tasks/{task}/bulk/{retry|reschedule|cancel}` with `{"rows": [...], "at": ...}`.
+pub async fn bulk_apply(
+    State(web): State<AppState>,
+    Path((task, action)): Path<(String, String)>,
+    headers: HeaderMap,
+    ClientIp(client): ClientIp,
+    b: Result<Json<BulkBody>, JsonRejection>,
+) -> ApiResult<BulkResult> {
+    let action = BulkAction::parse(&action)?;
+    web.auth.check_bearer(&headers, client)?;
+    let b = body(b)?;
+    let at = b.at.as_deref().map(parse_time).transpose()?;
+    let via = format!(
+        "API, from {}",
+        client.map_or("an unknown address".to_owned(), |ip| ip.to_string())
+    );
+    Ok(Json(
+        blocking(&web, move |w| {
+            w.bulk_apply(&task, action, &b.rows, at, &via)
+        })
+        .await?,
+    ))
+}
+
 /// `GET /api/tasks/{task}`.
 pub async fn task(State(web): State<AppState>, Path(task): Path<String>) -> ApiResult<TaskPage> {
     Ok(Json(blocking(&web, move |w| w.task(&task)).await?))
@@ -79,9 +153,11 @@ pub async fn search(
 pub async fn execution(
     State(web): State<AppState>,
     Path((task, instance)): Path<(String, String)>,
-) -> ApiResult<ExecutionView> {
+) -> ApiResult<ExecutionDetail> {
     let key = ExecutionKey::new(task, instance);
-    Ok(Json(blocking(&web, move |w| w.execution(&key)).await?))
+    Ok(Json(
+        blocking(&web, move |w| w.execution_detail(&key)).await?,
+    ))
 }
 
 /// `POST /api/executions/{task}/{instance}/{run-now|reschedule|cancel}` with

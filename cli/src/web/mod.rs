@@ -12,12 +12,15 @@ mod error;
 mod hosts;
 mod layers;
 mod limit;
+mod metrics;
 mod model;
 mod pages;
 mod serve;
 mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_metrics;
 
 use crate::error::CliError;
 use crate::{backends, store_config, Target};
@@ -79,6 +82,9 @@ pub fn router(web: AppState) -> Router {
         .route("/logout", post(pages::logout))
         .route("/search", get(pages::search))
         .route("/tasks/{task}", get(pages::task))
+        .route("/tasks/{task}/{action}", post(pages::task_action))
+        .route("/tasks/{task}/bulk", get(pages::bulk_preview))
+        .route("/tasks/{task}/bulk/{action}", post(pages::bulk_apply))
         .route("/executions/{task}/{instance}", get(pages::execution))
         .route(
             "/executions/{task}/{instance}/{action}",
@@ -97,9 +103,14 @@ pub fn router(web: AppState) -> Router {
             "/queue/{task_type}/workers/{worker}/items/{item}/{action}",
             post(pages::worker_action),
         )
+        .route("/metrics", get(metrics::metrics))
         .route("/api/overview", get(api::overview))
+        .route("/api/lag", get(api::lag))
         .route("/api/search", get(api::search))
         .route("/api/tasks/{task}", get(api::task))
+        .route("/api/tasks/{task}/{action}", post(api::task_action))
+        .route("/api/tasks/{task}/bulk", get(api::bulk_preview))
+        .route("/api/tasks/{task}/bulk/{action}", post(api::bulk_apply))
         .route("/api/executions/{task}/{instance}", get(api::execution))
         .route(
             "/api/executions/{task}/{instance}/{action}",

@@ -13,7 +13,7 @@ use super::state::{blocking, AppState, Web};
 use chrono::{DateTime, Utc};
 use docket_core::queue::{Item, ItemsQuery, ListedAssignment, ListedItem, MAX_WORKER_LEN};
 use docket_core::store::ListFilter;
-use docket_core::{DeadPage, Execution, ExecutionKey};
+use docket_core::{CappedCount, DeadPage, Execution, ExecutionKey, LevelLag, PausedTask};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
@@ -40,6 +40,259 @@ pub const PICKED_SCAN: i64 = 2000;
 pub const ASSIGNMENT_ROWS: i64 = 100;
 /// Assignments shown per item in a task type's item table.
 pub const CHIPS: i64 = 10;
+
+/// Rows each lag range is counted up to ([`Web::lag`], `/metrics`).
+pub const LAG_CAP: i64 = DUE_CAP;
+
+/// A count that stops at a cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Capped {
+    /// Rows counted (at most the cap).
+    pub count: i64,
+    /// Counting stopped at the cap: there are more.
+    pub capped: bool,
+}
+
+impl From<CappedCount> for Capped {
+    fn from(c: CappedCount) -> Self {
+        Self {
+            count: c.count,
+            capped: c.capped,
+        }
+    }
+}
+
+/// One priority level's waiting rows of a task or task type.
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelAge {
+    /// The level (null: no priority, or priority off).
+    pub priority: Option<i16>,
+    /// Its oldest waiting row's time.
+    pub oldest: DateTime<Utc>,
+    /// Seconds since then.
+    pub age_secs: i64,
+    /// Its waiting rows counted (among the first [`LAG_CAP`] of the task).
+    pub count: i64,
+}
+
+/// One scheduler task's lag and counts by state.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskLag {
+    /// Task name.
+    pub task: String,
+    /// When its oldest due execution fell due (null: none is due).
+    pub oldest_due: Option<DateTime<Utc>>,
+    /// Seconds since then (0 when none is due).
+    pub oldest_due_age_secs: i64,
+    /// Due executions (not picked, execution time passed).
+    pub due: Capped,
+    /// Scheduled for later (not picked).
+    pub scheduled: Capped,
+    /// Picked, heartbeat fresh (picked minus dead; capped when picked was).
+    pub running: Capped,
+    /// Picked, heartbeat older than `dead_after` (all of them).
+    pub dead: i64,
+    /// Paused cluster-wide: no scheduler claims it.
+    pub paused: bool,
+    /// Due executions by priority level, highest first (one null level with priority off);
+    /// a level whose due rows all lie past the first [`LAG_CAP`] is missing.
+    pub levels: Vec<LevelAge>,
+}
+
+/// One work-queue task type's lag.
+#[derive(Debug, Clone, Serialize)]
+pub struct TypeLag {
+    /// Task type.
+    pub task_type: String,
+    /// Arrival of its oldest open item (assignable, arrived; null: none).
+    pub oldest_open: Option<DateTime<Utc>>,
+    /// Seconds since then (0 when none is open).
+    pub oldest_open_age_secs: i64,
+    /// Open items.
+    pub open: Capped,
+    /// Items that have not arrived yet.
+    pub not_arrived: Capped,
+    /// Open items by priority level, as [`TaskLag::levels`].
+    pub levels: Vec<LevelAge>,
+}
+
+/// What waits and since when, per task and task type ([`docket_core::SchedulerClient::lag`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct LagView {
+    /// Each count stops at this many rows.
+    pub cap: i64,
+    /// Task names read (the first [`NAME_ROWS`] by name).
+    pub names_read: usize,
+    /// Whether the table has more names than were read.
+    pub names_capped: bool,
+    /// The scheduler tasks.
+    pub tasks: Vec<TaskLag>,
+    /// The work-queue task types.
+    pub queue_types: Vec<TypeLag>,
+    /// The paused tasks, by name.
+    pub paused: Vec<PausedView>,
+    /// Seconds the read took.
+    pub read_secs: f64,
+}
+
+/// A task paused cluster-wide (`0008_paused_tasks`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PausedView {
+    /// Task name.
+    pub task: String,
+    /// Since when.
+    pub paused_at: DateTime<Utc>,
+    /// Who paused it, as recorded (`docket web` from the dashboard).
+    pub paused_by: Option<String>,
+}
+
+impl From<PausedTask> for PausedView {
+    fn from(p: PausedTask) -> Self {
+        Self {
+            task: p.task_name,
+            paused_at: p.paused_at,
+            paused_by: p.paused_by,
+        }
+    }
+}
+
+/// Pause or resume a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskAction {
+    /// Stop every scheduler claiming it.
+    Pause,
+    /// Let them claim it again.
+    Resume,
+}
+
+impl TaskAction {
+    /// From the URL's last segment.
+    pub fn parse(action: &str) -> Result<Self, WebError> {
+        match action {
+            "pause" => Ok(Self::Pause),
+            "resume" => Ok(Self::Resume),
+            other => Err(WebError::NotFound(format!(
+                "no action {other:?}: pause or resume"
+            ))),
+        }
+    }
+
+    /// What it did: `paused`, `resumed`, or that nothing changed.
+    pub fn done(self, changed: bool) -> &'static str {
+        match (self, changed) {
+            (Self::Pause, true) => "paused",
+            (Self::Pause, false) => "paused already",
+            (Self::Resume, true) => "resumed",
+            (Self::Resume, false) => "not paused",
+        }
+    }
+}
+
+/// Most executions one bulk action lists and changes.
+pub const BULK_LIMIT: i64 = 200;
+
+/// An action on every failing execution of a task (confirmed first: see [`Web::bulk_preview`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BulkAction {
+    /// Run again now (reschedule to now; the failure count is kept).
+    Retry,
+    /// Reschedule to a given time.
+    Reschedule,
+    /// Remove.
+    Cancel,
+}
+
+impl BulkAction {
+    /// From the URL's last segment or the `action` query value.
+    pub fn parse(action: &str) -> Result<Self, WebError> {
+        match action {
+            "retry" => Ok(Self::Retry),
+            "reschedule" => Ok(Self::Reschedule),
+            "cancel" => Ok(Self::Cancel),
+            other => Err(WebError::NotFound(format!(
+                "no bulk action {other:?}: retry, reschedule or cancel"
+            ))),
+        }
+    }
+
+    /// Its name in URLs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Retry => "retry",
+            Self::Reschedule => "reschedule",
+            Self::Cancel => "cancel",
+        }
+    }
+
+    /// Past tense.
+    pub fn done(self) -> &'static str {
+        match self {
+            Self::Retry => "retried",
+            Self::Reschedule => "rescheduled",
+            Self::Cancel => "cancelled",
+        }
+    }
+}
+
+/// What a bulk action would change: the task's failing executions that are not picked, at
+/// most [`BULK_LIMIT`], each with the version the confirmation sends back.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkPreview {
+    /// Facts.
+    pub meta: Meta,
+    /// Task name.
+    pub task: String,
+    /// The executions (failing, not picked, in hand-out order).
+    pub rows: Vec<ExecutionView>,
+    /// Whether there are more than [`BULK_LIMIT`] (run the action again for the rest).
+    pub more: bool,
+    /// [`BULK_LIMIT`].
+    pub limit: i64,
+}
+
+/// One execution a confirmed bulk action is to change, as the preview showed it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BulkRow {
+    /// Instance id.
+    pub instance: String,
+    /// Its version in the preview.
+    pub version: i64,
+}
+
+/// One execution a bulk action left alone, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkSkipped {
+    /// Instance id.
+    pub instance: String,
+    /// Why (it changed since the preview, is running, is gone).
+    pub reason: String,
+}
+
+/// What a bulk action did.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkResult {
+    /// Task name.
+    pub task: String,
+    /// The action.
+    pub action: BulkAction,
+    /// Executions changed.
+    pub done: usize,
+    /// Executions left alone.
+    pub skipped: Vec<BulkSkipped>,
+}
+
+/// What `paused_by` records for a pause from the dashboard.
+pub const PAUSED_BY: &str = "docket web";
+
+/// `GET /api/lag`.
+#[derive(Debug, Clone, Serialize)]
+pub struct LagPage {
+    /// Facts.
+    pub meta: Meta,
+    /// The lag.
+    pub lag: LagView,
+}
 
 /// The state of one execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -121,6 +374,165 @@ impl ExecutionView {
             last_failure: e.last_failure,
             consecutive_failures: e.consecutive_failures,
             version: e.version,
+        }
+    }
+}
+
+/// Bytes of task data shown as JSON on an execution's page; longer text is cut there.
+pub const DATA_SHOWN: usize = 64 * 1024;
+/// Bytes of binary task data shown in hex.
+pub const HEX_HEAD: usize = 64;
+
+/// An execution's task data as its page shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum DataView {
+    /// No data (NULL).
+    None,
+    /// The data parses as JSON: pretty-printed, cut at [`DATA_SHOWN`] bytes.
+    Json {
+        /// Size in bytes.
+        bytes: usize,
+        /// Pretty-printed (with `truncated`, the first [`DATA_SHOWN`] bytes of it).
+        pretty: String,
+        /// Whether `pretty` was cut.
+        truncated: bool,
+    },
+    /// Not JSON: its size and first [`HEX_HEAD`] bytes in hex.
+    Binary {
+        /// Size in bytes.
+        bytes: usize,
+        /// The first bytes, two hex digits each, space separated.
+        hex_head: String,
+        /// What the bytes look like, when known (`Java-serialized object` for db-scheduler's
+        /// default serializer).
+        looks_like: Option<&'static str>,
+    },
+}
+
+impl DataView {
+    /// How `data` is shown.
+    pub fn of(data: Option<&[u8]>) -> Self {
+        let Some(data) = data else {
+            return DataView::None;
+        };
+        if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
+            // Pretty-printing a parsed value cannot fail; fall back to the raw text anyway.
+            let mut pretty = serde_json::to_string_pretty(&value)
+                .unwrap_or_else(|_| String::from_utf8_lossy(data).into_owned());
+            let truncated = pretty.len() > DATA_SHOWN;
+            if truncated {
+                let mut end = DATA_SHOWN;
+                while !pretty.is_char_boundary(end) {
+                    end -= 1;
+                }
+                pretty.truncate(end);
+            }
+            return DataView::Json {
+                bytes: data.len(),
+                pretty,
+                truncated,
+            };
+        }
+        let hex_head = data
+            .iter()
+            .take(HEX_HEAD)
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let looks_like = data
+            .starts_with(&docket_core::records::JAVA_SERIALIZATION_MAGIC)
+            .then_some("Java-serialized object (db-scheduler's default serializer)");
+        DataView::Binary {
+            bytes: data.len(),
+            hex_head,
+            looks_like,
+        }
+    }
+}
+
+/// What happens next to an execution, by its state.
+#[derive(Debug, Clone, Serialize)]
+pub struct NextStep {
+    /// The state it is in.
+    pub state: State,
+    /// When the next thing happens: due at (scheduled), due since (due), declared dead at
+    /// (running, from its last heartbeat; null without one), dead since (dead).
+    pub at: Option<DateTime<Utc>>,
+    /// The scheduler holding it (running, dead).
+    pub on: Option<String>,
+    /// One sentence for people.
+    pub text: String,
+}
+
+/// One execution's page: its columns, its data and what happens next.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecutionDetail {
+    /// Its columns.
+    #[serde(flatten)]
+    pub execution: ExecutionView,
+    /// Its data.
+    pub data: DataView,
+    /// What happens next.
+    pub next: NextStep,
+}
+
+impl NextStep {
+    fn of(e: &ExecutionView, now: DateTime<Utc>, dead_after: chrono::Duration) -> Self {
+        let owner = e.picked_by.clone().unwrap_or_else(|| "?".to_owned());
+        let retry = if e.consecutive_failures > 0 {
+            format!(
+                " (retry after {} consecutive failure{})",
+                e.consecutive_failures,
+                if e.consecutive_failures == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        };
+        let (at, on, text) = match e.state {
+            State::Scheduled => (
+                Some(e.execution_time),
+                None,
+                format!(
+                    "Due at {} UTC{retry}; a scheduler will pick it up at its first poll after that.",
+                    e.execution_time.format("%Y-%m-%d %H:%M:%S")
+                ),
+            ),
+            State::Due => (
+                Some(e.execution_time),
+                None,
+                format!(
+                    "Due since {} UTC ({} s){retry}; a scheduler will pick it up at its next poll.",
+                    e.execution_time.format("%Y-%m-%d %H:%M:%S"),
+                    (now - e.execution_time).num_seconds().max(0)
+                ),
+            ),
+            State::Running => {
+                let dies = e.last_heartbeat.map(|h| h + dead_after);
+                let text = match dies {
+                    Some(d) => format!(
+                        "Running on {owner}; if its heartbeat stops, it is declared dead at {} UTC at the earliest.",
+                        d.format("%Y-%m-%d %H:%M:%S")
+                    ),
+                    None => format!("Running on {owner} (no heartbeat yet)."),
+                };
+                (dies, Some(owner), text)
+            }
+            State::Dead => {
+                let since = e.last_heartbeat.map(|h| h + dead_after);
+                let text = format!(
+                    "Dead since {} UTC (picked by {owner}, no heartbeat for {} s): a scheduler will revive it by its dead-execution policy.",
+                    since.map_or("?".to_owned(), |s| s.format("%Y-%m-%d %H:%M:%S").to_string()),
+                    e.heartbeat_age_secs.unwrap_or(0)
+                );
+                (since, Some(owner), text)
+            }
+        };
+        NextStep {
+            state: e.state,
+            at,
+            on,
+            text,
         }
     }
 }
@@ -222,6 +634,8 @@ pub struct Overview {
     pub queue_types: Vec<String>,
     /// Work-queue task types in all.
     pub queue_types_total: usize,
+    /// What waits and since when, per task and task type.
+    pub lag: LagView,
 }
 
 /// One task's page.
@@ -229,6 +643,8 @@ pub struct Overview {
 pub struct TaskPage {
     /// Facts.
     pub meta: Meta,
+    /// Paused since (null: not paused).
+    pub paused: Option<PausedView>,
     /// Counts.
     pub row: TaskRow,
     /// Its due backlog by priority.
@@ -580,6 +996,217 @@ impl Web {
             .collect()
     }
 
+    /// What waits and since when: the first [`NAME_ROWS`] task names (one primary-key seek
+    /// each), then per name the lag indexes' ranges up to [`LAG_CAP`] rows
+    /// ([`docket_core::SchedulerClient::lag`]), and the dead executions counted per task (one
+    /// statement over the dead rows). No scan of the table.
+    pub fn lag(&self, now: DateTime<Utc>) -> Result<LagView, WebError> {
+        let started = std::time::Instant::now();
+        let lag = self.client.lag(NAME_ROWS, LAG_CAP, self.queue.is_ok())?;
+        let dead: HashMap<String, i64> = self
+            .client
+            .dead_counts(now - self.dead_after)?
+            .into_iter()
+            .collect();
+        // Ages from the time the rows were read.
+        let read_at = lag.now;
+        let age = |t: Option<DateTime<Utc>>| t.map_or(0, |t| (read_at - t).num_seconds().max(0));
+        let levels = |levels: &[LevelLag]| -> Vec<LevelAge> {
+            levels
+                .iter()
+                .map(|l| LevelAge {
+                    priority: l.priority,
+                    oldest: l.oldest,
+                    age_secs: age(Some(l.oldest)),
+                    count: l.count,
+                })
+                .collect()
+        };
+        let paused = self.paused()?;
+        let mut tasks = Vec::new();
+        let mut queue_types = Vec::new();
+        let names_read = lag.names.len();
+        for n in lag.names {
+            if n.queue_type {
+                queue_types.push(TypeLag {
+                    oldest_open_age_secs: age(n.oldest),
+                    oldest_open: n.oldest,
+                    open: n.waiting.into(),
+                    not_arrived: n.scheduled.into(),
+                    levels: levels(&n.levels),
+                    task_type: n.name,
+                });
+            } else {
+                let dead = dead.get(&n.name).copied().unwrap_or(0);
+                tasks.push(TaskLag {
+                    oldest_due_age_secs: age(n.oldest),
+                    oldest_due: n.oldest,
+                    due: n.waiting.into(),
+                    scheduled: n.scheduled.into(),
+                    running: Capped {
+                        count: (n.picked.count - dead).max(0),
+                        capped: n.picked.capped,
+                    },
+                    dead,
+                    paused: paused.iter().any(|p| p.task == n.name),
+                    levels: levels(&n.levels),
+                    task: n.name,
+                });
+            }
+        }
+        Ok(LagView {
+            cap: lag.cap,
+            names_read,
+            names_capped: lag.names_capped,
+            tasks,
+            queue_types,
+            paused,
+            read_secs: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// The paused tasks (one statement on `<table>_paused`; none without the migration).
+    pub fn paused(&self) -> Result<Vec<PausedView>, WebError> {
+        Ok(self
+            .client
+            .paused()?
+            .into_iter()
+            .map(PausedView::from)
+            .collect())
+    }
+
+    /// Pauses or resumes `task` cluster-wide; whether anything changed. Every change is
+    /// written to standard error as an audit line (who: `via`, e.g. the client address).
+    pub fn pause_or_resume(
+        &self,
+        task: &str,
+        action: TaskAction,
+        via: &str,
+    ) -> Result<bool, WebError> {
+        let changed = match action {
+            TaskAction::Pause => self.client.pause(task, Some(PAUSED_BY))?,
+            TaskAction::Resume => self.client.resume(task)?,
+        };
+        audit(&format!(
+            "{} task {task:?} in {} ({via}): {}",
+            match action {
+                TaskAction::Pause => "pause",
+                TaskAction::Resume => "resume",
+            },
+            self.table,
+            action.done(changed)
+        ));
+        Ok(changed)
+    }
+
+    /// The executions a bulk action on `task` would change: its failing executions that are
+    /// not picked, in hand-out order, at most [`BULK_LIMIT`] (one statement).
+    pub fn bulk_preview(&self, task: &str) -> Result<BulkPreview, WebError> {
+        let meta = self.meta();
+        let now = meta.now;
+        let mut rows: Vec<ExecutionView> = self
+            .client
+            .list_scheduled(&ListFilter {
+                task_name: Some(task.to_owned()),
+                picked: Some(false),
+                failing_only: true,
+                limit: Some(BULK_LIMIT + 1),
+            })?
+            .into_iter()
+            .map(|e| self.view(e, now))
+            .collect();
+        let more = rows.len() as i64 > BULK_LIMIT;
+        rows.truncate(BULK_LIMIT as usize);
+        Ok(BulkPreview {
+            meta,
+            task: task.to_owned(),
+            rows,
+            more,
+            limit: BULK_LIMIT,
+        })
+    }
+
+    /// Applies a confirmed bulk action to `rows` (as the preview listed them, at most
+    /// [`BULK_LIMIT`]): each row is changed only if it is still at its version and not
+    /// picked, else skipped with the reason; one audit line says what was done.
+    pub fn bulk_apply(
+        &self,
+        task: &str,
+        action: BulkAction,
+        rows: &[BulkRow],
+        at: Option<DateTime<Utc>>,
+        via: &str,
+    ) -> Result<BulkResult, WebError> {
+        if rows.is_empty() {
+            return Err(WebError::BadRequest(
+                "no executions to change: confirm the rows the preview listed".into(),
+            ));
+        }
+        if rows.len() as i64 > BULK_LIMIT {
+            return Err(WebError::BadRequest(format!(
+                "{} executions sent; a bulk action changes at most {BULK_LIMIT}",
+                rows.len()
+            )));
+        }
+        let at = match action {
+            BulkAction::Reschedule => Some(at.ok_or_else(|| {
+                WebError::BadRequest("reschedule needs a time (field \"at\")".into())
+            })?),
+            _ => at,
+        };
+        let mut done = 0;
+        let mut skipped = Vec::new();
+        for row in rows {
+            let key = ExecutionKey::new(task, &row.instance);
+            let outcome = match action {
+                BulkAction::Retry => self.reschedule(&key, row.version, self.clock.now()),
+                BulkAction::Reschedule => {
+                    self.reschedule(&key, row.version, at.unwrap_or_else(|| self.clock.now()))
+                }
+                BulkAction::Cancel => self.cancel(&key, row.version),
+            };
+            match outcome {
+                Ok(()) => done += 1,
+                Err(e @ (WebError::Conflict(_) | WebError::NotFound(_))) => {
+                    skipped.push(BulkSkipped {
+                        instance: row.instance.clone(),
+                        reason: e.to_string(),
+                    })
+                }
+                Err(e) => {
+                    audit(&format!(
+                        "bulk {} of task {task:?} in {} ({via}): {done} {}, then failed: {e}",
+                        action.as_str(),
+                        self.table,
+                        action.done()
+                    ));
+                    return Err(e);
+                }
+            }
+        }
+        audit(&format!(
+            "bulk {} of task {task:?} in {} ({via}): {done} of {} {}, {} skipped",
+            action.as_str(),
+            self.table,
+            rows.len(),
+            action.done(),
+            skipped.len()
+        ));
+        Ok(BulkResult {
+            task: task.to_owned(),
+            action,
+            done,
+            skipped,
+        })
+    }
+
+    /// `GET /api/lag`.
+    pub fn lag_page(&self) -> Result<LagPage, WebError> {
+        let meta = self.meta();
+        let lag = self.lag(meta.now)?;
+        Ok(LagPage { meta, lag })
+    }
+
     /// The operator's overview.
     pub fn overview(&self) -> Result<Overview, WebError> {
         let meta = self.meta();
@@ -607,7 +1234,9 @@ impl Web {
         rows.truncate(NAME_ROWS);
         let queue_types_total = queue_types.len();
         queue_types.truncate(NAME_ROWS);
+        let lag = self.lag(now)?;
         Ok(Overview {
+            lag,
             totals,
             tasks: rows,
             tasks_total,
@@ -651,7 +1280,9 @@ impl Web {
             .into_iter()
             .map(|e| self.view(e, now))
             .collect();
+        let paused = self.paused()?.into_iter().find(|p| p.task == task);
         Ok(TaskPage {
+            paused,
             backlog,
             row,
             executions,
@@ -672,6 +1303,32 @@ impl Web {
         };
         match self.client.get(key)? {
             Some(e) if !is_item => Ok(self.view(e, now)),
+            _ => Err(WebError::NotFound(format!(
+                "no execution {}/{} in {}",
+                key.task_name, key.task_instance, self.table
+            ))),
+        }
+    }
+
+    /// One execution with its data and what happens next; `NotFound` as [`Web::execution`].
+    /// Primary-key lookups only.
+    pub fn execution_detail(&self, key: &ExecutionKey) -> Result<ExecutionDetail, WebError> {
+        let now = self.clock.now();
+        let is_item = match &self.queue {
+            Ok(queue) => queue.item(key)?.is_some(),
+            Err(_) => false,
+        };
+        match self.client.get(key)? {
+            Some(e) if !is_item => {
+                let data = DataView::of(e.task_data.as_deref());
+                let execution = self.view(e, now);
+                let next = NextStep::of(&execution, now, self.dead_after);
+                Ok(ExecutionDetail {
+                    execution,
+                    data,
+                    next,
+                })
+            }
             _ => Err(WebError::NotFound(format!(
                 "no execution {}/{} in {}",
                 key.task_name, key.task_instance, self.table
@@ -1084,6 +1741,19 @@ struct Picked {
 }
 
 /// The counts of all `rows` together (`scheduled` only when every row has it).
+/// One audit line on standard error: `docket web audit: <time> <what>` (a failed write to
+/// stderr is not the request's failure). Names in `what` are written `{:?}`, so a line feed or
+/// control character in one cannot forge another line.
+pub fn audit(what: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "docket web audit: {} {}",
+        Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        what
+    );
+}
+
 fn totals(rows: &[TaskRow]) -> Counts {
     let mut total = Counts::default();
     for t in rows {

@@ -6,8 +6,10 @@ use super::chart::backlog_svg;
 use super::error::{HtmlError, WebError};
 use super::limit::ClientIp;
 use super::model::{
-    check_worker, AssignmentView, Counts, ExecAction, ExecutionView, ItemView, LimitQuery, Meta,
-    SearchQuery, State as ExecState, WorkerAction, HELD_ROWS, LIST_LIMIT,
+    check_worker, parse_time, AssignmentView, BulkAction, BulkRow, Capped, Counts, DataView,
+    ExecAction, ExecutionView, ItemView, LagView, LevelAge, LimitQuery, Meta, PausedView,
+    SearchQuery, State as ExecState, TaskAction, WorkerAction, BULK_LIMIT, DATA_SHOWN, HELD_ROWS,
+    HEX_HEAD, LIST_LIMIT,
 };
 use super::state::{blocking, AppState};
 use axum::extract::rejection::{FormRejection, QueryRejection};
@@ -286,6 +288,10 @@ fn flash(done: Option<&str>) -> Markup {
         "given back",
         "nothing to take",
         "signed out",
+        "paused",
+        "paused already",
+        "resumed",
+        "not paused",
     ];
     match done.and_then(|d| known.iter().find(|k| **k == d)) {
         Some(d) => html! { p.flash role="status" { "Done: " (d) "." } },
@@ -298,7 +304,8 @@ fn state_badge(state: ExecState) -> Markup {
 }
 
 fn count_cell(n: i64, class: &str) -> Markup {
-    html! { td.num class=(if n > 0 { class } else { "zero" }) { (n) } }
+    // One class attribute: `td.num class=(...)` would write two, and browsers drop the second.
+    html! { td class=(format!("num {}", if n > 0 { class } else { "zero" })) { (n) } }
 }
 
 fn stat_cards(c: &Counts) -> Markup {
@@ -329,6 +336,149 @@ fn backlog_card(backlog: &super::model::Backlog, scope: &str) -> Markup {
             }
             @if !backlog.by_priority {
                 p.note { "Priority is off (start with " code { "--priority" } " to see one bar per level)." }
+            }
+        }
+    }
+}
+
+/// Text with line breaks kept and every other [`hidden_char`] made visible (pretty JSON:
+/// serde_json escapes control characters inside strings, but not bidi overrides).
+fn visible_lines(text: &str) -> String {
+    text.split('\n').map(visible).collect::<Vec<_>>().join("\n")
+}
+
+fn data_card(data: &DataView) -> Markup {
+    html! {
+        section.card #data {
+            h2 { "Data" }
+            @match data {
+                DataView::None => p.empty { "No data." },
+                DataView::Json { bytes, pretty, truncated } => {
+                    p.sub { "JSON, " (bytes) " bytes" @if *truncated { "; the first " (DATA_SHOWN) " bytes of it pretty-printed" } }
+                    pre.data { (visible_lines(pretty)) }
+                },
+                DataView::Binary { bytes, hex_head, looks_like } => {
+                    p.sub { "Not JSON: " (bytes) " bytes" @if let Some(l) = looks_like { " · " (l) } }
+                    p { "First " (HEX_HEAD.min(*bytes)) " bytes:" }
+                    pre.data.mono { (hex_head) }
+                },
+            }
+        }
+    }
+}
+
+/// Pause or resume the task cluster-wide, with what it means.
+fn pause_card(
+    task: &str,
+    paused: Option<&PausedView>,
+    viewer: &Viewer,
+    now: DateTime<Utc>,
+) -> Markup {
+    let here = task_url(task);
+    html! {
+        section #pause class=(if paused.is_some() { "card alert" } else { "card" }) {
+            @match paused {
+                Some(p) => {
+                    h2 { "Paused" }
+                    p { "No scheduler claims this task's executions (due ones wait). Paused " (when(p.paused_at, now))
+                        @if let Some(by) = &p.paused_by { " by " (shown(by)) } "." }
+                    @if viewer.can_act() {
+                        form method="post" action=(format!("{here}/resume")) {
+                            (viewer.csrf_field())
+                            button.primary type="submit" { "Resume task" }
+                        }
+                    }
+                },
+                None => {
+                    h2 { "Running normally" }
+                    p.note { "Pausing stops every scheduler on this table from claiming the task's executions from its next poll on; running ones finish." }
+                    @if viewer.can_act() {
+                        form method="post" action=(format!("{here}/pause")) {
+                            (viewer.csrf_field())
+                            button.danger type="submit" { "Pause task" }
+                        }
+                    }
+                },
+            }
+            @if !viewer.can_act() { (viewer.no_actions(&here, "pause or resume it")) }
+        }
+    }
+}
+
+fn capped(c: Capped) -> String {
+    if c.capped {
+        format!("≥ {}", c.count)
+    } else {
+        c.count.to_string()
+    }
+}
+
+/// The age of a task's (or type's) oldest waiting row, with its time as a tooltip.
+fn age_cell(at: Option<DateTime<Utc>>, secs: i64) -> Markup {
+    match at {
+        Some(t) => html! {
+            td class=(if secs > 0 { "num due" } else { "num zero" }) {
+                time datetime=(t.to_rfc3339()) title=(format!("since {} UTC", time(t))) { (span(secs)) }
+            }
+        },
+        None => html! { td.num.zero { "—" } },
+    }
+}
+
+/// Per level: `p90 5 min · p10 8 min` (the oldest row's age per level).
+fn level_ages(levels: &[LevelAge], by_priority: bool) -> Markup {
+    html! {
+        @if !by_priority || levels.is_empty() {
+            span.muted { "—" }
+        } @else {
+            @for (i, l) in levels.iter().enumerate() {
+                @if i > 0 { " · " }
+                span.mono { @match l.priority { Some(p) => { "p" (p) }, None => "none" } } " " (span(l.age_secs))
+            }
+        }
+    }
+}
+
+fn lag_card(lag: &LagView, by_priority: bool) -> Markup {
+    html! {
+        section.card #lag {
+            h2 { "Lag" span.sub { "oldest due execution and oldest open item; also at " a href="/metrics" { "/metrics" } } }
+            @if lag.tasks.is_empty() && lag.queue_types.is_empty() {
+                p.empty { "Nothing in this table." }
+            } @else {
+                table {
+                    thead { tr { th { "Task" } th.num { "Oldest due" } th { "By priority" } th.num { "Due" } th.num { "Scheduled" } th.num { "Running" } th.num { "Dead" } } }
+                    tbody {
+                        @for t in &lag.tasks {
+                            tr {
+                                td { a href=(task_url(&t.task)) { (shown(&t.task)) } @if t.paused { " " span.badge.paused { "paused" } } }
+                                (age_cell(t.oldest_due, t.oldest_due_age_secs))
+                                td { (level_ages(&t.levels, by_priority)) }
+                                td.num { (capped(t.due)) }
+                                td.num { (capped(t.scheduled)) }
+                                td.num { (capped(t.running)) }
+                                (count_cell(t.dead, "bad"))
+                            }
+                        }
+                    }
+                }
+                @if !lag.queue_types.is_empty() {
+                    table {
+                        thead { tr { th { "Task type" } th.num { "Oldest open item" } th { "By priority" } th.num { "Open" } th.num { "Not arrived" } } }
+                        tbody {
+                            @for t in &lag.queue_types {
+                                tr {
+                                    td { a href=(type_url(&t.task_type)) { (shown(&t.task_type)) } }
+                                    (age_cell(t.oldest_open, t.oldest_open_age_secs))
+                                    td { (level_ages(&t.levels, by_priority)) }
+                                    td.num { (capped(t.open)) }
+                                    td.num { (capped(t.not_arrived)) }
+                                }
+                            }
+                        }
+                    }
+                }
+                p.note { "Counts stop at " (lag.cap) " (shown as ≥). " @if lag.names_capped { "Only the first " (lag.names_read) " task names are shown." } }
             }
         }
     }
@@ -471,6 +621,7 @@ pub async fn overview(
             }
             (backlog_card(&o.backlog, "all tasks"))
         }
+        (lag_card(&o.lag, o.meta.priority))
         section.card {
             h2 { "Running" span.sub { "picked, heartbeat within " (span(o.meta.dead_after_secs)) } }
             (picked_table(&o.running, "Nothing is running."))
@@ -522,8 +673,13 @@ pub async fn task(
     let now = t.meta.now;
     let body = html! {
         p.crumbs { a href="/" { "Scheduler" } " / " }
-        div.title { h1 { (shown(&t.row.task)) } p.sub { (t.row.counts.total) " executions" } }
+        div.title {
+            h1 { (shown(&t.row.task)) }
+            @if t.paused.is_some() { span.badge.paused { "paused" } }
+            p.sub { (t.row.counts.total) " executions" }
+        }
         (flash(q.done.as_deref()))
+        (pause_card(&t.row.task, t.paused.as_ref(), &viewer, now))
         (stat_cards(&t.row.counts))
         div.grid {
             section.card.wide {
@@ -547,6 +703,14 @@ pub async fn task(
         section.card {
             h2 { "Failing" }
             (failing_table(&t.failing, now))
+            @if !t.failing.is_empty() && viewer.can_act() {
+                p.actions {
+                    "All failing executions that are not running (confirmed first, at most " (BULK_LIMIT) "): "
+                    @for a in [BulkAction::Retry, BulkAction::Reschedule, BulkAction::Cancel] {
+                        a.button href=(format!("{}/bulk?action={}", task_url(&t.row.task), a.as_str())) { (a.as_str()) } " "
+                    }
+                }
+            }
         }
     };
     Ok(layout(
@@ -567,7 +731,8 @@ pub async fn execution(
 ) -> PageResult {
     let q = html_query(q)?;
     let key = ExecutionKey::new(task, instance);
-    let (e, meta) = blocking(&web, move |w| Ok((w.execution(&key)?, w.meta()))).await?;
+    let (detail, meta) = blocking(&web, move |w| Ok((w.execution_detail(&key)?, w.meta()))).await?;
+    let e = &detail.execution;
     let viewer = Viewer::of(&web.auth, &headers);
     let now = meta.now;
     let here = exec_url(&e.task, &e.instance);
@@ -592,6 +757,11 @@ pub async fn execution(
                     dt { "Data" } dd { @match e.data_bytes { Some(n) => { (n) " bytes" }, None => span.muted { "none" } } }
                     dt { "Version" } dd.mono { (e.version) }
                 }
+            }
+            section.card #next {
+                h2 { "Next" }
+                p { (visible(&detail.next.text)) }
+                @if let Some(at) = detail.next.at { p.sub { (when(at, now)) } }
             }
             section.card {
                 h2 { "Actions" }
@@ -623,6 +793,7 @@ pub async fn execution(
                 }
             }
         }
+        (data_card(&detail.data))
     };
     Ok(layout(
         &e.instance,
@@ -631,6 +802,169 @@ pub async fn execution(
         Some(&meta),
         body,
     ))
+}
+
+/// `?action=` of the bulk confirmation page.
+#[derive(Debug, Deserialize)]
+pub struct BulkQuery {
+    action: String,
+}
+
+/// `GET /tasks/{task}/bulk?action=retry|reschedule|cancel`: the confirmation page, listing the
+/// executions the action would change.
+pub async fn bulk_preview(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path(task): Path<String>,
+    q: Result<Query<BulkQuery>, QueryRejection>,
+) -> PageResult {
+    let action = BulkAction::parse(&html_query(q)?.action)?;
+    let p = blocking(&web, move |w| w.bulk_preview(&task)).await?;
+    let viewer = Viewer::of(&web.auth, &headers);
+    let now = p.meta.now;
+    let here = task_url(&p.task);
+    let rows: String = p
+        .rows
+        .iter()
+        .map(|e| format!("{} {}\n", e.version, e.instance))
+        .collect();
+    let body = html! {
+        p.crumbs { a href="/" { "Scheduler" } " / " a href=(here) { (shown(&p.task)) } " / " }
+        div.title { h1 { "Confirm: " (action.as_str()) " failing executions" } }
+        section.card.alert #bulk {
+            @if p.rows.is_empty() {
+                p.empty { "No failing execution of this task is waiting: nothing to " (action.as_str()) "." }
+            } @else {
+                p { "This will " strong { (action.as_str()) } " these " (p.rows.len()) " failing executions of " (shown(&p.task)) " that are not running"
+                    @if p.more { " (the first " (p.limit) "; run it again for the rest)" } ". "
+                    "A row that changes before you confirm is left alone." }
+                @if viewer.can_act() {
+                    form method="post" action=(format!("{here}/bulk/{}", action.as_str())) {
+                        (viewer.csrf_field())
+                        input type="hidden" name="rows" value=(rows);
+                        @if action == BulkAction::Reschedule {
+                            label { "New time (UTC) " input type="datetime-local" name="at" step="1" required; }
+                        }
+                        button.danger type="submit" { "Confirm: " (action.as_str()) " " (p.rows.len()) " executions" }
+                        " " a href=(here) { "Back" }
+                    }
+                } @else {
+                    (viewer.no_actions(&here, "change executions"))
+                }
+                (failing_table(&p.rows, now))
+            }
+        }
+    };
+    Ok(layout(&p.task, "tasks", Some(&viewer), Some(&p.meta), body))
+}
+
+/// Fields of a confirmed bulk action form.
+#[derive(Debug, Deserialize)]
+pub struct BulkForm {
+    csrf: String,
+    /// `version instance` per line, as the confirmation page listed them.
+    rows: String,
+    at: Option<String>,
+}
+
+/// `POST /tasks/{task}/bulk/{retry|reschedule|cancel}`: applies the confirmed action and shows
+/// what it did.
+pub async fn bulk_apply(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path((task, action)): Path<(String, String)>,
+    ClientIp(client): ClientIp,
+    f: Result<Form<BulkForm>, FormRejection>,
+) -> PageResult {
+    web.auth.check_origin(&headers)?;
+    let action = BulkAction::parse(&action)?;
+    let f = html_form(f)?;
+    web.auth.check_form(&headers, &f.csrf)?;
+    let rows = parse_bulk_rows(&f.rows)?;
+    let at = match f.at.as_deref() {
+        Some(at) if !at.is_empty() => Some(parse_time(at)?),
+        _ => None,
+    };
+    let via = format!(
+        "page, from {}",
+        client.map_or("an unknown address".to_owned(), |ip| ip.to_string())
+    );
+    let name = task.clone();
+    let (r, meta) = blocking(&web, move |w| {
+        Ok((w.bulk_apply(&name, action, &rows, at, &via)?, w.meta()))
+    })
+    .await?;
+    let viewer = Viewer::of(&web.auth, &headers);
+    let here = task_url(&task);
+    let body = html! {
+        p.crumbs { a href="/" { "Scheduler" } " / " a href=(here) { (shown(&task)) } " / " }
+        div.title { h1 { "Bulk " (action.as_str()) } }
+        p.flash role="status" { "Done: " (r.done) " " (action.done()) "." }
+        @if !r.skipped.is_empty() {
+            section.card #skipped {
+                h2 { (r.skipped.len()) " left alone" }
+                table {
+                    thead { tr { th { "Instance" } th { "Why" } } }
+                    tbody { @for s in &r.skipped { tr { td.mono { (shown(&s.instance)) } td { (visible(&s.reason)) } } } }
+                }
+            }
+        }
+        p { a href=(here) { "Back to " (shown(&task)) } }
+    };
+    Ok(layout(
+        "Bulk action",
+        "tasks",
+        Some(&viewer),
+        Some(&meta),
+        body,
+    ))
+}
+
+/// `version instance` lines (the confirmation page's hidden field) as rows.
+fn parse_bulk_rows(text: &str) -> Result<Vec<BulkRow>, WebError> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let (version, instance) = line.split_once(' ').ok_or_else(|| {
+                WebError::BadRequest(format!("malformed row {line:?}: expected VERSION INSTANCE"))
+            })?;
+            let version = version
+                .parse::<i64>()
+                .map_err(|_| WebError::BadRequest(format!("malformed version in row {line:?}")))?;
+            Ok(BulkRow {
+                instance: instance.trim_end_matches('\r').to_owned(),
+                version,
+            })
+        })
+        .collect()
+}
+
+/// Fields of a task action form (pause, resume).
+#[derive(Debug, Deserialize)]
+pub struct TaskForm {
+    csrf: String,
+}
+
+/// `POST /tasks/{task}/{pause|resume}`: pauses or resumes the task cluster-wide.
+pub async fn task_action(
+    State(web): State<AppState>,
+    headers: HeaderMap,
+    Path((task, action)): Path<(String, String)>,
+    ClientIp(client): ClientIp,
+    f: Result<Form<TaskForm>, FormRejection>,
+) -> Result<Response, HtmlError> {
+    web.auth.check_origin(&headers)?;
+    let action = TaskAction::parse(&action)?;
+    let f = html_form(f)?;
+    web.auth.check_form(&headers, &f.csrf)?;
+    let via = format!(
+        "page, from {}",
+        client.map_or("an unknown address".to_owned(), |ip| ip.to_string())
+    );
+    let name = task.clone();
+    let changed = blocking(&web, move |w| w.pause_or_resume(&name, action, &via)).await?;
+    let to = format!("{}?done={}", task_url(&task), qv(action.done(changed)));
+    Ok(Redirect::to(&to).into_response())
 }
 
 /// Fields of an execution action form.

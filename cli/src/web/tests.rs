@@ -1525,3 +1525,321 @@ fn without_attribute_values(html: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// An execution's page shows its data (pretty JSON, hostile strings escaped and bidi
+/// characters made visible; binary as size and hex head) and what happens next in each state;
+/// the API returns the same.
+#[tokio::test]
+async fn execution_detail_shows_data_and_what_happens_next() {
+    let f = Fixture::new(None);
+    let set_data = |task: &str, id: &str, data: &[u8]| {
+        let changes = Changes {
+            data: Some(Some(data.to_vec())),
+            ..Changes::default()
+        };
+        assert!(f
+            .store
+            .execution_update(&ExecutionKey::new(task, id), Guard::Any, &changes)
+            .unwrap());
+    };
+    let json = format!(r#"{{"to":"{XSS}","name":"abc\u202Edef","n":[1,2]}}"#);
+    set_data("email", "later", json.as_bytes());
+    let mut java = docket_core::records::JAVA_SERIALIZATION_MAGIC.to_vec();
+    java.extend_from_slice(b"t\x00\x05hello");
+    set_data("email", "high", &java);
+
+    let page = f.get("/executions/email/later").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(!page.body.contains(XSS), "escaped");
+    assert!(page.body.contains("&lt;script&gt;"));
+    assert!(
+        page.body.contains("\\u{202E}"),
+        "the override is shown, not applied"
+    );
+    assert!(!page.body.contains('\u{202E}'));
+    assert!(
+        page.body.contains("\n  &quot;n&quot;: ["),
+        "pretty-printed: {}",
+        page.body
+    );
+    assert!(
+        page.body.contains("Due at "),
+        "scheduled: what happens next"
+    );
+    let api: Value =
+        serde_json::from_str(&f.get("/api/executions/email/later").await.body).unwrap();
+    assert_eq!(api["data"]["kind"], "json");
+    assert_eq!(api["data"]["bytes"], json.len());
+    assert_eq!(api["next"]["state"], "scheduled");
+    assert_eq!(
+        api["version"],
+        f.version("email", "later"),
+        "the columns are still there"
+    );
+
+    let page = f.get("/executions/email/high").await;
+    assert!(page.body.contains("ac ed 00 05 74 00 05 68"), "hex head");
+    assert!(page.body.contains("Java-serialized"));
+    assert!(page.body.contains("Due since "));
+    let api: Value = serde_json::from_str(&f.get("/api/executions/email/high").await.body).unwrap();
+    assert_eq!(api["data"]["kind"], "binary");
+    assert_eq!(api["data"]["bytes"], java.len());
+
+    let running = f.get("/executions/report/running").await;
+    assert!(
+        running.body.contains("Running on node-a"),
+        "{}",
+        running.body
+    );
+    let dead = f.get("/executions/report/dead").await;
+    assert!(dead.body.contains("Dead since "));
+    let api: Value =
+        serde_json::from_str(&f.get("/api/executions/report/dead").await.body).unwrap();
+    assert_eq!(api["next"]["state"], "dead");
+    assert_eq!(api["next"]["on"], "node-a");
+    assert!(api["next"]["at"].is_string());
+    // Linked from the lists.
+    let overview = f.get("/").await;
+    assert!(overview.body.contains("href=\"/executions/report/dead\""));
+}
+
+/// Pausing and resuming a task: from the page (signed in, CSRF) and through the API (bearer),
+/// each recorded in `<table>_paused`, shown on the task page, the overview's lag table, the
+/// API and `/metrics`; read-only sites and visitors without the token cannot.
+#[tokio::test]
+async fn tasks_are_paused_and_resumed_from_the_page_and_the_api() {
+    let f = Fixture::new(Some(TOKEN));
+    let client = SchedulerClient::new(f.store.clone()).unwrap();
+    let page = f.get("/tasks/email").await;
+    assert!(page.body.contains("Running normally"));
+    assert!(
+        !page.body.contains("Pause task"),
+        "not signed in: no button"
+    );
+
+    // Without a token or a session: refused, nothing paused.
+    let r = f.api_post("/api/tasks/email/pause", None, "").await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let r = f
+        .form_post("/tasks/email/pause", None, None, "csrf=x")
+        .await;
+    assert!(r.status.is_client_error());
+    assert!(client.paused().unwrap().is_empty());
+    let r = f.api_post("/api/tasks/email/stop", Some(TOKEN), "").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+    // From the page.
+    let cookie = f.sign_in().await;
+    let page = f.get_signed_in("/tasks/email", Some(&cookie)).await;
+    assert!(page.body.contains("Pause task"));
+    let csrf = f.csrf_of(&cookie).await;
+    let r = f
+        .form_post(
+            "/tasks/email/pause",
+            Some(&cookie),
+            None,
+            &format!("csrf={csrf}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(r.headers[header::LOCATION], "/tasks/email?done=paused");
+    let paused = client.paused().unwrap();
+    assert_eq!(paused.len(), 1);
+    assert_eq!(
+        (paused[0].task_name.as_str(), paused[0].paused_by.as_deref()),
+        ("email", Some("docket web"))
+    );
+    let page = f
+        .get_signed_in("/tasks/email?done=paused", Some(&cookie))
+        .await;
+    assert!(page.body.contains("Done: paused."));
+    assert!(page.body.contains("Resume task"));
+    let overview = f.get("/").await;
+    assert!(overview.body.contains("badge paused"));
+    let api: Value = serde_json::from_str(&f.get("/api/tasks/email").await.body).unwrap();
+    assert_eq!(api["paused"]["paused_by"], "docket web");
+    let metrics = f.get("/metrics").await.body;
+    assert!(
+        metrics.contains("docket_task_paused{task=\"email\"} 1"),
+        "{metrics}"
+    );
+
+    // Through the API: resume, then resume again changes nothing.
+    let r = f.api_post("/api/tasks/email/resume", Some(TOKEN), "").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(
+        (v["done"].as_str(), v["row"].is_null()),
+        (Some("resumed"), true)
+    );
+    let r = f.api_post("/api/tasks/email/resume", Some(TOKEN), "").await;
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["done"], "not paused");
+    assert!(client.paused().unwrap().is_empty());
+    let r = f.api_post("/api/tasks/email/pause", Some(TOKEN), "").await;
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["done"], "paused");
+    assert_eq!(v["row"]["task"], "email");
+
+    // Read-only: refused.
+    let ro = Fixture::new(None);
+    let r = ro.api_post("/api/tasks/email/pause", Some(TOKEN), "").await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+}
+
+/// Bulk actions on a task's failing executions: previewed (the confirmation lists the rows and
+/// their versions), applied only to rows still at those versions and not running, bounded,
+/// through the API and the forms; each row checked in the database.
+#[tokio::test]
+async fn bulk_actions_on_failing_executions_are_confirmed_and_bounded() {
+    let f = Fixture::new(Some(TOKEN));
+    let now = Utc::now();
+    // email: three failing (high, low, later); report: failing (due) and the running and dead
+    // rows, made failing too (running ones are never touched).
+    for (task, id) in [
+        ("email", "high"),
+        ("email", "low"),
+        ("email", "later"),
+        ("report", "running"),
+    ] {
+        let failing = Changes {
+            last_failure: Some(now - Duration::minutes(1)),
+            consecutive_failures: Some(3),
+            ..Changes::default()
+        };
+        assert!(f
+            .store
+            .execution_update(&ExecutionKey::new(task, id), Guard::Any, &failing)
+            .unwrap());
+    }
+
+    // The preview: failing, not picked, with versions.
+    let preview: Value = serde_json::from_str(&f.get("/api/tasks/email/bulk").await.body).unwrap();
+    let rows = preview["rows"].as_array().unwrap();
+    let ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r["instance"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3, "{preview}");
+    assert!(ids.contains(&"high") && ids.contains(&"low") && ids.contains(&"later"));
+    let report: Value = serde_json::from_str(&f.get("/api/tasks/report/bulk").await.body).unwrap();
+    let ids: Vec<&str> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["instance"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["failing"], "running executions are not offered");
+
+    // API retry: `later` changed since the preview (its version moved): left alone.
+    let body = serde_json::json!({
+        "rows": rows.iter().map(|r| serde_json::json!({
+            "instance": r["instance"], "version": r["version"],
+        })).collect::<Vec<_>>(),
+    });
+    let later_before = f.version("email", "later");
+    let bump = Changes {
+        consecutive_failures: Some(4),
+        ..Changes::default()
+    };
+    assert!(f
+        .store
+        .execution_update(&ExecutionKey::new("email", "later"), Guard::Any, &bump)
+        .unwrap());
+    let r = f
+        .api_post("/api/tasks/email/bulk/retry", None, &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "the token is needed");
+    let r = f
+        .api_post(
+            "/api/tasks/email/bulk/retry",
+            Some(TOKEN),
+            &body.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let result: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(result["done"], 2);
+    assert_eq!(result["skipped"][0]["instance"], "later");
+    let after = Utc::now();
+    for id in ["high", "low"] {
+        let e = f
+            .store
+            .execution_get(&ExecutionKey::new("email", id))
+            .unwrap()
+            .unwrap();
+        assert!(
+            e.execution_time >= now && e.execution_time <= after,
+            "{id} retried now"
+        );
+    }
+    assert_eq!(
+        f.version("email", "later"),
+        later_before + 1,
+        "only the bump"
+    );
+
+    // Bounded: more rows than the limit are refused, nothing changed.
+    let many: Vec<Value> = (0..=super::model::BULK_LIMIT)
+        .map(|i| serde_json::json!({"instance": format!("x{i}"), "version": 1}))
+        .collect();
+    let r = f
+        .api_post(
+            "/api/tasks/email/bulk/cancel",
+            Some(TOKEN),
+            &serde_json::json!({ "rows": many }).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = f
+        .api_post(
+            "/api/tasks/email/bulk/reschedule",
+            Some(TOKEN),
+            r#"{"rows":[{"instance":"low","version":1}]}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "reschedule needs a time");
+
+    // Forms: the confirmation page, then cancel what it listed.
+    let cookie = f.sign_in().await;
+    let task_page = f.get_signed_in("/tasks/report", Some(&cookie)).await;
+    assert!(task_page.body.contains("/tasks/report/bulk?action=cancel"));
+    let confirm = f
+        .get_signed_in("/tasks/report/bulk?action=cancel", Some(&cookie))
+        .await;
+    assert_eq!(confirm.status, StatusCode::OK);
+    assert!(confirm.body.contains("Confirm: cancel 1 executions"));
+    let version = f.version("report", "failing");
+    assert!(confirm
+        .body
+        .contains(&format!("name=\"rows\" value=\"{version} failing\n\"")));
+    let csrf = f.csrf_of(&cookie).await;
+    let rows = format!("{version} failing\n");
+    let form = format!("csrf={csrf}&rows={}", super::pages::seg(&rows));
+    let done = f
+        .form_post("/tasks/report/bulk/cancel", Some(&cookie), None, &form)
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+    assert!(done.body.contains("Done: 1 cancelled."));
+    assert!(f
+        .store
+        .execution_get(&ExecutionKey::new("report", "failing"))
+        .unwrap()
+        .is_none());
+    assert!(
+        f.store
+            .execution_get(&ExecutionKey::new("report", "running"))
+            .unwrap()
+            .is_some(),
+        "the running one is untouched"
+    );
+    let r = f
+        .form_post(
+            "/tasks/report/bulk/cancel",
+            Some(&cookie),
+            None,
+            "csrf=x&rows=1%20a",
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "CSRF checked");
+}

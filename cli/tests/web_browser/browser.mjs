@@ -115,6 +115,34 @@ try {
   await submit(op, 'form.inline button');
   check((await text(op)).includes('1 found'), 'search finds send-email/high');
 
+  // ---- pause and resume tasks cluster-wide from their pages ----
+  await op.goto(`${base}/tasks/cache-warmup`);
+  check((await text(op)).includes('Running normally'), 'cache-warmup runs normally');
+  await submit(op, 'button:has-text("Pause task")');
+  body = await text(op);
+  check(body.includes('Done: paused.') && body.includes('Resume task'), 'cache-warmup paused from its page');
+  check(await op.locator('.title .badge.paused').count() === 1, 'task page: paused badge');
+  await op.goto(`${base}/tasks/billing-sync`);
+  await submit(op, 'button:has-text("Pause task")');
+  await submit(op, 'button:has-text("Resume task")');
+  check((await text(op)).includes('Done: resumed.'), 'billing-sync paused and resumed from its page');
+  await op.goto(`${base}/`);
+  check(await op.locator('#lag .badge.paused').count() === 1, 'overview lag table: one paused task');
+  check(/oldest due/i.test(await op.locator('#lag').innerText()), 'overview: lag table');
+  const metrics = await (await op.request.get(`${base}/metrics`)).text();
+  check(metrics.includes('docket_task_paused{task="cache-warmup"} 1'), '/metrics: cache-warmup paused');
+  check(!metrics.includes('docket_task_paused{task="billing-sync"}'), '/metrics: billing-sync resumed');
+  check(/docket_oldest_due_age_seconds\{task="cache-warmup"\} [1-9]/.test(metrics), '/metrics: the paused task\'s due executions age');
+  // ---- bulk retry of a task's failing executions, confirmed first ----
+  await op.goto(`${base}/tasks/billing-sync`);
+  await Promise.all([op.waitForNavigation(), op.click('a.button:has-text("retry")')]);
+  check((await text(op)).includes('Confirm: retry 4 executions'), 'bulk retry: the confirmation lists the 4 failing executions');
+  await submit(op, 'button:has-text("Confirm: retry")');
+  check((await text(op)).includes('Done: 4 retried.'), 'bulk retry: 4 retried');
+
+  await op.goto(`${base}/executions/cache-warmup/region-1`);
+  check((await op.locator('#next').innerText()).includes('Due since'), 'execution page: what happens next');
+
   // ---- two workers through the worker page ----
   const alice = await newPage();
   const bob = await newPage();

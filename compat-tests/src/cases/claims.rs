@@ -302,3 +302,95 @@ pub fn complete_batch_is_fenced_per_execution(h: &dyn Harness, t: Toggle) {
         vec![false]
     );
 }
+
+/// Pausing a task cluster-wide (`0008_paused_tasks`): no scheduler claims its executions from
+/// its next poll on, under either polling strategy and through another store (another
+/// process), while other tasks run; resuming lets every scheduler claim them again.
+pub fn paused_task_is_not_claimed_and_resumed_one_is(h: &dyn Harness, t: Toggle) {
+    use super::counting_task;
+    use docket_core::store::ListFilter;
+    use docket_core::{Clock, PollingStrategy, Scheduler, SchedulerConfig, TaskDescriptor};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    const REPORT: TaskDescriptor = TaskDescriptor::new("report");
+    let ctx = Ctx::new(h, t);
+    let client = ctx.client();
+    for i in 0..3 {
+        client.schedule(WORK.instance(format!("w{i}"))).unwrap();
+        client.schedule(REPORT.instance(format!("r{i}"))).unwrap();
+    }
+    let (work, work_runs) = counting_task(WORK);
+    let (report, report_runs) = counting_task(REPORT);
+    let s1 = ctx.build(
+        "s1",
+        PollingStrategy::lock_and_fetch(),
+        vec![work.clone(), report.clone()],
+    );
+    // Another process: its own pool on the same table, the fetch strategy.
+    let other = ctx.space.store(ctx.config(), None);
+    let s2 = Scheduler::builder(other.clone())
+        .clock(Arc::new(ctx.clock.clone()))
+        .config(SchedulerConfig {
+            threads: 4,
+            polling: PollingStrategy::fetch(),
+            scheduler_name: "s2".to_owned(),
+            ..SchedulerConfig::default()
+        })
+        .tasks(vec![work, report])
+        .build()
+        .expect("scheduler builds");
+
+    assert!(client.pause("work", Some("compat")).unwrap());
+    assert!(!client.pause("work", None).unwrap(), "paused already");
+    let paused = client.paused().unwrap();
+    assert_eq!(paused.len(), 1);
+    assert_eq!(
+        (paused[0].task_name.as_str(), paused[0].paused_by.as_deref()),
+        ("work", Some("compat"))
+    );
+    assert_eq!(paused[0].paused_at, ctx.clock.now());
+
+    assert_eq!(
+        s2.run_due().unwrap(),
+        3,
+        "the other process runs the reports"
+    );
+    assert_eq!(s1.run_due().unwrap(), 0, "nothing but paused work is due");
+    assert_eq!(s2.run_due().unwrap(), 0);
+    assert_eq!(report_runs.load(Ordering::SeqCst), 3);
+    assert_eq!(work_runs.load(Ordering::SeqCst), 0, "paused: never claimed");
+    let waiting = ctx
+        .store
+        .execution_list(&ListFilter {
+            task_name: Some("work".into()),
+            ..ListFilter::default()
+        })
+        .unwrap();
+    assert_eq!(waiting.len(), 3);
+    assert!(waiting.iter().all(|e| !e.picked), "left unclaimed");
+
+    assert!(client.resume("work").unwrap());
+    assert!(!client.resume("work").unwrap(), "not paused any more");
+    assert!(client.paused().unwrap().is_empty());
+    assert_eq!(
+        s2.run_due().unwrap(),
+        3,
+        "resumed: the other process claims it again"
+    );
+    assert_eq!(work_runs.load(Ordering::SeqCst), 3);
+
+    // Pausing every task a scheduler has leaves it nothing to claim (not every task).
+    client.schedule(WORK.instance("w9")).unwrap();
+    client.schedule(REPORT.instance("r9")).unwrap();
+    assert!(client.pause("work", None).unwrap());
+    assert!(client.pause("report", None).unwrap());
+    assert_eq!(s1.run_due().unwrap(), 0);
+    assert!(client.resume("report").unwrap());
+    assert_eq!(
+        s1.run_due().unwrap(),
+        1,
+        "lock-and-fetch claims the resumed task only"
+    );
+    assert_eq!(work_runs.load(Ordering::SeqCst), 3);
+    assert!(client.pause("", None).is_err(), "task names are validated");
+}

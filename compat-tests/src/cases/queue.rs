@@ -910,3 +910,97 @@ pub fn queue_items_with_assignments_in_one_read(h: &dyn Harness, t: Toggle) {
     assert_eq!(held[0].item.held_by.as_deref(), Some("w3"));
     assert!(q.items_with_assignments(&ItemsQuery::new(TASK, 0)).is_err());
 }
+
+/// The lag read (`SchedulerClient::lag`, the dashboard's gauges): per task the oldest due
+/// execution (per priority level with priority on) and its due, scheduled and picked counts;
+/// per task type the oldest open item and the open count; counts stop at the cap; names come in
+/// order and stop at their own cap.
+pub fn lag_per_task_level_and_task_type(h: &dyn Harness, t: Toggle) {
+    use docket_core::store::{Changes, Guard, PickChange};
+    use docket_core::{CappedCount, Clock, LevelLag, TaskDescriptor};
+    const EMAIL: TaskDescriptor = TaskDescriptor::new("email");
+    const WORK: TaskDescriptor = TaskDescriptor::new("work");
+    let ctx = ctx(h, t);
+    let q = queue(&ctx, config());
+    let arrived = ctx.clock.now();
+    q.enqueue(&batch(1, records(&["1", "2", "3"]))).unwrap();
+    advance(&ctx, StdDuration::from_secs(600));
+    assert_eq!(take(&q, "w1"), "1");
+    let now = ctx.clock.now();
+    let client = ctx.client();
+    for (id, p, at) in [
+        ("a", 10, now - Duration::minutes(8)),
+        ("b", 90, now - Duration::minutes(5)),
+        ("c", 50, now + Duration::hours(1)),
+        ("d", 50, now - Duration::minutes(20)),
+    ] {
+        client
+            .schedule(EMAIL.instance(id).priority(p).scheduled_to(at))
+            .unwrap();
+    }
+    let claim = Changes {
+        pick: Some(PickChange::Claim {
+            by: "node-1".into(),
+            at: now,
+        }),
+        ..Changes::default()
+    };
+    assert!(ctx
+        .store
+        .execution_update(&ExecutionKey::new("email", "d"), Guard::Unpicked, &claim)
+        .unwrap());
+    for id in ["x", "y", "z"] {
+        client
+            .schedule(WORK.instance(id).scheduled_to(now - Duration::minutes(1)))
+            .unwrap();
+    }
+
+    let lag = client.lag(10, 2, true).unwrap();
+    assert_eq!(lag.now, now);
+    assert!(!lag.names_capped);
+    let names: Vec<_> = lag.names.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["email", "review", "work"]);
+    let count = |count, capped| CappedCount { count, capped };
+
+    let email = &lag.names[0];
+    assert!(!email.queue_type);
+    assert_eq!(email.oldest, Some(now - Duration::minutes(8)));
+    assert_eq!(email.waiting, count(2, false));
+    assert_eq!(email.scheduled, count(1, false));
+    assert_eq!(email.picked, count(1, false));
+    let level = |priority, minutes, count| LevelLag {
+        priority,
+        oldest: now - Duration::minutes(minutes),
+        count,
+    };
+    let expected = if t.on() {
+        vec![level(Some(90), 5, 1), level(Some(10), 8, 1)]
+    } else {
+        vec![level(None, 8, 2)]
+    };
+    assert_eq!(email.levels, expected);
+
+    let review = &lag.names[1];
+    assert!(review.queue_type);
+    assert_eq!(review.oldest, Some(arrived), "the oldest open item");
+    assert_eq!(review.waiting, count(2, false), "item 1 is held");
+    assert_eq!(review.picked, count(0, false));
+
+    let work = &lag.names[2];
+    assert_eq!(work.oldest, Some(now - Duration::minutes(1)));
+    assert_eq!(
+        work.waiting,
+        count(2, true),
+        "three due, counted up to the cap"
+    );
+    assert_eq!(work.levels.iter().map(|l| l.count).sum::<i64>(), 2);
+
+    let first = client.lag(1, 100, true).unwrap();
+    assert!(first.names_capped);
+    assert_eq!(first.names.len(), 1);
+    assert!(client.lag(0, 1, true).is_err());
+    assert!(client.lag(1, 0, true).is_err());
+    // Without the work-queue columns' say, every name reads as a scheduler task.
+    let plain = client.lag(10, 100, false).unwrap();
+    assert!(plain.names.iter().all(|n| !n.queue_type));
+}

@@ -11,7 +11,7 @@ pub mod writer;
 
 pub use file_load::FileLoad;
 pub use order_index::{GeneratedValue, OrderIndex, OrderIndexStyle};
-pub use statements::{Column, Due, Level, Statements};
+pub use statements::{Column, Due, LagRange, Level, Statements};
 pub use writer::{Array, Rendered, SqlWriter, Value};
 
 use crate::ident::TableName;

@@ -10,12 +10,49 @@ use crate::ordering::CustomKey;
 use crate::records::{
     Assignment, Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey,
     Finishing, ForWorker, Guard, IndexChange, Item, ItemCount, ItemsQuery, ListFilter, ListedItem,
-    NewExecution, NewItem, PickChange, PoisonRow, TaskSummary,
+    NameLag, NewExecution, NewItem, PausedTask, PickChange, PoisonRow, TaskSummary,
 };
 use crate::store::{
     Adopted, ExecutionOps, ExecutionStore, QueueOps, QueueStore, StoreConfig, StoreInfo,
 };
 use chrono::{DateTime, Utc};
+
+/// The task names a hand-out may read once paused tasks are left out.
+enum Unpaused {
+    /// Every name asked for (nothing paused among them, or every task asked for).
+    All,
+    /// These names only.
+    Some(Vec<String>),
+    /// None: every task asked for is paused.
+    None,
+}
+
+impl<S: ExecutionOps> Planned<S> {
+    /// Leaves the paused tasks (`<table>_paused`, read now: one statement per poll, so a pause
+    /// or resume from any process takes effect at every scheduler's next poll) out of a
+    /// hand-out's task names. An empty list asks for every task and is left as it is: the
+    /// scheduler always names its tasks.
+    fn unpaused(&self, p: &DueParams<'_>) -> Result<Unpaused, StoreError> {
+        if p.task_names.is_empty() {
+            return Ok(Unpaused::All);
+        }
+        let paused = self.store.paused_list()?;
+        if !paused.iter().any(|t| p.task_names.contains(&t.task_name)) {
+            return Ok(Unpaused::All);
+        }
+        let kept: Vec<String> = p
+            .task_names
+            .iter()
+            .filter(|n| !paused.iter().any(|t| &t.task_name == *n))
+            .cloned()
+            .collect();
+        Ok(if kept.is_empty() {
+            Unpaused::None
+        } else {
+            Unpaused::Some(kept)
+        })
+    }
+}
 
 /// `store` with `planner` above it (see [`crate::planner`]).
 #[derive(Debug)]
@@ -113,7 +150,17 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
     }
 
     fn execution_fetch_due(&self, p: &DueParams<'_>) -> Result<Vec<Execution>, StoreError> {
-        self.planner.due(&self.store, p)
+        match self.unpaused(p)? {
+            Unpaused::All => self.planner.due(&self.store, p),
+            Unpaused::Some(names) => self.planner.due(
+                &self.store,
+                &DueParams {
+                    task_names: &names,
+                    ..*p
+                },
+            ),
+            Unpaused::None => Ok(Vec::new()),
+        }
     }
 
     fn execution_lock_and_fetch_due(
@@ -127,7 +174,18 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
                 capability: "lock-and-fetch",
             });
         }
-        self.planner.claim(&self.store, p, picked_by)
+        match self.unpaused(p)? {
+            Unpaused::All => self.planner.claim(&self.store, p, picked_by),
+            Unpaused::Some(names) => self.planner.claim(
+                &self.store,
+                &DueParams {
+                    task_names: &names,
+                    ..*p
+                },
+                picked_by,
+            ),
+            Unpaused::None => Ok(Vec::new()),
+        }
     }
 
     fn execution_update(
@@ -190,6 +248,41 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
         older_than: DateTime<Utc>,
     ) -> Result<Vec<(String, i64)>, StoreError> {
         self.store.execution_dead_counts(older_than)
+    }
+
+    fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError> {
+        self.store.paused_list()
+    }
+
+    fn paused_set(
+        &self,
+        task_name: &str,
+        at: DateTime<Utc>,
+        by: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        self.store.paused_set(task_name, at, by)
+    }
+
+    fn paused_clear(&self, task_name: &str) -> Result<bool, StoreError> {
+        self.store.paused_clear(task_name)
+    }
+
+    fn execution_names_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.store.execution_names_after(after, limit)
+    }
+
+    fn execution_name_lag(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        cap: i64,
+        items: bool,
+    ) -> Result<NameLag, StoreError> {
+        self.store.execution_name_lag(name, now, cap, items)
     }
 
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {

@@ -248,6 +248,72 @@ pub struct TaskSummary {
     pub next_execution_time: Option<DateTime<Utc>>,
 }
 
+/// A task paused cluster-wide (`0008_paused_tasks`): no scheduler claims its executions until
+/// it is resumed; those already running finish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PausedTask {
+    /// The task name.
+    pub task_name: String,
+    /// When it was paused.
+    pub paused_at: DateTime<Utc>,
+    /// Who paused it, as they said (free text, e.g. `docket web`).
+    pub paused_by: Option<String>,
+}
+
+/// A count that stops at a cap: `count` rows were counted, and `capped` says there were more.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CappedCount {
+    /// Rows counted, at most the cap.
+    pub count: i64,
+    /// Whether counting stopped at the cap (the real count is larger).
+    pub capped: bool,
+}
+
+impl CappedCount {
+    /// `read` rows read by a statement limited to `cap + 1`: at most `cap` counted.
+    pub fn of(read: i64, cap: i64) -> Self {
+        Self {
+            count: read.min(cap),
+            capped: read > cap,
+        }
+    }
+}
+
+/// One priority level of a task's (or task type's) waiting rows, as [`NameLag`] reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LevelLag {
+    /// The level (`None`: no priority, or priority off).
+    pub priority: Option<i16>,
+    /// Its oldest waiting row's time (due since, or arrived at).
+    pub oldest: DateTime<Utc>,
+    /// Its waiting rows among those read (at most the cap in all levels together).
+    pub count: i64,
+}
+
+/// What waits under one task name: for a scheduler task its due executions (not picked,
+/// execution time passed), for a work-queue task type its open items (assignable, arrived).
+/// Read by [`ExecutionStore::execution_name_lag`](crate::store::ExecutionStore::execution_name_lag)
+/// from the lag indexes (`0007_lag_indexes`), each count stopping at a cap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameLag {
+    /// Task name or task type.
+    pub name: String,
+    /// Whether the name's rows are work-queue items.
+    pub queue_type: bool,
+    /// The oldest waiting row's time: due since (task) or arrived at (item).
+    pub oldest: Option<DateTime<Utc>>,
+    /// Waiting rows: due executions or open items.
+    pub waiting: CappedCount,
+    /// The waiting rows read, by level, highest first and `None` last; a level holds its
+    /// oldest row exactly, except that levels whose rows all lie beyond the cap are missing
+    /// (when `waiting.capped`).
+    pub levels: Vec<LevelLag>,
+    /// Scheduled executions (not picked, in the future); items not arrived yet for a type.
+    pub scheduled: CappedCount,
+    /// Picked executions (running or dead); zero for a type (items are never picked).
+    pub picked: CappedCount,
+}
+
 /// Parameters of the due-queries.
 #[derive(Debug, Clone, Copy)]
 pub struct DueParams<'a> {

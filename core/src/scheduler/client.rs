@@ -4,8 +4,8 @@
 use crate::clock::{to_micros, Clock, SystemClock};
 use crate::error::{DocketError, Result};
 use crate::records::{
-    Changes, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, ListFilter,
-    NewExecution, TaskSummary,
+    Changes, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, ListFilter, NameLag,
+    NewExecution, PausedTask, TaskSummary,
 };
 use crate::store::{ExecutionStore, Instrumented, StoreConfig};
 use crate::task::{Priority, TaskInstance};
@@ -38,6 +38,20 @@ pub struct DueCounts {
     /// Whether there were more than `cap` due rows (the counts then stop at `cap`, in
     /// hand-out order: the last level's count is a lower bound).
     pub capped: bool,
+}
+
+/// What waits in the table and since when ([`SchedulerClient::lag`]): per task name, read
+/// from the lag indexes with every count capped, so its cost does not grow with the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lag {
+    /// The clock's now, the time every age is measured from.
+    pub now: DateTime<Utc>,
+    /// Per task name (scheduler tasks and task types), by name.
+    pub names: Vec<NameLag>,
+    /// Whether the table holds more names than were read.
+    pub names_capped: bool,
+    /// Each count stops at this many rows.
+    pub cap: i64,
 }
 
 /// Schedules and inspects executions. Cheap to clone.
@@ -291,6 +305,63 @@ impl SchedulerClient {
                 .map(|(std::cmp::Reverse(level), n)| (level, n))
                 .collect(),
             capped,
+        })
+    }
+
+    /// Pauses `task_name` cluster-wide: from their next poll no scheduler on this table claims
+    /// its executions (those running finish; due ones wait); `by` says who, for the record.
+    /// `false` when it was paused already. Needs `0008_paused_tasks`.
+    pub fn pause(&self, task_name: &str, by: Option<&str>) -> Result<bool> {
+        crate::task::validate_name("task name", task_name, crate::task::MAX_TASK_NAME_LEN)?;
+        if let Some(by) = by {
+            crate::task::validate_name("paused by", by, 128)?;
+        }
+        Ok(self.store.paused_set(task_name, self.clock.now(), by)?)
+    }
+
+    /// Resumes `task_name`: schedulers claim its executions again from their next poll.
+    /// `false` when it was not paused.
+    pub fn resume(&self, task_name: &str) -> Result<bool> {
+        let resumed = self.store.paused_clear(task_name)?;
+        if resumed {
+            if let Some(wake) = &self.waker {
+                wake();
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// The paused tasks, by name (none when the table lacks `0008_paused_tasks`).
+    pub fn paused(&self) -> Result<Vec<PausedTask>> {
+        Ok(self.store.paused_list()?)
+    }
+
+    /// What waits under each task name at now, and since when: for a scheduler task the
+    /// oldest due execution (not picked, execution time passed), per priority level too, and
+    /// its due, scheduled and picked executions; for a work-queue task type (when `items`:
+    /// the table has the work-queue columns) its oldest open item (assignable, arrived) and
+    /// how many are open. Reads the first `max_names` names (one primary-key seek each), then
+    /// per name at most four statements, each one seek or one index range read up to
+    /// `cap + 1` rows (`0007_lag_indexes`). `max_names` and `cap` must be at least 1.
+    pub fn lag(&self, max_names: usize, cap: i64, items: bool) -> Result<Lag> {
+        if cap < 1 || max_names < 1 {
+            return Err(DocketError::InvalidConfig(format!(
+                "lag: max_names and cap must be at least 1, got {max_names} and {cap}"
+            )));
+        }
+        let now = self.clock.now();
+        let mut names = self.store.execution_names_after(None, max_names + 1)?;
+        let names_capped = names.len() > max_names;
+        names.truncate(max_names);
+        let names = names
+            .iter()
+            .map(|name| self.store.execution_name_lag(name, now, cap, items))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(Lag {
+            now,
+            names,
+            names_capped,
+            cap,
         })
     }
 

@@ -93,6 +93,11 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn execution_dead_page(&self, page: &DeadPage) -> (Vec<Execution>, Option<DeadCursor>);
         fn execution_dead_counts(&self, older_than: DateTime<Utc>) -> Vec<(String, i64)>;
         fn execution_summary(&self) -> Vec<TaskSummary>;
+        fn paused_list(&self) -> Vec<PausedTask>;
+        fn paused_set(&self, task_name: &str, at: DateTime<Utc>, by: Option<&str>) -> bool;
+        fn paused_clear(&self, task_name: &str) -> bool;
+        fn execution_names_after(&self, after: Option<&str>, limit: usize) -> Vec<String>;
+        fn execution_name_lag(&self, name: &str, now: DateTime<Utc>, cap: i64, items: bool) -> NameLag;
         fn execution_unresolved_names(&self, known: &[String]) -> Vec<String>;
         fn execution_delete_unresolved(&self, known: &[String], before: DateTime<Utc>) -> u64;
     }

@@ -11,6 +11,7 @@ pub mod row;
 pub mod sql;
 
 pub use crate::migrate::{MIGRATION_BASE, MIGRATION_PRIORITY};
+pub use crate::records::{CappedCount, LevelLag, NameLag, PausedTask};
 pub use crate::records::{
     Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard,
     ListFilter, NewExecution, PickChange, PoisonRow, TaskSummary,
@@ -163,6 +164,35 @@ pub trait ExecutionStore: StoreInfo {
     ) -> Result<Vec<(String, i64)>, StoreError>;
     /// Per-task counts.
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError>;
+    /// The tasks paused cluster-wide, by name (none when the table lacks `0008_paused_tasks`).
+    fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError>;
+    /// Pauses `task_name` from `at`; `false` when it was paused already.
+    /// [`StoreError::MissingMigration`] when the table lacks `0008_paused_tasks`.
+    fn paused_set(
+        &self,
+        task_name: &str,
+        at: DateTime<Utc>,
+        by: Option<&str>,
+    ) -> Result<bool, StoreError>;
+    /// Resumes `task_name`; `false` when it was not paused.
+    fn paused_clear(&self, task_name: &str) -> Result<bool, StoreError>;
+    /// The task names in the table (scheduler tasks and work-queue task types alike) after
+    /// `after`, in name order, at most `limit`: one primary-key seek per name.
+    fn execution_names_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError>;
+    /// What waits under `name` at `now` ([`NameLag`]), each count stopping at `cap`, read from
+    /// the lag indexes (`0007_lag_indexes`). With `items` (the table has the work-queue
+    /// columns) a name whose rows are items is read as a task type.
+    fn execution_name_lag(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        cap: i64,
+        items: bool,
+    ) -> Result<NameLag, StoreError>;
     /// Task names in the table that are not in `known`.
     fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError>;
     /// Deletes unpicked executions of unknown tasks due before `before`; returns how many.

@@ -134,6 +134,31 @@ pub trait ExecutionOps: StoreInfo + DueSource {
     ) -> Result<Vec<(String, i64)>, StoreError>;
     /// [`ExecutionStore::execution_summary`].
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError>;
+    /// [`ExecutionStore::paused_list`].
+    fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError>;
+    /// [`ExecutionStore::paused_set`].
+    fn paused_set(
+        &self,
+        task_name: &str,
+        at: DateTime<Utc>,
+        by: Option<&str>,
+    ) -> Result<bool, StoreError>;
+    /// [`ExecutionStore::paused_clear`].
+    fn paused_clear(&self, task_name: &str) -> Result<bool, StoreError>;
+    /// [`ExecutionStore::execution_names_after`].
+    fn execution_names_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError>;
+    /// [`ExecutionStore::execution_name_lag`].
+    fn execution_name_lag(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        cap: i64,
+        items: bool,
+    ) -> Result<NameLag, StoreError>;
     /// [`ExecutionStore::execution_unresolved_names`].
     fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError>;
     /// [`ExecutionStore::execution_delete_unresolved`].

@@ -214,12 +214,12 @@ pub fn reload_due<F: Family>(
     load_due(store, sql, s, progress)
 }
 
-/// Drops the table and its work-queue assignments table (migration 0004 creates it) and
-/// forgets their migrations in diesel's history table.
+/// Drops the table, its work-queue assignments table (migration 0004 creates it) and its
+/// table of paused tasks (0008), and forgets their migrations in diesel's history table.
 pub fn drop_scenario<F: Family>(store: &Store<F>) -> Result<(), StoreError> {
     let table = &store.config().table;
     store.connector().with_session(&mut |session| {
-        for t in [table.assignments(), table.clone()] {
+        for t in [table.assignments(), table.paused(), table.clone()] {
             let mut w = writer(store);
             w.push("DROP TABLE IF EXISTS ").table(&t);
             session.execute(&w.finish())?;

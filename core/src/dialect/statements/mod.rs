@@ -6,6 +6,10 @@
 
 mod catalogue;
 mod due;
+mod lag;
+mod paused;
+
+pub use lag::LagRange;
 
 use super::{
     common, Array, Catalog, Dialect, DueFilter, LimitAt, LockAndFetch, Rendered, SqlWriter, Value,

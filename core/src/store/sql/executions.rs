@@ -16,6 +16,7 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         if self.config.ordering.priority && !self.has_column("priority")? {
             return Err(missing(MIGRATION_PRIORITY, "priority"));
         }
+        self.learn_paused_table()?;
         self.learn_indexes()
     }
 
@@ -189,6 +190,122 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
     ) -> Result<Vec<(String, i64)>, StoreError> {
         decode_all(self.rows(&self.statements.dead_counts(older_than))?, |r| {
             Ok((r.text("task_name")?, r.i64("dead")?))
+        })
+    }
+
+    fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError> {
+        if !self.has_paused_table() {
+            return Ok(Vec::new());
+        }
+        decode_all(self.rows(&self.statements.paused_list())?, |r| {
+            Ok(PausedTask {
+                task_name: r.text("task_name")?,
+                paused_at: r.timestamp("paused_at")?,
+                paused_by: r.opt_text("paused_by")?,
+            })
+        })
+    }
+
+    fn paused_set(
+        &self,
+        task_name: &str,
+        at: DateTime<Utc>,
+        by: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        self.need_paused_table()?;
+        let inserted =
+            absent_if_duplicate(self.execute(self.statements.paused_insert(task_name, at, by)))?;
+        Ok(inserted == 1)
+    }
+
+    fn paused_clear(&self, task_name: &str) -> Result<bool, StoreError> {
+        self.need_paused_table()?;
+        Ok(self.execute(self.statements.paused_delete(task_name))? == 1)
+    }
+
+    fn execution_names_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut names: Vec<String> = Vec::new();
+        while names.len() < limit {
+            let stmt = self
+                .statements
+                .lag_next_name(names.last().map(String::as_str).or(after));
+            // `MIN` over no rows is one NULL row: no name after it.
+            let next = decode_all(self.rows(&stmt)?, |r| r.opt_text("task_name"))?;
+            match next.into_iter().flatten().next() {
+                Some(name) => names.push(name),
+                None => break,
+            }
+        }
+        Ok(names)
+    }
+
+    fn execution_name_lag(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        cap: i64,
+        items: bool,
+    ) -> Result<NameLag, StoreError> {
+        let cap = cap.max(1);
+        let queue_type = items && {
+            let kind = self.rows(&self.statements.lag_name_kind(name))?;
+            decode_all(kind, |r| r.opt_i64("max_assignments"))?
+                .into_iter()
+                .any(|m| m.is_some())
+        };
+        let priority = self.config.ordering.priority;
+        let head = decode_all(
+            self.rows(&self.statements.lag_head(name, queue_type, now, cap + 1))?,
+            |r| {
+                let level = if priority {
+                    r.opt_i16("priority")?
+                } else {
+                    None
+                };
+                Ok((r.timestamp("execution_time")?, level))
+            },
+        )?;
+        let waiting = CappedCount::of(head.len() as i64, cap);
+        // Rows come in time order: a level's first row is its oldest.
+        let mut levels: Vec<LevelLag> = Vec::new();
+        for &(at, priority) in head.iter().take(cap as usize) {
+            match levels.iter_mut().find(|l| l.priority == priority) {
+                Some(level) => level.count += 1,
+                None => levels.push(LevelLag {
+                    priority,
+                    oldest: at,
+                    count: 1,
+                }),
+            }
+        }
+        // Highest first, NULL last.
+        levels.sort_by_key(|l| std::cmp::Reverse(l.priority.map_or(i32::MIN, i32::from)));
+        let count = |range| -> Result<CappedCount, StoreError> {
+            let rows = self.rows(&self.statements.lag_count(name, range, now, cap + 1))?;
+            let n = decode_all(rows, |r| r.i64("n"))?
+                .into_iter()
+                .next()
+                .unwrap_or(0);
+            Ok(CappedCount::of(n, cap))
+        };
+        let scheduled = count(LagRange::Scheduled)?;
+        let picked = if queue_type {
+            CappedCount::default()
+        } else {
+            count(LagRange::Picked)?
+        };
+        Ok(NameLag {
+            name: name.to_owned(),
+            queue_type,
+            oldest: head.first().map(|(at, _)| *at),
+            waiting,
+            levels,
+            scheduled,
+            picked,
         })
     }
 

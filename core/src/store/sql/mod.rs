@@ -16,7 +16,7 @@ use super::row::decode_all;
 use super::*;
 use super::{Decoded, ItemSource};
 use crate::dialect::queue::ForWorker;
-use crate::dialect::{Dialect, OrderIndex, OrderIndexStyle, Rendered, Statements};
+use crate::dialect::{Dialect, LagRange, OrderIndex, OrderIndexStyle, Rendered, Statements};
 use crate::migrate::{MigrationFile, TableMigration, MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 use crate::records::{ListedAssignment, StatusRead};
 use std::collections::HashSet;
@@ -99,6 +99,9 @@ pub struct SqlOps<C: SqlConnector> {
     connector: C,
     config: StoreConfig,
     statements: Statements<'static>,
+    /// Whether the table of paused tasks exists (`0008_paused_tasks`), learned by
+    /// `check_schema`; until then, and without it, nothing is paused.
+    paused_table: std::sync::atomic::AtomicBool,
 }
 
 impl<C: SqlConnector> SqlOps<C> {
@@ -116,6 +119,7 @@ impl<C: SqlConnector> SqlOps<C> {
             connector,
             config,
             statements,
+            paused_table: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -201,6 +205,35 @@ impl<C: SqlConnector> SqlOps<C> {
         let present = self.exists(self.statements.index_exists(index))?;
         self.statements.set_due_level_index(present);
         Ok(())
+    }
+
+    /// Looks whether the table of paused tasks exists.
+    fn learn_paused_table(&self) -> Result<(), StoreError> {
+        let present = self.exists(self.statements.paused_table_exists())?;
+        self.paused_table
+            .store(present, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn has_paused_table(&self) -> bool {
+        self.paused_table.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// [`StoreError::MissingMigration`] unless the table of paused tasks exists (looked up
+    /// again first: it may have been migrated since `check_schema`).
+    fn need_paused_table(&self) -> Result<(), StoreError> {
+        if !self.has_paused_table() {
+            self.learn_paused_table()?;
+        }
+        if self.has_paused_table() {
+            Ok(())
+        } else {
+            Err(StoreError::MissingMigration {
+                table: self.config.table.to_string(),
+                name: crate::migrate::MIGRATION_PAUSED,
+                feature: "pausing tasks",
+            })
+        }
     }
 
     fn has_column(&self, column: &str) -> Result<bool, StoreError> {

@@ -1,0 +1,2 @@
+DROP INDEX queue_lag_idx ON {table};
+DROP INDEX task_lag_idx ON {table};

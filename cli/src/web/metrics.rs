@@ -1,0 +1,318 @@
+//! `GET /metrics`: the lag gauges and counts by state in the Prometheus text exposition format
+//! (version 0.0.4), rendered from the same read as the overview's lag table ([`Web::lag`]).
+//! A read like every `GET /api/...`: no token (see `docs/WEB.md`, "Lag and /metrics").
+//!
+//! [`Web::lag`]: super::state::Web
+
+use super::error::ApiError;
+use super::model::{Capped, LagPage, LevelAge};
+use super::state::{blocking, AppState};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use std::fmt::Write as _;
+
+/// The content type of the text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// `GET /metrics`.
+pub async fn metrics(State(web): State<AppState>) -> Result<Response, ApiError> {
+    let page = blocking(&web, |w| w.lag_page()).await?;
+    Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], render(&page)).into_response())
+}
+
+/// A label value with `\`, `"` and line feeds escaped, as the text format requires.
+fn label(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A priority level as a label value: the number, or `none`.
+fn level(priority: Option<i16>) -> String {
+    priority.map_or_else(|| "none".to_owned(), |p| p.to_string())
+}
+
+/// One metric family: its `HELP`, `TYPE gauge` and samples (`labels` already rendered).
+struct Family<'a> {
+    out: &'a mut String,
+}
+
+impl Family<'_> {
+    fn start<'o>(out: &'o mut String, name: &str, help: &str) -> Family<'o> {
+        // `writeln!` into a String cannot fail.
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} gauge");
+        Family { out }
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
+        let labels: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", label(v)))
+            .collect();
+        if labels.is_empty() {
+            let _ = writeln!(self.out, "{name} {value}");
+        } else {
+            let _ = writeln!(self.out, "{name}{{{}}} {value}", labels.join(","));
+        }
+    }
+}
+
+fn capped_flag(c: Capped) -> u8 {
+    u8::from(c.capped)
+}
+
+/// The exposition text for `page`.
+pub fn render(page: &LagPage) -> String {
+    let lag = &page.lag;
+    let mut out = String::new();
+    {
+        let name = "docket_oldest_due_age_seconds";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "Seconds since the oldest due execution of the task (not picked, execution time passed) fell due; 0 when none is due.",
+        );
+        for t in &lag.tasks {
+            f.sample(name, &[("task", t.task.as_str())], t.oldest_due_age_secs);
+        }
+    }
+    {
+        let name = "docket_oldest_due_age_seconds_by_priority";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "Seconds since the oldest due execution of the task at this priority level fell due (levels with due executions among the first counted; priority=none with priority off).",
+        );
+        for t in &lag.tasks {
+            levels(&mut f, name, "task", &t.task, &t.levels);
+        }
+    }
+    {
+        let name = "docket_executions";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "Executions of the task by state (due, scheduled, running, dead), each counted up to docket_count_cap (see docket_executions_capped).",
+        );
+        for t in &lag.tasks {
+            for (state, n) in [
+                ("due", t.due.count),
+                ("scheduled", t.scheduled.count),
+                ("running", t.running.count),
+                ("dead", t.dead),
+            ] {
+                f.sample(name, &[("task", t.task.as_str()), ("state", state)], n);
+            }
+        }
+    }
+    {
+        let name = "docket_executions_capped";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "1 when counting the state stopped at docket_count_cap (there are more), else 0.",
+        );
+        for t in &lag.tasks {
+            for (state, c) in [
+                ("due", t.due),
+                ("scheduled", t.scheduled),
+                ("running", t.running),
+            ] {
+                f.sample(
+                    name,
+                    &[("task", t.task.as_str()), ("state", state)],
+                    capped_flag(c),
+                );
+            }
+        }
+    }
+    {
+        let name = "docket_queue_oldest_open_age_seconds";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "Seconds since the oldest open item of the work-queue task type (assignable, arrived) arrived; 0 when none is open.",
+        );
+        for t in &lag.queue_types {
+            f.sample(
+                name,
+                &[("task_type", t.task_type.as_str())],
+                t.oldest_open_age_secs,
+            );
+        }
+    }
+    {
+        let name = "docket_queue_oldest_open_age_seconds_by_priority";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "Seconds since the oldest open item of the task type at this priority level arrived.",
+        );
+        for t in &lag.queue_types {
+            levels(&mut f, name, "task_type", &t.task_type, &t.levels);
+        }
+    }
+    {
+        let name = "docket_queue_items";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "Items of the task type: open (assignable, arrived) and not_arrived, each counted up to docket_count_cap.",
+        );
+        for t in &lag.queue_types {
+            f.sample(
+                name,
+                &[("task_type", t.task_type.as_str()), ("state", "open")],
+                t.open.count,
+            );
+            f.sample(
+                name,
+                &[
+                    ("task_type", t.task_type.as_str()),
+                    ("state", "not_arrived"),
+                ],
+                t.not_arrived.count,
+            );
+        }
+    }
+    {
+        let name = "docket_queue_items_capped";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "1 when counting the items stopped at docket_count_cap, else 0.",
+        );
+        for t in &lag.queue_types {
+            f.sample(
+                name,
+                &[("task_type", t.task_type.as_str()), ("state", "open")],
+                capped_flag(t.open),
+            );
+            f.sample(
+                name,
+                &[
+                    ("task_type", t.task_type.as_str()),
+                    ("state", "not_arrived"),
+                ],
+                capped_flag(t.not_arrived),
+            );
+        }
+    }
+    {
+        let name = "docket_task_paused";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "1 for each task paused cluster-wide (no scheduler claims it); paused tasks only.",
+        );
+        for p in &lag.paused {
+            f.sample(name, &[("task", p.task.as_str())], 1);
+        }
+    }
+    Family::start(
+        &mut out,
+        "docket_count_cap",
+        "Each count stops at this many rows.",
+    )
+    .sample("docket_count_cap", &[], lag.cap);
+    Family::start(
+        &mut out,
+        "docket_names_capped",
+        "1 when the table holds more task names than the metrics read (the first by name are shown), else 0.",
+    )
+    .sample("docket_names_capped", &[], u8::from(lag.names_capped));
+    Family::start(
+        &mut out,
+        "docket_lag_read_seconds",
+        "Seconds the database reads behind this scrape took.",
+    )
+    .sample("docket_lag_read_seconds", &[], lag.read_secs);
+    out
+}
+
+fn levels(f: &mut Family<'_>, name: &str, key: &str, value: &str, levels: &[LevelAge]) {
+    for l in levels {
+        f.sample(
+            name,
+            &[(key, value), ("priority", &level(l.priority))],
+            l.age_secs,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(level(None), "none");
+        assert_eq!(level(Some(-3)), "-3");
+    }
+
+    /// A task name with a quote, a backslash, a line feed and a bidi override stays one
+    /// sample on one line, and the scrape still parses.
+    #[test]
+    fn hostile_task_names_stay_one_sample() {
+        use super::super::model::{LagView, Meta, TaskLag};
+        let hostile = "we\"ird\\na\nme\u{202E}";
+        let task = TaskLag {
+            task: hostile.to_owned(),
+            oldest_due: None,
+            oldest_due_age_secs: 42,
+            due: Capped::default(),
+            scheduled: Capped::default(),
+            running: Capped::default(),
+            dead: 0,
+            paused: false,
+            levels: Vec::new(),
+        };
+        let page = LagPage {
+            meta: Meta {
+                now: chrono::Utc::now(),
+                backend: "sqlite",
+                table: "t".into(),
+                priority: false,
+                read_only: true,
+                dead_after_secs: 1800,
+            },
+            lag: LagView {
+                cap: 1000,
+                names_read: 1,
+                names_capped: false,
+                tasks: vec![task],
+                queue_types: Vec::new(),
+                paused: Vec::new(),
+                read_secs: 0.0,
+            },
+        };
+        let text = render(&page);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("docket_oldest_due_age_seconds{"))
+            .collect();
+        assert_eq!(
+            lines,
+            ["docket_oldest_due_age_seconds{task=\"we\\\"ird\\\\na\\nme\u{202E}\"} 42"]
+        );
+        let scrape =
+            prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+        let ages: Vec<_> = scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == "docket_oldest_due_age_seconds")
+            .map(|s| s.value.clone())
+            .collect();
+        assert_eq!(ages, [prometheus_parse::Value::Gauge(42.0)]);
+    }
+}
