@@ -74,16 +74,7 @@ impl Fixture {
             ("running", now - Duration::minutes(1)),
             ("dead", now - Duration::hours(2)),
         ] {
-            let claim = Changes {
-                pick: Some(PickChange::Claim {
-                    by: "node-a".into(),
-                    at: beat,
-                }),
-                ..Changes::default()
-            };
-            assert!(store
-                .execution_update(&ExecutionKey::new("report", id), Guard::Any, &claim)
-                .unwrap());
+            claim(&*store, &ExecutionKey::new("report", id), beat);
         }
         WorkQueue::new(store.clone(), QueueConfig::default())
             .unwrap()
@@ -229,6 +220,22 @@ impl Fixture {
 }
 
 /// The value of the first hidden `csrf` field in `html`.
+/// Marks `key` picked by `node-a`, its heartbeat at `beat`.
+pub(super) fn claim(
+    store: &dyn docket_core::Store,
+    key: &ExecutionKey,
+    beat: chrono::DateTime<chrono::Utc>,
+) {
+    let claim = Changes {
+        pick: Some(PickChange::Claim {
+            by: "node-a".into(),
+            at: beat,
+        }),
+        ..Changes::default()
+    };
+    assert!(store.execution_update(key, Guard::Any, &claim).unwrap());
+}
+
 fn hidden_csrf(html: &str) -> Option<String> {
     let marker = "name=\"csrf\" value=\"";
     let at = html.find(marker)? + marker.len();

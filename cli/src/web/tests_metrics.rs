@@ -11,7 +11,6 @@ use docket_compat_tests::backends::{Postgres, Sqlite};
 use docket_compat_tests::{Foreign, Harness};
 use docket_core::dialect::SqlWriter;
 use docket_core::queue::{Batch, Record};
-use docket_core::store::{Changes, Guard, PickChange};
 use docket_core::{
     Clock, ExecutionKey, ManualClock, QueueConfig, SchedulerClient, StoreConfig, TableName,
     TaskDescriptor, WorkQueue,
@@ -59,16 +58,7 @@ fn seed(store: &Arc<dyn docket_core::Store>, clock: &ManualClock) -> DateTime<Ut
         .schedule(REPORT.instance("r").scheduled_to(now + Duration::days(1)))
         .unwrap();
     for (id, beat) in [("d", now - Duration::hours(2)), ("e", now)] {
-        let claim = Changes {
-            pick: Some(PickChange::Claim {
-                by: "node-a".into(),
-                at: beat,
-            }),
-            ..Changes::default()
-        };
-        assert!(store
-            .execution_update(&ExecutionKey::new("email", id), Guard::Any, &claim)
-            .unwrap());
+        super::tests::claim(&**store, &ExecutionKey::new("email", id), beat);
     }
     now
 }

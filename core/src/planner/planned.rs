@@ -9,8 +9,8 @@ use crate::error::{DocketError, StoreError};
 use crate::ordering::CustomKey;
 use crate::records::{
     Assignment, Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey,
-    Finishing, ForWorker, Guard, IndexChange, Item, ItemCount, ItemsQuery, ListFilter, ListedItem,
-    NameLag, NewExecution, NewItem, PausedTask, PickChange, PoisonRow, TaskSummary,
+    Finishing, ForWorker, Guard, IndexChange, Item, ItemCount, ItemsQuery, LagQuery, ListFilter,
+    ListedItem, NameLag, NewExecution, NewItem, PausedTask, PickChange, PoisonRow, TaskSummary,
 };
 use crate::store::{
     Adopted, ExecutionOps, ExecutionStore, QueueOps, QueueStore, StoreConfig, StoreInfo,
@@ -275,14 +275,8 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
         self.store.execution_names_after(after, limit)
     }
 
-    fn execution_name_lag(
-        &self,
-        name: &str,
-        now: DateTime<Utc>,
-        cap: i64,
-        items: bool,
-    ) -> Result<NameLag, StoreError> {
-        self.store.execution_name_lag(name, now, cap, items)
+    fn execution_name_lag(&self, q: &LagQuery<'_>) -> Result<NameLag, StoreError> {
+        self.store.execution_name_lag(q)
     }
 
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError> {

@@ -290,6 +290,21 @@ pub struct LevelLag {
     pub count: i64,
 }
 
+/// What [`ExecutionStore::execution_name_lag`](crate::store::ExecutionStore::execution_name_lag)
+/// reads: the rows waiting under `name` at `now`, each count stopping at `cap`; with `items`
+/// (the table has the work-queue columns) a name whose rows are items is read as a task type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LagQuery<'a> {
+    /// Task name or task type.
+    pub name: &'a str,
+    /// The time rows are due (or arrived) by.
+    pub now: DateTime<Utc>,
+    /// Where each count stops (at least 1).
+    pub cap: i64,
+    /// Whether the table has the work-queue columns.
+    pub items: bool,
+}
+
 /// What waits under one task name: for a scheduler task its due executions (not picked,
 /// execution time passed), for a work-queue task type its open items (assignable, arrived).
 /// Read by [`ExecutionStore::execution_name_lag`](crate::store::ExecutionStore::execution_name_lag)

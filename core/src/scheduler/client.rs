@@ -4,8 +4,8 @@
 use crate::clock::{to_micros, Clock, SystemClock};
 use crate::error::{DocketError, Result};
 use crate::records::{
-    Changes, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, ListFilter, NameLag,
-    NewExecution, PausedTask, TaskSummary,
+    Changes, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, LagQuery, ListFilter,
+    NameLag, NewExecution, PausedTask, TaskSummary,
 };
 use crate::store::{ExecutionStore, Instrumented, StoreConfig};
 use crate::task::{Priority, TaskInstance};
@@ -355,7 +355,14 @@ impl SchedulerClient {
         names.truncate(max_names);
         let names = names
             .iter()
-            .map(|name| self.store.execution_name_lag(name, now, cap, items))
+            .map(|name| {
+                self.store.execution_name_lag(&LagQuery {
+                    name,
+                    now,
+                    cap,
+                    items,
+                })
+            })
             .collect::<std::result::Result<Vec<_>, _>>()?;
         Ok(Lag {
             now,

@@ -97,7 +97,7 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn paused_set(&self, task_name: &str, at: DateTime<Utc>, by: Option<&str>) -> bool;
         fn paused_clear(&self, task_name: &str) -> bool;
         fn execution_names_after(&self, after: Option<&str>, limit: usize) -> Vec<String>;
-        fn execution_name_lag(&self, name: &str, now: DateTime<Utc>, cap: i64, items: bool) -> NameLag;
+        fn execution_name_lag(&self, q: &LagQuery<'_>) -> NameLag;
         fn execution_unresolved_names(&self, known: &[String]) -> Vec<String>;
         fn execution_delete_unresolved(&self, known: &[String], before: DateTime<Utc>) -> u64;
     }

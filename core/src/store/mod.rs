@@ -11,7 +11,7 @@ pub mod row;
 pub mod sql;
 
 pub use crate::migrate::{MIGRATION_BASE, MIGRATION_PRIORITY};
-pub use crate::records::{CappedCount, LevelLag, NameLag, PausedTask};
+pub use crate::records::{CappedCount, LagQuery, LevelLag, NameLag, PausedTask};
 pub use crate::records::{
     Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard,
     ListFilter, NewExecution, PickChange, PoisonRow, TaskSummary,
@@ -183,16 +183,9 @@ pub trait ExecutionStore: StoreInfo {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<String>, StoreError>;
-    /// What waits under `name` at `now` ([`NameLag`]), each count stopping at `cap`, read from
-    /// the lag indexes (`0007_lag_indexes`). With `items` (the table has the work-queue
-    /// columns) a name whose rows are items is read as a task type.
-    fn execution_name_lag(
-        &self,
-        name: &str,
-        now: DateTime<Utc>,
-        cap: i64,
-        items: bool,
-    ) -> Result<NameLag, StoreError>;
+    /// What waits under a name ([`LagQuery`], [`NameLag`]), read from the lag indexes
+    /// (`0007_lag_indexes`).
+    fn execution_name_lag(&self, q: &LagQuery<'_>) -> Result<NameLag, StoreError>;
     /// Task names in the table that are not in `known`.
     fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError>;
     /// Deletes unpicked executions of unknown tasks due before `before`; returns how many.

@@ -152,13 +152,7 @@ pub trait ExecutionOps: StoreInfo + DueSource {
         limit: usize,
     ) -> Result<Vec<String>, StoreError>;
     /// [`ExecutionStore::execution_name_lag`].
-    fn execution_name_lag(
-        &self,
-        name: &str,
-        now: DateTime<Utc>,
-        cap: i64,
-        items: bool,
-    ) -> Result<NameLag, StoreError>;
+    fn execution_name_lag(&self, q: &LagQuery<'_>) -> Result<NameLag, StoreError>;
     /// [`ExecutionStore::execution_unresolved_names`].
     fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError>;
     /// [`ExecutionStore::execution_delete_unresolved`].

@@ -243,13 +243,13 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         Ok(names)
     }
 
-    fn execution_name_lag(
-        &self,
-        name: &str,
-        now: DateTime<Utc>,
-        cap: i64,
-        items: bool,
-    ) -> Result<NameLag, StoreError> {
+    fn execution_name_lag(&self, q: &LagQuery<'_>) -> Result<NameLag, StoreError> {
+        let LagQuery {
+            name,
+            now,
+            cap,
+            items,
+        } = *q;
         let cap = cap.max(1);
         let queue_type = items && {
             let kind = self.rows(&self.statements.lag_name_kind(name))?;
