@@ -17,9 +17,11 @@ use docket_core::dialect::{Dialect, Rendered, Value};
 use docket_core::ident::TableName;
 use docket_core::migrate::{MigrationFile, TableMigration};
 use docket_core::store::sql::{SqlConnector, SqlSession};
+use docket_core::store::WakeSignals;
 use docket_core::store::{Cell, Row};
 use docket_core::StoreError;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// What one diesel backend (PostgreSQL, MySQL/MariaDB, SQLite) does its own way.
 pub trait Family: Sized + Send + Sync + 'static {
@@ -76,6 +78,22 @@ pub trait Family: Sized + Send + Sync + 'static {
         f: impl FnOnce(&mut Self::Connection) -> Result<T, TxError>,
     ) -> Result<T, TxError> {
         diesel::Connection::transaction(conn, f)
+    }
+    /// The database's wake-ups across processes for `table` on `connector` (see
+    /// [`WakeSignals`]). Default: none (the database cannot signal; schedulers poll).
+    fn wake_signals(
+        connector: &DieselConnector<Self>,
+        table: &TableName,
+    ) -> Option<Arc<dyn WakeSignals>> {
+        let _ = (connector, table);
+        None
+    }
+    /// Signals `channel` from inside the caller's open transaction on `conn`, so that the
+    /// signal is delivered if, and when, that transaction commits
+    /// ([`crate::ScheduleInTransaction`]). Default: nothing (no signals).
+    fn signal_in(conn: &mut Self::Connection, channel: &str) -> Result<(), StoreError> {
+        let _ = (conn, channel);
+        Ok(())
     }
 }
 
@@ -242,6 +260,10 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
 
     fn recorded(&self) -> Result<Vec<String>, StoreError> {
         crate::recorded(&mut *self.connection()?)
+    }
+
+    fn wake_signals(&self, table: &TableName) -> Option<Arc<dyn WakeSignals>> {
+        F::wake_signals(self, table)
     }
 
     fn apply(

@@ -1,0 +1,191 @@
+//! Wake-ups across processes, live: a job scheduled through a store and client of its own (no
+//! waker shared with the scheduler, as from another process) starts long before the
+//! scheduler's next poll. On PostgreSQL the scheduler `LISTEN`s and the client `NOTIFY`s
+//! (`schedule`, and `schedule_in` inside the caller's transaction); turning the listener off
+//! restores polling only. On MariaDB, which cannot signal, the short poll finds it.
+//!
+//! The polling interval is 30 s and every job is scheduled after the scheduler's first poll,
+//! so a start within 2 s can only be a wake-up (or the short poll).
+
+use diesel::connection::SimpleConnection;
+use diesel::Connection;
+use docket::{
+    ExecutionStore, ScheduleInTransaction, Scheduler, SchedulerClient, SchedulerConfig,
+    StoreConfig, Task, TaskDescriptor,
+};
+use docket_compat_tests::backends::{Mysql, Postgres};
+use docket_compat_tests::Harness;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+const PING: TaskDescriptor<()> = TaskDescriptor::new("ping");
+
+const POLLING: Duration = Duration::from_secs(30);
+
+/// When each instance's handler started.
+type Started = Arc<Mutex<HashMap<String, Instant>>>;
+
+fn scheduler(store: Arc<dyn ExecutionStore>, config: SchedulerConfig) -> (Scheduler, Started) {
+    let started: Started = Arc::default();
+    let record = Arc::clone(&started);
+    let scheduler = Scheduler::builder(store)
+        .task(Task::typed(PING, move |(), ctx| {
+            record
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(ctx.key.task_instance.clone(), Instant::now());
+            Ok(())
+        }))
+        .config(SchedulerConfig {
+            threads: 2,
+            polling_interval: POLLING,
+            shutdown_max_wait: Duration::from_secs(5),
+            scheduler_name: "wakeups".into(),
+            ..config
+        })
+        .build()
+        .expect("scheduler");
+    scheduler.start().expect("start");
+    // Past the first poll (it runs at start), so only a wake-up or the short poll can be
+    // quick from here on.
+    std::thread::sleep(Duration::from_millis(500));
+    (scheduler, started)
+}
+
+/// Waits up to `within` for `instance` to start; how long after `since` it did.
+fn started_within(
+    started: &Started,
+    instance: &str,
+    since: Instant,
+    within: Duration,
+) -> Option<Duration> {
+    let deadline = since + within;
+    loop {
+        if let Some(at) = started
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(instance)
+        {
+            return Some(at.saturating_duration_since(since));
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn postgres_a_job_scheduled_by_another_client_starts_on_notify() {
+    let space = Postgres.space();
+    let config = StoreConfig::default();
+    space.migrate(&config, None);
+    let (scheduler, started) = scheduler(
+        space.store(config.clone(), None),
+        SchedulerConfig::default(),
+    );
+
+    // Another store (its own pool) and a client without the scheduler's waker.
+    let producer =
+        Arc::new(docket::postgres::connect(&space.url(), config).expect("producer store"));
+    let client = SchedulerClient::new(producer.clone()).expect("client");
+    for instance in ["first", "second"] {
+        let at = Instant::now();
+        client.schedule(PING.instance(instance)).expect("schedule");
+        let took = started_within(&started, instance, at, Duration::from_secs(2));
+        assert!(
+            took.is_some(),
+            "{instance}: not started within 2 s of its commit (polling interval {POLLING:?})"
+        );
+    }
+
+    // Inside the application's transaction: signalled on commit, not before.
+    let mut conn = diesel::PgConnection::establish(&space.url()).expect("application connection");
+    let at = Instant::now();
+    conn.transaction(|tx| {
+        producer
+            .schedule_in(tx, PING.instance("in-tx"))
+            .map_err(|e| diesel::result::Error::QueryBuilderError(Box::new(e)))?;
+        // Held open: the job is invisible and the signal unsent until the commit.
+        std::thread::sleep(Duration::from_millis(300));
+        Ok::<_, diesel::result::Error>(())
+    })
+    .expect("transaction commits");
+    let took = started_within(&started, "in-tx", at, Duration::from_secs(2));
+    assert!(
+        took.is_some_and(|t| t >= Duration::from_millis(300)),
+        "in-tx: expected to start after the commit and within 2 s of it, got {took:?}"
+    );
+    conn.batch_execute("SELECT 1").expect("connection usable");
+    assert!(scheduler.stop());
+}
+
+#[test]
+fn postgres_without_the_listener_a_job_waits_for_the_poll() {
+    let space = Postgres.space();
+    let config = StoreConfig::default();
+    space.migrate(&config, None);
+    let (scheduler, started) = scheduler(
+        space.store(config.clone(), None),
+        SchedulerConfig {
+            wake_listener: false,
+            ..SchedulerConfig::default()
+        },
+    );
+    let producer = docket::postgres::connect(&space.url(), config).expect("producer store");
+    let client = SchedulerClient::new(Arc::new(producer)).expect("client");
+    let at = Instant::now();
+    client.schedule(PING.instance("polled")).expect("schedule");
+    let took = started_within(&started, "polled", at, Duration::from_secs(1));
+    assert_eq!(
+        took, None,
+        "with wake_listener off the job must wait for the next poll ({POLLING:?})"
+    );
+    assert!(scheduler.stop());
+}
+
+#[test]
+fn mysql_a_job_scheduled_by_another_client_starts_at_the_short_poll() {
+    let space = Mysql.space();
+    let config = StoreConfig::default();
+    space.migrate(&config, None);
+    let (scheduler, started) = scheduler(
+        space.store(config.clone(), None),
+        SchedulerConfig::default(),
+    );
+    let client = SchedulerClient::new(space.store(config, None)).expect("client");
+    // Idle for a while: the short poll has backed off to its longest wait (1 s).
+    std::thread::sleep(Duration::from_secs(2));
+    let at = Instant::now();
+    client.schedule(PING.instance("probed")).expect("schedule");
+    let took = started_within(&started, "probed", at, Duration::from_secs(2));
+    assert!(
+        took.is_some(),
+        "not started within 2 s with the short poll on (polling interval {POLLING:?})"
+    );
+    assert!(scheduler.stop());
+}
+
+#[test]
+fn mysql_without_the_short_poll_a_job_waits_for_the_poll() {
+    let space = Mysql.space();
+    let config = StoreConfig::default();
+    space.migrate(&config, None);
+    let (scheduler, started) = scheduler(
+        space.store(config.clone(), None),
+        SchedulerConfig {
+            short_poll: None,
+            ..SchedulerConfig::default()
+        },
+    );
+    let client = SchedulerClient::new(space.store(config, None)).expect("client");
+    let at = Instant::now();
+    client.schedule(PING.instance("polled")).expect("schedule");
+    assert_eq!(
+        started_within(&started, "polled", at, Duration::from_secs(1)),
+        None,
+        "with short_poll off the job must wait for the next poll ({POLLING:?})"
+    );
+    assert!(scheduler.stop());
+}
