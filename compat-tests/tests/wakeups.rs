@@ -8,10 +8,11 @@
 //! so a start within 2 s can only be a wake-up (or the short poll).
 
 use diesel::connection::SimpleConnection;
-use diesel::Connection;
+use diesel::sql_types::{Integer, Text};
+use diesel::{Connection, QueryableByName, RunQueryDsl};
 use docket::{
     ExecutionStore, ScheduleInTransaction, Scheduler, SchedulerClient, SchedulerConfig,
-    StoreConfig, Task, TaskDescriptor,
+    StoreConfig, TableName, Task, TaskDescriptor,
 };
 use docket_compat_tests::backends::{Mysql, Postgres};
 use docket_compat_tests::Harness;
@@ -188,4 +189,104 @@ fn mysql_without_the_short_poll_a_job_waits_for_the_poll() {
         "with short_poll off the job must wait for the next poll ({POLLING:?})"
     );
     assert!(scheduler.stop());
+}
+
+#[derive(QueryableByName)]
+struct Pid {
+    #[diesel(sql_type = Integer)]
+    pid: i32,
+}
+
+/// The server processes of the connections whose last statement was `LISTEN` on `channel`
+/// (a listener runs nothing else in its first 30 s).
+fn listeners(conn: &mut diesel::PgConnection, channel: &str) -> Vec<i32> {
+    diesel::sql_query("SELECT pid FROM pg_stat_activity WHERE query = $1")
+        .bind::<Text, _>(format!("LISTEN \"{channel}\""))
+        .load::<Pid>(conn)
+        .expect("pg_stat_activity")
+        .into_iter()
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// A listener whose connection the server ends listens again, and wake-ups work after it.
+#[test]
+fn postgres_a_lost_listener_listens_again() {
+    let space = Postgres.space();
+    // A table name of its own: a channel no other test listens on.
+    let config = StoreConfig {
+        table: TableName::parse("wake_reconnect").expect("table name"),
+        ..StoreConfig::default()
+    };
+    space.migrate(&config, None);
+    let (scheduler, started) = scheduler(
+        space.store(config.clone(), None),
+        SchedulerConfig::default(),
+    );
+    let mut admin = diesel::PgConnection::establish(&space.url()).expect("admin connection");
+    let channel = "docket_wake_reconnect";
+    let before = listeners(&mut admin, channel);
+    assert_eq!(before.len(), 1, "one listener: {before:?}");
+    diesel::sql_query("SELECT pg_terminate_backend($1)")
+        .bind::<Integer, _>(before[0])
+        .execute(&mut admin)
+        .expect("terminate the listener's connection");
+    // Reopened after a 100 ms backoff.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let after = loop {
+        let now = listeners(&mut admin, channel);
+        if !now.is_empty() && now != before {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "no new listener within 5 s");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(after.len(), 1, "one listener again: {after:?}");
+    let producer = docket::postgres::connect(&space.url(), config).expect("producer store");
+    let client = SchedulerClient::new(Arc::new(producer)).expect("client");
+    let at = Instant::now();
+    client.schedule(PING.instance("after")).expect("schedule");
+    assert!(
+        started_within(&started, "after", at, Duration::from_secs(2)).is_some(),
+        "not woken after the listener reconnected"
+    );
+    assert!(scheduler.stop());
+}
+
+/// A burst of single-row transactions is debounced: far fewer notifications than jobs.
+#[test]
+fn postgres_a_burst_of_schedules_sends_few_notifications() {
+    let space = Postgres.space();
+    let config = StoreConfig {
+        table: TableName::parse("wake_burst").expect("table name"),
+        ..StoreConfig::default()
+    };
+    space.migrate(&config, None);
+    let mut listener = diesel::PgConnection::establish(&space.url()).expect("listener");
+    listener
+        .batch_execute("LISTEN \"docket_wake_burst\"")
+        .expect("listen");
+    let producer = docket::postgres::connect(&space.url(), config).expect("producer store");
+    let client = SchedulerClient::new(Arc::new(producer)).expect("client");
+    const JOBS: usize = 1_000;
+    for i in 0..JOBS {
+        client
+            .schedule(PING.instance(format!("burst-{i}")))
+            .expect("schedule");
+    }
+    // The trailing signal of the last window, then whatever is in flight.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut received = 0;
+    for note in listener.notifications_iter() {
+        let note = note.expect("notification");
+        assert_eq!(note.channel, "docket_wake_burst");
+        assert_eq!(note.payload, "");
+        received += 1;
+    }
+    eprintln!("{received} notifications for {JOBS} single-row transactions");
+    assert!(received >= 1, "the burst was never announced");
+    assert!(
+        received <= JOBS / 4,
+        "{received} notifications for {JOBS} single-row transactions: not debounced"
+    );
 }
