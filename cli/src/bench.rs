@@ -71,6 +71,9 @@ enum Which {
     /// The worker process of `bench latency` (started by it).
     #[command(hide = true)]
     LatencyWorker(latency::WorkerArgs),
+    /// A worker process of `bench throughput --processes` (started by it).
+    #[command(hide = true)]
+    ThroughputWorker(throughput::WorkerArgs),
 }
 
 /// Arguments of `docket bench priority`.
@@ -146,6 +149,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         Which::Soak(a) => soak::run(a),
         Which::Latency(a) => latency::run(a),
         Which::LatencyWorker(a) => latency::worker(a),
+        Which::ThroughputWorker(a) => throughput::worker(a),
     }
 }
 

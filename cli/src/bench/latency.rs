@@ -242,7 +242,7 @@ fn now_micros() -> i64 {
 }
 
 /// The names of `backend`'s server processes (none for SQLite, which has no server).
-fn server_processes(backend: &str) -> &'static [&'static str] {
+pub(super) fn server_processes(backend: &str) -> &'static [&'static str] {
     match backend {
         "postgres" => &["postgres"],
         "mysql" => &["mariadbd", "mysqld"],
@@ -252,7 +252,7 @@ fn server_processes(backend: &str) -> &'static [&'static str] {
 
 /// CPU time of the processes called `names` on this machine (the database server's), or
 /// `None` when there are none to read.
-fn server_cpu(names: &[&str]) -> Option<Duration> {
+pub(super) fn server_cpu(names: &[&str]) -> Option<Duration> {
     let mut ticks = 0u64;
     let mut found = false;
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
