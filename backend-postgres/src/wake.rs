@@ -32,7 +32,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Announcements closer together than this become one signal.
-pub const DEBOUNCE: Duration = Duration::from_millis(10);
+pub const DEBOUNCE: Duration = Duration::from_millis(2);
 
 /// How often a listener reads what the server sent.
 pub const LISTEN_TICK: Duration = Duration::from_millis(2);

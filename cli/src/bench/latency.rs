@@ -102,8 +102,9 @@ pub struct WorkerArgs {
 /// Creates the database a URL names when missing.
 type EnsureDatabase = fn(&str) -> Result<bool, StoreError>;
 
-/// The jobs of each phase, with when each was enqueued (microseconds since the epoch).
-type Phases = Vec<(&'static str, Vec<(String, i64)>)>;
+/// The jobs of each phase: id, when its enqueue call began (microseconds since the epoch),
+/// and how long the call took (its commit included).
+type Phases = Vec<(&'static str, Vec<(String, i64, Duration)>)>;
 
 /// Opens a store.
 type Connect<C> = fn(&str, StoreConfig) -> Result<SqlStore<C>, StoreError>;
@@ -176,6 +177,8 @@ struct Line {
     system: String,
     phase: &'static str,
     latencies: Vec<Duration>,
+    /// How long each enqueue call took (the producer's side, commit included).
+    calls: Vec<Duration>,
 }
 
 /// The idle cost line.
@@ -190,24 +193,27 @@ type Rows = (Vec<Line>, Vec<Quiet>);
 fn print_table(rows: &Rows) {
     println!();
     println!(
-        "{:<22} {:<6} {:>6} {:>9} {:>9} {:>9} {:>9}",
-        "system", "phase", "jobs", "p50 ms", "p95 ms", "p99 ms", "max ms"
+        "{:<22} {:<6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>14}",
+        "system", "phase", "jobs", "p50 ms", "p95 ms", "p99 ms", "max ms", "enqueue p99"
     );
     for line in &rows.0 {
         let mut l = line.latencies.clone();
         l.sort();
-        let ms = |q: f64| {
-            percentile(&l, q).map_or("-".to_owned(), |d| format!("{:.1}", d.as_secs_f64() * 1e3))
+        let mut calls = line.calls.clone();
+        calls.sort();
+        let ms = |l: &[Duration], q: f64| {
+            percentile(l, q).map_or("-".to_owned(), |d| format!("{:.1}", d.as_secs_f64() * 1e3))
         };
         println!(
-            "{:<22} {:<6} {:>6} {:>9} {:>9} {:>9} {:>9}",
+            "{:<22} {:<6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>14}",
             line.system,
             line.phase,
             l.len(),
-            ms(0.50),
-            ms(0.95),
-            ms(0.99),
-            ms(1.0)
+            ms(&l, 0.50),
+            ms(&l, 0.95),
+            ms(&l, 0.99),
+            ms(&l, 1.0),
+            ms(&calls, 0.99)
         );
     }
     println!();
@@ -371,9 +377,9 @@ fn produce(
     let mut idle = Vec::new();
     for i in 0..args.idle_jobs {
         let id = format!("idle-{i}");
-        let at = now_micros();
+        let (at, call) = (now_micros(), Instant::now());
         enqueue(&id)?;
-        idle.push((id, at));
+        idle.push((id, at, call.elapsed()));
         std::thread::sleep(Duration::from_millis(args.spacing_ms));
     }
     let mut load = Vec::new();
@@ -385,9 +391,9 @@ fn produce(
             std::thread::sleep(wait);
         }
         let id = format!("load-{k}");
-        let at = now_micros();
+        let (at, call) = (now_micros(), Instant::now());
         enqueue(&id)?;
-        load.push((id, at));
+        load.push((id, at, call.elapsed()));
     }
     Ok(vec![("idle", idle), ("load", load)])
 }
@@ -403,7 +409,8 @@ fn lines(
             continue;
         }
         let mut latencies = Vec::with_capacity(jobs.len());
-        for (id, at) in &jobs {
+        let calls = jobs.iter().map(|j| j.2).collect();
+        for (id, at, _) in &jobs {
             let started = starts
                 .get(id)
                 .ok_or_else(|| CliError::Bench(format!("{system}: job {id} never started")))?;
@@ -415,6 +422,7 @@ fn lines(
             system: system.to_owned(),
             phase,
             latencies,
+            calls,
         });
     }
     Ok(out)

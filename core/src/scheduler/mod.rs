@@ -380,15 +380,18 @@ fn poll_loop(engine: &Engine, shared: &Shared, tx: &Sender<Job>, lower: usize, u
         Some(_) => None,
         None => engine.config.short_poll,
     };
-    let mut idle_polls = 0u32;
+    // Polls in a row that found nothing (capped: the wait stops doubling long before), and
+    // whether the last poll failed (then the wait is the polling interval).
+    let (mut idle_polls, mut failed) = (0u32, false);
     while !shared.is_shutdown() {
         let in_flight = shared.in_flight.load(Ordering::SeqCst);
         if in_flight <= lower {
             let room = upper - in_flight;
             match engine.poll(room) {
                 Ok(jobs) => {
+                    failed = false;
                     idle_polls = if jobs.is_empty() {
-                        idle_polls.saturating_add(1)
+                        (idle_polls + 1).min(32)
                     } else {
                         0
                     };
@@ -404,16 +407,14 @@ fn poll_loop(engine: &Engine, shared: &Shared, tx: &Sender<Job>, lower: usize, u
                 // The store is unreachable: wait a polling interval, then try again (the pool
                 // reconnects). Nothing was claimed, so nothing is lost.
                 Err(err) => {
-                    idle_polls = u32::MAX;
+                    failed = true;
                     engine.report_poll_failure(&err);
                 }
             }
         }
         // `idle_polls - 1`: the first empty poll after work waits `min`, then it doubles.
         let wait = match short {
-            Some(short) if idle_polls != u32::MAX => {
-                short.wait(idle_polls.saturating_sub(1), interval)
-            }
+            Some(short) if !failed => short.wait(idle_polls.saturating_sub(1), interval),
             _ => interval,
         };
         shared.wait_for_wake(wait);
