@@ -16,6 +16,9 @@
 //! 4. the same with the statement cache off, and the ratio;
 //! 5. each polling strategy with db-scheduler's limit fractions.
 //!
+//! With `--processes 1,2,4`, runs 2 to 5 give way to docket's default configuration in that
+//! many worker processes at once (module `processes`).
+//!
 //! Each docket run goes through a [`Recording`] connector, which counts every statement the
 //! store sends (transactions' `BEGIN`/`COMMIT` are not statements of the store and are not
 //! counted). Client CPU is the process's user + system time (`/proc/self/stat`) over the run.
