@@ -263,7 +263,10 @@ impl Scheduler {
         if let Some(signals) = self.listening() {
             let shared = Arc::clone(&self.shared);
             let ceiling = config.polling_interval;
-            threads.push(spawn("docket-listener".into(), move || {
+            // Not joined by `stop`: it touches no execution, and a connect or a health check
+            // can block on an unreachable server far longer than a shutdown should wait
+            // (packets dropped: TCP's own timeouts). It ends at its next look at the flag.
+            drop(spawn("docket-listener".into(), move || {
                 listen_loop(&*signals, &shared, ceiling)
             })?);
         }
