@@ -11,8 +11,8 @@ use diesel::connection::SimpleConnection;
 use diesel::sql_types::{Integer, Text};
 use diesel::{Connection, QueryableByName, RunQueryDsl};
 use docket::{
-    ExecutionStore, ScheduleInTransaction, Scheduler, SchedulerClient, SchedulerConfig,
-    StoreConfig, TableName, Task, TaskDescriptor,
+    ExecutionStore, FailurePolicy, Retry, ScheduleInTransaction, Scheduler, SchedulerClient,
+    SchedulerConfig, StoreConfig, TableName, Task, TaskDescriptor, TaskError,
 };
 use docket_compat_tests::backends::{Mysql, Postgres};
 use docket_compat_tests::Harness;
@@ -289,4 +289,69 @@ fn postgres_a_burst_of_schedules_sends_few_notifications() {
         received <= JOBS / 4,
         "{received} notifications for {JOBS} single-row transactions: not debounced"
     );
+}
+
+/// A retry without delay is announced by the completion writer: the second attempt does not
+/// wait for the 30 s poll.
+#[test]
+fn postgres_a_retry_without_delay_starts_on_notify() {
+    let space = Postgres.space();
+    let config = StoreConfig::default();
+    space.migrate(&config, None);
+    let attempts: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let record = Arc::clone(&attempts);
+    let task = Task::typed(PING, move |(), ctx| {
+        record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Instant::now());
+        if ctx.consecutive_failures == 0 {
+            return Err(TaskError::from(std::io::Error::other("first try fails")));
+        }
+        Ok(())
+    })
+    .on_failure(FailurePolicy {
+        retry: Retry::Fixed(Duration::ZERO),
+        max_retries: None,
+    });
+    let scheduler = Scheduler::builder(space.store(config.clone(), None))
+        .task(task)
+        .config(SchedulerConfig {
+            threads: 2,
+            polling_interval: POLLING,
+            shutdown_max_wait: Duration::from_secs(5),
+            scheduler_name: "wakeups-retry".into(),
+            ..SchedulerConfig::default()
+        })
+        .build()
+        .expect("scheduler");
+    scheduler.start().expect("start");
+    std::thread::sleep(Duration::from_millis(500));
+    let producer = docket::postgres::connect(&space.url(), config).expect("producer store");
+    SchedulerClient::new(Arc::new(producer))
+        .expect("client")
+        .schedule(PING.instance("retried"))
+        .expect("schedule");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let tries = loop {
+        let tries = attempts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if tries.len() >= 2 || Instant::now() >= deadline {
+            break tries;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(
+        tries.len(),
+        2,
+        "the retry did not start within 5 s: {tries:?}"
+    );
+    let gap = tries[1] - tries[0];
+    assert!(
+        gap < Duration::from_secs(2),
+        "the retry started {gap:?} after the failure (polling interval {POLLING:?})"
+    );
+    assert!(scheduler.stop());
 }
