@@ -8,8 +8,8 @@
 //!    `mysqld` in `/proc`): the baseline;
 //! 2. a worker process (this binary, `docket bench latency-worker`, a [`Scheduler`] with
 //!    [`SchedulerConfig::default`]) and a second quiet window: the worker's statements
-//!    (counted by a [`Recording`] connector) and the server's CPU above the baseline are the
-//!    idle cost of the wake-up mechanism (PostgreSQL's `LISTEN`, elsewhere the short poll);
+//!    (counted by a [`Recording`] connector), its own CPU and the server's CPU above the
+//!    baseline are the idle cost of the wake-up mechanism (PostgreSQL's `LISTEN`, elsewhere the short poll);
 //! 3. **idle**: `--idle-jobs` jobs, one per transaction, `--spacing-ms` apart;
 //! 4. **load**: `--load-rate` jobs/s, one per transaction, for `--load-seconds`.
 //!
@@ -186,6 +186,8 @@ struct Quiet {
     system: String,
     statements_per_s: Option<f64>,
     server_cpu: Option<f64>,
+    /// The idle worker process's own CPU.
+    worker_cpu: Option<f64>,
 }
 
 type Rows = (Vec<Line>, Vec<Quiet>);
@@ -218,17 +220,18 @@ fn print_table(rows: &Rows) {
     }
     println!();
     println!(
-        "{:<22} {:>16} {:>22}",
-        "idle worker", "statements/s", "server CPU above base"
+        "{:<22} {:>16} {:>22} {:>12}",
+        "idle worker", "statements/s", "server CPU above base", "worker CPU"
     );
+    let percent = |c: Option<f64>| c.map_or("-".to_owned(), |c| format!("{:.2}%", c * 100.0));
     for q in &rows.1 {
         println!(
-            "{:<22} {:>16} {:>22}",
+            "{:<22} {:>16} {:>22} {:>12}",
             q.system,
             q.statements_per_s
                 .map_or("-".to_owned(), |s| format!("{s:.2}")),
-            q.server_cpu
-                .map_or("-".to_owned(), |c| format!("{:.2}%", c * 100.0)),
+            percent(q.server_cpu),
+            percent(q.worker_cpu),
         );
     }
 }
@@ -282,14 +285,33 @@ pub(super) fn server_cpu(names: &[&str]) -> Option<Duration> {
     found.then(|| Duration::from_millis(ticks * 10))
 }
 
-/// CPU used by the processes called `names` over `window`, as a fraction of one core.
-fn quiet_window(names: &[&str], window: Duration) -> Option<f64> {
-    let before = server_cpu(names);
+/// CPU time of process `pid` (user + system, all its threads).
+fn process_cpu(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
+/// CPU used over `window` by the processes called `names` and by process `worker`, each as a
+/// fraction of one core.
+fn quiet_window(
+    names: &[&str],
+    worker: Option<u32>,
+    window: Duration,
+) -> (Option<f64>, Option<f64>) {
+    let cpu = || (server_cpu(names), worker.and_then(process_cpu));
+    let before = cpu();
     let started = Instant::now();
     std::thread::sleep(window);
-    let after = server_cpu(names);
+    let after = cpu();
     let elapsed = started.elapsed().as_secs_f64();
-    Some(after?.saturating_sub(before?).as_secs_f64() / elapsed)
+    let share = |a: Option<Duration>, b: Option<Duration>| {
+        Some(a?.saturating_sub(b?).as_secs_f64() / elapsed)
+    };
+    (share(after.0, before.0), share(after.1, before.1))
 }
 
 /// A worker process: its stdin (a line ends the quiet window) and its stdout lines.
@@ -451,7 +473,7 @@ fn run_docket<C: SqlConnector>(
     store.migrate(None)?;
     let window = Duration::from_secs(args.quiet_seconds);
     let names = server_processes(&args.backend);
-    let base = quiet_window(names, window);
+    let (base, _) = quiet_window(names, None, window);
     let exe = std::env::current_exe()?;
     let mut command = Command::new(exe);
     command.args([
@@ -467,7 +489,7 @@ fn run_docket<C: SqlConnector>(
         &total_jobs(args).to_string(),
     ]);
     let mut worker = Worker::spawn(command)?;
-    let with = quiet_window(names, window);
+    let (with, worker_cpu) = quiet_window(names, Some(worker.child.id()), window);
     worker.end_quiet()?;
     let quiet = worker.until("quiet")?;
     let statements_per_s = quiet
@@ -488,6 +510,7 @@ fn run_docket<C: SqlConnector>(
             system,
             statements_per_s,
             server_cpu: with.zip(base).map(|(w, b)| w - b),
+            worker_cpu,
         }],
     ))
 }
@@ -634,7 +657,7 @@ let seen = 0;
             .map_err(|e| CliError::Bench(format!("graphile-worker's producer: {e}")))?;
         let window = Duration::from_secs(args.quiet_seconds);
         let names = server_processes("postgres");
-        let base = quiet_window(names, window);
+        let (base, _) = quiet_window(names, None, window);
         let mut command = Command::new("node");
         command
             .arg("docket-latency-worker.js")
@@ -642,7 +665,7 @@ let seen = 0;
             .env("DOCKET_DATABASE_URL", url)
             .env("DOCKET_JOBS", total_jobs(args).to_string());
         let mut worker = Worker::spawn(command)?;
-        let with = quiet_window(names, window);
+        let (with, worker_cpu) = quiet_window(names, Some(worker.child.id()), window);
         worker.end_quiet()?;
         let phases = produce(args, &mut |id| {
             diesel::sql_query(
@@ -662,6 +685,7 @@ let seen = 0;
                 system,
                 statements_per_s: None,
                 server_cpu: with.zip(base).map(|(w, b)| w - b),
+                worker_cpu,
             }],
         ))
     }
