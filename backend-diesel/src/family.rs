@@ -21,7 +21,7 @@ use diesel::backend::Backend;
 use diesel::deserialize::{self, QueryableByName};
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::query_dsl::RunQueryDsl;
-use diesel::r2d2::R2D2Connection;
+use diesel::r2d2::{ConnectionManager, Pool, R2D2Connection};
 use diesel::row::{Field, NamedRow};
 use diesel::serialize::ToSql;
 use diesel::sql_types::{
@@ -32,9 +32,10 @@ use diesel_migrations::MigrationHarness;
 use docket_core::dialect::{Dialect, Rendered, Value};
 use docket_core::ident::TableName;
 use docket_core::migrate::{MigrationFile, TableMigration};
-use docket_core::store::{Cell, Row};
+use docket_core::store::{Cell, Row, WakeSignals};
 use docket_core::StoreError;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// What one diesel backend (PostgreSQL, MySQL/MariaDB, SQLite) does its own way.
 pub trait Family: Sized + Send + Sync + 'static {
@@ -98,6 +99,23 @@ pub trait Family: Sized + Send + Sync + 'static {
         f: impl FnOnce(&mut Self::Connection) -> Result<T, TxError>,
     ) -> Result<T, TxError> {
         diesel::Connection::transaction(conn, f)
+    }
+    /// The database's wake-ups across processes for `table`, for a connector on `pool` (see
+    /// [`WakeSignals`]). Default: none (the database cannot signal; schedulers poll).
+    fn wake_signals(
+        pool: &Pool<ConnectionManager<Self::Connection>>,
+        meta: &Self::Meta,
+        table: &TableName,
+    ) -> Option<Arc<dyn WakeSignals>> {
+        let _ = (pool, meta, table);
+        None
+    }
+    /// Signals `channel` from inside the caller's open transaction on `conn`, so that the
+    /// signal is delivered if, and when, that transaction commits
+    /// ([`crate::ScheduleInTransaction`]). Default: nothing (no signals).
+    fn signal_in(conn: &mut Self::Connection, channel: &str) -> Result<(), StoreError> {
+        let _ = (conn, channel);
+        Ok(())
     }
 }
 

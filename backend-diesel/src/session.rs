@@ -9,8 +9,9 @@ use docket_core::dialect::{Dialect, Rendered};
 use docket_core::ident::TableName;
 use docket_core::migrate::{MigrationFile, TableMigration};
 use docket_core::store::sql::{SqlConnector, SqlSession};
-use docket_core::store::Row;
+use docket_core::store::{Row, WakeSignals};
 use docket_core::StoreError;
+use std::sync::Arc;
 
 /// One connection seen as a [`SqlSession`], sending statements as its [`Prepare`] says.
 pub struct DieselSession<'c, F: Family> {
@@ -208,6 +209,10 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
 
     fn recorded(&self) -> Result<Vec<String>, StoreError> {
         crate::recorded(&mut *self.connection()?)
+    }
+
+    fn wake_signals(&self, table: &TableName) -> Option<Arc<dyn WakeSignals>> {
+        F::wake_signals(&self.pool, &self.meta, table)
     }
 
     fn apply(

@@ -36,8 +36,11 @@ use docket_core::{DocketError, Priority, ScheduleOutcome, StoreError, TaskInstan
 ///   [`DocketError::NotInTransaction`] and nothing is written.
 /// - An instance given no priority gets [`Priority::MEDIUM`] (the store does not know the
 ///   scheduler's tasks and their default priorities); its execution time defaults to now.
-/// - A running scheduler finds the execution at its next poll after the commit (it is not
-///   woken early, as it is by [`SchedulerClient::schedule`](docket_core::SchedulerClient)).
+/// - On PostgreSQL an execution due now also signals the schedulers listening on the table
+///   (`pg_notify` on the caller's connection, inside its transaction: delivered on commit,
+///   dropped on rollback), so they start it within milliseconds of the commit, as after
+///   [`SchedulerClient::schedule`](docket_core::SchedulerClient). Elsewhere, and for work due
+///   later, schedulers find it by polling.
 /// - The caller's connection needs no docket session set-up: values are bound in the
 ///   backend's encoding, and times are UTC whatever the session's time zone.
 pub trait ScheduleInTransaction {
@@ -73,11 +76,11 @@ impl<F: Family> ScheduleInTransaction for SqlStore<DieselConnector<F>> {
     ) -> Result<ScheduleOutcome, DocketError> {
         let row = instance.into_new_execution(SystemClock.now(), Priority::MEDIUM)?;
         in_transaction::<F>(conn)?;
-        Ok(if insert::<F>(self, conn, &row)? {
-            ScheduleOutcome::Scheduled
-        } else {
-            ScheduleOutcome::AlreadyExists
-        })
+        if !insert::<F>(self, conn, &row)? {
+            return Ok(ScheduleOutcome::AlreadyExists);
+        }
+        signal_if_due::<F>(self, conn, &[row])?;
+        Ok(ScheduleOutcome::Scheduled)
     }
 
     fn schedule_batch_in<T>(
@@ -95,7 +98,28 @@ impl<F: Family> ScheduleInTransaction for SqlStore<DieselConnector<F>> {
         for row in &rows {
             created += u64::from(insert::<F>(self, conn, row)?);
         }
+        if created > 0 {
+            signal_if_due::<F>(self, conn, &rows)?;
+        }
         Ok(created)
+    }
+}
+
+/// Signals the table's listeners from inside the caller's transaction when one of `rows` is
+/// due now (work due later is found by polling). One signal per transaction at most matters:
+/// PostgreSQL folds identical notifications of one transaction into one.
+fn signal_if_due<F: Family>(
+    store: &SqlStore<DieselConnector<F>>,
+    conn: &mut F::Connection,
+    rows: &[NewExecution],
+) -> Result<(), DocketError> {
+    let now = SystemClock.now();
+    if !rows.iter().any(|r| r.execution_time <= now) {
+        return Ok(());
+    }
+    match docket_core::StoreInfo::wake_signals(store) {
+        Some(signals) => Ok(F::signal_in(conn, signals.channel())?),
+        None => Ok(()),
     }
 }
 

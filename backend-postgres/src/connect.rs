@@ -1,7 +1,7 @@
 //! The connection pool: a [`DieselConnector`] of the PostgreSQL family.
 
 use crate::dialect::PgDialect;
-use crate::family::PgFamily;
+use crate::family::{PgFamily, PgMeta};
 use crate::PgStore;
 use diesel::r2d2::{ConnectionManager, Pool};
 use diesel::PgConnection;
@@ -60,7 +60,8 @@ pub fn connect_with(
         ConnectionManager::<PgConnection>::new(url),
     )?;
     Ok(SqlStore::new(
-        PgConnector::new(pool, &PgDialect, ()).with_statement_cache(options.statement_cache),
+        PgConnector::new(pool, &PgDialect, PgMeta::listen_at(url))
+            .with_statement_cache(options.statement_cache),
         config,
     ))
 }
@@ -77,14 +78,17 @@ pub fn connect_with(
 /// docket's statements are kept prepared on the pool's connections
 /// ([`PgOptions::statement_cache`] on). Where they cannot be (PgBouncer in transaction pooling
 /// mode), build the store with the cache off instead:
-/// `SqlStore::new(PgConnector::new(pool, &PgDialect, ()).with_statement_cache(false), config)`.
+/// `SqlStore::new(PgConnector::new(pool, &PgDialect, PgMeta::default()).with_statement_cache(false), config)`.
+///
+/// A scheduler on such a store listens for wake-ups on one of the pool's connections, held
+/// while it runs (`SchedulerConfig::wake_listener`); a store from [`connect`] opens its own.
 pub fn from_pool(
     pool: Pool<ConnectionManager<PgConnection>>,
     config: StoreConfig,
 ) -> Result<PgStore, StoreError> {
     drop(pool.get().map_err(docket_diesel::pool)?);
     Ok(SqlStore::new(
-        PgConnector::new(pool, &PgDialect, ()),
+        PgConnector::new(pool, &PgDialect, PgMeta::default()),
         config,
     ))
 }

@@ -2,19 +2,26 @@
 //! type OID. Times are `TIMESTAMPTZ`, read and written as UTC instants.
 
 use crate::migrate::MIGRATIONS;
+use crate::wake::{ListenFrom, PgSignals};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::deserialize::{self, FromSql};
 use diesel::pg::{Pg, PgConnection, PgValue};
 use diesel::query_builder::AstPass;
+use diesel::r2d2::{ConnectionManager, Pool};
 use diesel::sql_types::{
     Array as PgArray, BigInt, Binary, Bool, Double, Float, Integer, Nullable, SmallInt, Text,
     Timestamp, Timestamptz,
 };
 use diesel::{Connection, QueryResult, RunQueryDsl};
 use docket_core::dialect::{Array, Value};
+use docket_core::ident::TableName;
 use docket_core::migrate::MigrationFile;
+use docket_core::store::sql::SqlSession;
 use docket_core::store::Cell;
-use docket_diesel::{push_scalar, Cells, Family, Statement, TxError};
+use docket_core::store::WakeSignals;
+use docket_core::StoreError;
+use docket_diesel::{push_scalar, Cells, DieselSession, Family, Prepare, Statement, TxError};
+use std::sync::Arc;
 
 /// One typed array parameter (`text[]`, `bytea[]`, `timestamptz[]`, ...): the columns of the
 /// dialect's multi-row inserts (`Syntax::binds_arrays`).
@@ -37,7 +44,7 @@ pub struct PgFamily;
 impl Family for PgFamily {
     type Backend = Pg;
     type Connection = PgConnection;
-    type Meta = ();
+    type Meta = PgMeta;
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
     /// `TIMESTAMPTZ` takes the instant as it is.
     type Time = Option<DateTime<Utc>>;
@@ -91,5 +98,42 @@ impl Family for PgFamily {
         f: impl FnOnce(&mut PgConnection) -> Result<T, TxError>,
     ) -> Result<T, TxError> {
         conn.transaction(f)
+    }
+
+    fn wake_signals(
+        pool: &Pool<ConnectionManager<PgConnection>>,
+        meta: &PgMeta,
+        table: &TableName,
+    ) -> Option<Arc<dyn WakeSignals>> {
+        let signals = PgSignals::new(pool.clone(), meta.listen_from.clone(), table);
+        Some(Arc::new(crate::wake::Shared(Arc::new(signals))))
+    }
+
+    fn signal_in(conn: &mut PgConnection, channel: &str) -> Result<(), StoreError> {
+        let stmt = crate::wake::notify_statement(channel);
+        // Not kept prepared: the connection is the caller's.
+        let prepare = Prepare {
+            dialect: &crate::PgDialect,
+            statement_cache: false,
+        };
+        DieselSession::<Self>::new(conn, prepare)
+            .execute(&stmt)
+            .map(drop)
+    }
+}
+
+/// What a PostgreSQL connector knows besides its pool: where a scheduler's wake-up listener
+/// gets its connection (see [`crate::wake`]).
+#[derive(Debug, Clone, Default)]
+pub struct PgMeta {
+    pub(crate) listen_from: ListenFrom,
+}
+
+impl PgMeta {
+    /// Listeners open a connection of their own to `url` (what [`crate::connect`] does).
+    pub fn listen_at(url: &str) -> Self {
+        Self {
+            listen_from: ListenFrom::Url(Arc::from(url)),
+        }
     }
 }

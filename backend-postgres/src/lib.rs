@@ -15,10 +15,11 @@ mod connect;
 mod dialect;
 mod family;
 mod migrate;
+pub mod wake;
 
 pub use connect::{connect, connect_with, from_pool, PgConnector, PgOptions};
 pub use dialect::PgDialect;
-pub use family::PgFamily;
+pub use family::{PgFamily, PgMeta};
 pub use migrate::{migrate, MIGRATIONS};
 
 use docket_core::explain::PlanQuery;

@@ -17,7 +17,11 @@
 //!
 //! `docket bench soak` (module [`soak`]): a steady mixed load for minutes, watching memory,
 //! connections, file handles and table size.
+//!
+//! `docket bench latency` (module [`latency`]): commit-to-start latency across processes,
+//! idle and under load, and the idle cost of the wake-up mechanism.
 
+mod latency;
 mod load;
 mod queue;
 mod soak;
@@ -61,6 +65,15 @@ enum Which {
     /// A steady mixed load for --minutes: memory, connections, file handles and table size
     /// stay flat, nothing is lost (a verdict line at the end).
     Soak(soak::SoakArgs),
+    /// Pick-up latency from commit to handler start, producer and worker in two processes,
+    /// idle and under a steady load; with --peers, graphile-worker in the same run.
+    Latency(latency::LatencyArgs),
+    /// The worker process of `bench latency` (started by it).
+    #[command(hide = true)]
+    LatencyWorker(latency::WorkerArgs),
+    /// A worker process of `bench throughput --processes` (started by it).
+    #[command(hide = true)]
+    ThroughputWorker(throughput::WorkerArgs),
 }
 
 /// Arguments of `docket bench priority`.
@@ -134,6 +147,9 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         Which::Queue(a) => queue::run(a),
         Which::Throughput(a) => throughput::run(a),
         Which::Soak(a) => soak::run(a),
+        Which::Latency(a) => latency::run(a),
+        Which::LatencyWorker(a) => latency::worker(a),
+        Which::ThroughputWorker(a) => throughput::worker(a),
     }
 }
 

@@ -763,6 +763,81 @@ fn postgres_bench_queue_prints_the_summary() {
     }
 }
 
+/// `docket bench latency` at a tiny scale: the worker process starts, every job is picked up
+/// (a job that never starts fails the run), and the table has a line per phase (figures are
+/// for benchmarks, never asserted here).
+fn bench_latency(backend: &str, url: &str) {
+    let out = stdout_of(docket().args([
+        "bench",
+        "latency",
+        "--backend",
+        backend,
+        "--database-url",
+        url,
+        "--idle-jobs",
+        "3",
+        "--spacing-ms",
+        "10",
+        "--load-rate",
+        "20",
+        "--load-seconds",
+        "1",
+        "--quiet-seconds",
+        "0",
+    ]));
+    let system = format!("docket ({backend})");
+    for (phase, jobs) in [("idle", 3), ("load", 20)] {
+        let shape = format!(r"(?m)^{} +{phase} +{jobs} +\d", regex_escape(&system));
+        assert!(
+            predicate::str::is_match(shape).unwrap().eval(&out),
+            "{phase}: {out}"
+        );
+    }
+    assert!(out.contains("statements/s"), "{out}");
+}
+
+fn regex_escape(text: &str) -> String {
+    text.replace('(', r"\(").replace(')', r"\)")
+}
+
+#[test]
+fn sqlite_bench_latency_prints_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    bench_latency("sqlite", &sqlite_url(&dir));
+}
+
+#[test]
+fn postgres_bench_latency_prints_the_table() {
+    let space = PgSchema::new();
+    bench_latency("postgres", &space.url());
+}
+
+/// `docket bench throughput --processes 1,2` at a tiny scale: both process counts drain the
+/// table, every job exactly once (checked by the run), one line each.
+#[test]
+fn sqlite_bench_throughput_by_processes_prints_a_line_per_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = stdout_of(docket().args([
+        "bench",
+        "throughput",
+        "--backend",
+        "sqlite",
+        "--database-url",
+        &sqlite_url(&dir),
+        "--jobs",
+        "200",
+        "--processes",
+        "1,2",
+    ]));
+    for n in [1, 2] {
+        let shape = format!(r"(?m)^ +{n} +\d+ +\d+\.\d\d +\d+\.\d{{3}}");
+        assert!(
+            predicate::str::is_match(shape).unwrap().eval(&out),
+            "{n} processes: {out}"
+        );
+    }
+}
+
 /// Writes a CSV file into `dir`; returns its path.
 fn csv_file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
     let path = dir.path().join(name);

@@ -49,7 +49,7 @@ pub use runtime::AsyncRuntime;
 pub use schedule::Schedule;
 pub use scheduler::{
     client::{DueCounts, Lag, ScheduleOutcome, SchedulerClient},
-    config::{PollingStrategy, SchedulerConfig},
+    config::{PollingStrategy, SchedulerConfig, ShortPoll},
     Scheduler,
 };
 pub use store::{Adopted, ExecutionStore, QueueStore, Store, StoreConfig, StoreInfo};

@@ -31,6 +31,9 @@
 //!   diesel connection inside your transaction: the execution exists if and only if it
 //!   commits. Each of these backends' `from_pool` builds the store on an r2d2 pool you already
 //!   have.
+//! - A job scheduled by another process starts within milliseconds of its commit: on
+//!   PostgreSQL through `LISTEN`/`NOTIFY` (`SchedulerConfig::wake_listener`), elsewhere through
+//!   a short poll that backs off while idle ([`ShortPoll`], `SchedulerConfig::short_poll`).
 //! - Runnable examples: `docket/examples/` (`cargo run -p docket --example typed_payload`).
 
 pub use docket_core::{
@@ -38,9 +41,9 @@ pub use docket_core::{
     ExecutionContext, ExecutionKey, ExecutionStore, FailurePolicy, KeyType, ListFilter,
     ManualClock, OrderingPolicy, PollingStrategy, PrimaryOrder, Priority, PriorityMode,
     QueueConfig, QueueStore, Schedule, ScheduleOutcome, Scheduler, SchedulerClient,
-    SchedulerConfig, SchedulerEvent, SchedulerListener, Store, StoreConfig, StoreError, StoreInfo,
-    SystemClock, TableName, Task, TaskDescriptor, TaskError, TaskInstance, TaskSummary, Weights,
-    WorkQueue,
+    SchedulerConfig, SchedulerEvent, SchedulerListener, ShortPoll, Store, StoreConfig, StoreError,
+    StoreInfo, SystemClock, TableName, Task, TaskDescriptor, TaskError, TaskInstance, TaskSummary,
+    Weights, WorkQueue,
 };
 
 pub use docket_core::task::Retry;

@@ -16,6 +16,9 @@
 //! 4. the same with the statement cache off, and the ratio;
 //! 5. each polling strategy with db-scheduler's limit fractions.
 //!
+//! With `--processes 1,2,4`, runs 2 to 5 give way to docket's default configuration in that
+//! many worker processes at once (module `processes`).
+//!
 //! Each docket run goes through a [`Recording`] connector, which counts every statement the
 //! store sends (transactions' `BEGIN`/`COMMIT` are not statements of the store and are not
 //! counted). Client CPU is the process's user + system time (`/proc/self/stat`) over the run.
@@ -38,6 +41,9 @@ use docket_core::{
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod processes;
+pub use processes::{worker, WorkerArgs};
 
 /// The no-op task of every job.
 const JOB: TaskDescriptor = TaskDescriptor::new("bench-throughput");
@@ -64,6 +70,10 @@ pub struct ThroughputArgs {
     /// The benchmark's table (dropped and created again before each run, dropped at the end).
     #[arg(long, value_name = "TABLE", default_value = "docket_bench_tp", value_parser = parse_table)]
     table: TableName,
+    /// Instead of the strategy runs: raw claim1, then docket's default configuration in this
+    /// many worker processes at once, e.g. `1,2,4` (each process `--workers` threads).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=64))]
+    processes: Vec<u32>,
 }
 
 /// Creates the database a URL names when missing.
@@ -431,6 +441,9 @@ fn run_all<C: SqlConnector + Clone>(
     let (raw, shape) = progress::while_running("raw claim1", || raw_claim1(&ops, &store, args))?;
     say!("raw claim1, one job per transaction: {shape}");
     say!("  {}", line(&raw, raw.jobs_per_s));
+    if !args.processes.is_empty() {
+        return by_processes(&ops, &store, args, url, &raw);
+    }
     // One statement per job: where keeping statements prepared shows most.
     let uncached = Arc::new((ops.connect_uncached)(
         url,
@@ -528,4 +541,43 @@ fn summary(backend: &str, jobs: u64, docket: &Figures, raw: &Figures) -> String 
         docket.enqueue_rows_per_s,
         docket.statements_per_job
     )
+}
+
+/// `--processes`: docket's default configuration in 1, 2, 4... processes, one table.
+fn by_processes<C: SqlConnector>(
+    ops: &Ops<C>,
+    store: &Arc<SqlStore<C>>,
+    args: &ThroughputArgs,
+    url: &str,
+    raw: &Figures,
+) -> Result<(), CliError> {
+    say!(
+        "{:>9} {:>10} {:>8} {:>16} {:>14} {:>16} {:>14} {:>14}",
+        "processes",
+        "jobs/s",
+        "x raw",
+        "statements/job",
+        "client µs/job",
+        "server cores",
+        "poller busy",
+        "rows/claim"
+    );
+    for &n in &args.processes {
+        let label = format!("{n} processes");
+        let f =
+            progress::while_running(label, || processes::run(ops, store, args, url, n as usize))?;
+        say!(
+            "{:>9} {:>10.0} {:>8.2} {:>16.3} {:>14.1} {:>16} {:>13.0}% {:>14.1}",
+            f.processes,
+            f.jobs_per_s,
+            f.jobs_per_s / raw.jobs_per_s,
+            f.statements_per_job,
+            f.cpu_us_per_job,
+            f.server_cores.map_or("-".to_owned(), |c| format!("{c:.2}")),
+            f.poller_busy * 100.0,
+            f.rows_per_claim
+        );
+    }
+    (ops.drop)(store)?;
+    Ok(())
 }

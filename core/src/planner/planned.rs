@@ -109,6 +109,10 @@ impl<S: StoreInfo> StoreInfo for Planned<S> {
         self.store.config()
     }
 
+    fn wake_signals(&self) -> Option<std::sync::Arc<dyn crate::store::WakeSignals>> {
+        self.store.wake_signals()
+    }
+
     fn migrate(&self, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
         self.reshaped(self.store.migrate(up_to))
     }

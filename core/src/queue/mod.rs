@@ -257,7 +257,15 @@ impl WorkQueue {
     pub fn insert_stream(&self, rows: impl Iterator<Item = Result<NewItem>>) -> Result<u64> {
         let mut rows = rows;
         match self.store.item_insert_stream(&mut rows) {
-            Ok(n) => Ok(n),
+            Ok(n) => {
+                // Committed: tell whoever listens on the table (items are due on arrival).
+                if n > 0 {
+                    if let Some(signals) = self.store.wake_signals() {
+                        signals.announce();
+                    }
+                }
+                Ok(n)
+            }
             Err(StoreError::Input(e)) => Err(*e),
             Err(e) => Err(e.into()),
         }

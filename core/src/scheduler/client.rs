@@ -7,7 +7,7 @@ use crate::records::{
     Changes, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, LagQuery, ListFilter,
     NameLag, NewExecution, PausedTask, TaskSummary,
 };
-use crate::store::{ExecutionStore, Instrumented, StoreConfig};
+use crate::store::{ExecutionStore, Instrumented, StoreConfig, WakeSignals};
 use crate::task::{Priority, TaskInstance};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -62,6 +62,8 @@ pub struct SchedulerClient {
     /// Known tasks and their default priorities (`None`: accept any task name).
     tasks: Option<Arc<HashMap<String, Priority>>>,
     waker: Option<Waker>,
+    /// The store's wake-up signals, if it has any.
+    signals: Option<Arc<dyn WakeSignals>>,
 }
 
 impl std::fmt::Debug for SchedulerClient {
@@ -84,6 +86,7 @@ impl SchedulerClient {
         let store: Arc<dyn ExecutionStore> = Arc::new(Instrumented::new(store));
         store.check_schema()?;
         Ok(Self {
+            signals: store.wake_signals(),
             store,
             clock,
             tasks: None,
@@ -98,6 +101,7 @@ impl SchedulerClient {
         waker: Waker,
     ) -> Self {
         Self {
+            signals: store.wake_signals(),
             store,
             clock,
             tasks: Some(Arc::new(tasks)),
@@ -125,10 +129,17 @@ impl SchedulerClient {
         instance.into_new_execution(self.clock.now(), default)
     }
 
+    /// Wakes this process's scheduler (if the client is one's) and announces the work to
+    /// the schedulers of other processes (where the backend has wake-up signals), when the
+    /// execution is due now. Called after the write committed. Work due later is found by
+    /// polling.
     fn wake_if_due(&self, at: DateTime<Utc>) {
         if at <= self.clock.now() {
             if let Some(wake) = &self.waker {
                 wake();
+            }
+            if let Some(signals) = &self.signals {
+                signals.announce();
             }
         }
     }

@@ -64,6 +64,39 @@ impl PollingStrategy {
     }
 }
 
+/// The poller's short interval on backends without wake-up signals (MySQL/MariaDB, SQLite,
+/// SQL Server; PostgreSQL with [`SchedulerConfig::wake_listener`] off does not use it: there,
+/// turning the listener off means polling only). After a poll that found work the poller polls
+/// again after `min`; every poll that finds nothing doubles the wait, up to `max`; then it
+/// stays at `max` (or `polling_interval`, if shorter) while idle. An idle scheduler therefore
+/// runs one poll (one indexed statement where the level cache is warm) per `max`. See
+/// docs/DESIGN.md ("Wake-ups").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShortPoll {
+    /// The wait after a poll that found work (default 50 ms).
+    pub min: Duration,
+    /// The longest wait while idle (default 1 s).
+    pub max: Duration,
+}
+
+impl Default for ShortPoll {
+    fn default() -> Self {
+        Self {
+            min: Duration::from_millis(50),
+            max: Duration::from_secs(1),
+        }
+    }
+}
+
+impl ShortPoll {
+    /// The wait after `idle_polls` polls in a row that found nothing (0: the last poll found
+    /// work), never above `ceiling`.
+    pub fn wait(&self, idle_polls: u32, ceiling: Duration) -> Duration {
+        let factor = 1u32.checked_shl(idle_polls.min(30)).unwrap_or(u32::MAX);
+        self.min.saturating_mul(factor).min(self.max).min(ceiling)
+    }
+}
+
 /// Scheduler settings. The table and the ordering policy belong to the store
 /// ([`StoreConfig`](crate::StoreConfig)).
 #[derive(Debug, Clone, PartialEq)]
@@ -92,6 +125,17 @@ pub struct SchedulerConfig {
     /// write re-runs those executions after the dead window (at-least-once, as a crash
     /// mid-run does; see docs/RELIABILITY.md). `completion_batch_size = 1` writes each at once.
     pub completion_flush_interval: Duration,
+    /// Listen for the database's wake-up signals (default true): on PostgreSQL a dedicated
+    /// connection per scheduler `LISTEN`s on the table's channel, and clients `NOTIFY` it when
+    /// they commit work that is due, so a job scheduled by another process starts within
+    /// milliseconds instead of at the next poll. Polling at `polling_interval` stays the
+    /// fallback; a lost listener connection is opened again with backoff. `false`: polling
+    /// only, and one connection fewer. Backends without signals ignore it.
+    pub wake_listener: bool,
+    /// On backends without wake-up signals, poll at a short interval that backs off while idle
+    /// ([`ShortPoll`]; default `Some(ShortPoll::default())`: 50 ms after work, doubling to 1 s).
+    /// `None`: wait `polling_interval` between polls, as before.
+    pub short_poll: Option<ShortPoll>,
 }
 
 impl Default for SchedulerConfig {
@@ -110,6 +154,8 @@ impl Default for SchedulerConfig {
                 .unwrap_or_else(|| "docket".to_owned()),
             completion_batch_size: 100,
             completion_flush_interval: Duration::from_millis(5),
+            wake_listener: true,
+            short_poll: Some(ShortPoll::default()),
         }
     }
 }
@@ -138,6 +184,14 @@ impl SchedulerConfig {
         }
         if self.completion_batch_size == 0 {
             return bad("completion_batch_size must be at least 1".into());
+        }
+        if let Some(short) = self.short_poll {
+            if short.min.is_zero() || short.min > short.max {
+                return bad(format!(
+                    "short_poll needs 0 < min <= max; got {:?} / {:?}",
+                    short.min, short.max
+                ));
+            }
         }
         if self.scheduler_name.is_empty() {
             return bad("scheduler_name must not be empty".into());
@@ -176,5 +230,27 @@ mod tests {
             ..SchedulerConfig::default()
         };
         assert!(no_batch.validate().is_err());
+        assert!(c.wake_listener);
+        let zero_short = SchedulerConfig {
+            short_poll: Some(ShortPoll {
+                min: Duration::ZERO,
+                max: Duration::from_secs(1),
+            }),
+            ..SchedulerConfig::default()
+        };
+        assert!(zero_short.validate().is_err());
+    }
+
+    #[test]
+    fn short_poll_doubles_from_min_to_max_and_never_passes_the_ceiling() {
+        let s = ShortPoll::default();
+        let ten = Duration::from_secs(10);
+        let waits: Vec<_> = (0..7).map(|n| s.wait(n, ten).as_millis()).collect();
+        assert_eq!(waits, [50, 100, 200, 400, 800, 1000, 1000]);
+        assert_eq!(s.wait(u32::MAX, ten), Duration::from_secs(1));
+        assert_eq!(
+            s.wait(3, Duration::from_millis(300)),
+            Duration::from_millis(300)
+        );
     }
 }

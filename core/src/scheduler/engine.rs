@@ -407,10 +407,25 @@ impl Engine {
             })
             .collect();
         metrics::histogram!("docket_completion_batch").record(writes.len() as f64);
+        // A retry without delay (or a recurrence already due) is work due now: announced to
+        // the listening schedulers (this one's included) once written, like a client's.
+        let now = self.clock.now();
+        let due_now = writes.iter().any(|w| {
+            w.update
+                .as_ref()
+                .and_then(|u| u.execution_time)
+                .is_some_and(|t| t <= now)
+        });
         match self.store.execution_complete_batch(&writes) {
             Ok(written) => {
+                let announce = due_now && written.iter().any(|w| *w);
                 for (p, written) in batch.into_iter().zip(written) {
                     self.recorded(p, written);
+                }
+                if announce {
+                    if let Some(signals) = self.store.wake_signals() {
+                        signals.announce();
+                    }
                 }
                 true
             }

@@ -9,7 +9,7 @@ mod report;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{DocketError, Result};
 use crate::listener::SchedulerListener;
-use crate::store::{ExecutionStore, Instrumented};
+use crate::store::{ExecutionStore, Instrumented, WakeSignals};
 use crate::task::Task;
 use client::SchedulerClient;
 use config::SchedulerConfig;
@@ -260,9 +260,27 @@ impl Scheduler {
         threads.push(spawn("docket-completer".into(), move || {
             completion_loop(&engine)
         })?);
+        if let Some(signals) = self.listening() {
+            let shared = Arc::clone(&self.shared);
+            let ceiling = config.polling_interval;
+            // Not joined by `stop`: it touches no execution, and a connect or a health check
+            // can block on an unreachable server far longer than a shutdown should wait
+            // (packets dropped: TCP's own timeouts). It ends at its next look at the flag.
+            drop(spawn("docket-listener".into(), move || {
+                listen_loop(&*signals, &shared, ceiling)
+            })?);
+        }
         *self.sender.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
         info!(name = %config.scheduler_name, threads = config.threads, polling = ?config.polling, "scheduler started");
         Ok(())
+    }
+
+    /// The signals the listener thread subscribes to: the store's, unless turned off.
+    fn listening(&self) -> Option<Arc<dyn WakeSignals>> {
+        if !self.engine.config.wake_listener {
+            return None;
+        }
+        self.engine.store.wake_signals()
     }
 
     /// Stops polling, lets running executions finish (up to `shutdown_max_wait`), and hands
@@ -359,12 +377,27 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<(
 
 fn poll_loop(engine: &Engine, shared: &Shared, tx: &Sender<Job>, lower: usize, upper: usize) {
     let interval = engine.config.polling_interval;
+    // Without signals to wake it, the poller polls at a short interval that backs off while
+    // idle; with a listener (or with the short poll off) it waits the polling interval.
+    let short = match engine.store.wake_signals() {
+        Some(_) => None,
+        None => engine.config.short_poll,
+    };
+    // Polls in a row that found nothing (capped: the wait stops doubling long before), and
+    // whether the last poll failed (then the wait is the polling interval).
+    let (mut idle_polls, mut failed) = (0u32, false);
     while !shared.is_shutdown() {
         let in_flight = shared.in_flight.load(Ordering::SeqCst);
         if in_flight <= lower {
             let room = upper - in_flight;
             match engine.poll(room) {
                 Ok(jobs) => {
+                    failed = false;
+                    idle_polls = if jobs.is_empty() {
+                        (idle_polls + 1).min(32)
+                    } else {
+                        0
+                    };
                     shared.more_due.store(jobs.len() >= room, Ordering::SeqCst);
                     for job in jobs {
                         shared.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -376,10 +409,60 @@ fn poll_loop(engine: &Engine, shared: &Shared, tx: &Sender<Job>, lower: usize, u
                 }
                 // The store is unreachable: wait a polling interval, then try again (the pool
                 // reconnects). Nothing was claimed, so nothing is lost.
-                Err(err) => engine.report_poll_failure(&err),
+                Err(err) => {
+                    failed = true;
+                    engine.report_poll_failure(&err);
+                }
             }
         }
-        shared.wait_for_wake(interval);
+        // `idle_polls - 1`: the first empty poll after work waits `min`, then it doubles.
+        let wait = match short {
+            Some(short) if !failed => short.wait(idle_polls.saturating_sub(1), interval),
+            _ => interval,
+        };
+        shared.wait_for_wake(wait);
+    }
+}
+
+/// Keeps a listener on `signals` open until shutdown and wakes the poller on every signal
+/// (a burst that arrives while the poller is busy is one wake-up: the flag is a boolean). A
+/// lost connection is opened again after a backoff that doubles from 100 ms up to
+/// `ceiling` (the polling interval), which meanwhile keeps finding the work.
+fn listen_loop(signals: &dyn WakeSignals, shared: &Shared, ceiling: Duration) {
+    const WAIT: Duration = Duration::from_millis(250);
+    let first = Duration::from_millis(100);
+    let mut backoff = first;
+    while !shared.is_shutdown() {
+        match signals.listen() {
+            Ok(mut listener) => {
+                info!(channel = signals.channel(), "listening for wake-ups");
+                // What was announced while no listener was open: poll once.
+                shared.wake();
+                let opened = Instant::now();
+                loop {
+                    if shared.is_shutdown() {
+                        return;
+                    }
+                    match listener.wait(WAIT) {
+                        Ok(true) => shared.wake(),
+                        Ok(false) => {}
+                        Err(err) => {
+                            warn!(%err, channel = signals.channel(), "wake-up listener lost its connection");
+                            break;
+                        }
+                    }
+                }
+                // A connection that lived a while was not the problem: start the backoff over.
+                if opened.elapsed() > ceiling {
+                    backoff = first;
+                }
+            }
+            Err(err) => {
+                warn!(%err, channel = signals.channel(), ?backoff, "cannot listen for wake-ups; polling meanwhile");
+            }
+        }
+        shared.sleep(backoff);
+        backoff = (backoff * 2).min(ceiling.max(first));
     }
 }
 

@@ -71,6 +71,10 @@ impl<S: StoreInfo + ?Sized> StoreInfo for Instrumented<S> {
         self.inner.config()
     }
 
+    fn wake_signals(&self) -> Option<std::sync::Arc<dyn super::WakeSignals>> {
+        self.inner.wake_signals()
+    }
+
     observed! {
         fn migrate(&self, up_to: Option<&str>) -> Vec<String>;
         fn adopt(&self, up_to: Option<&str>) -> Adopted;

@@ -9,6 +9,7 @@ pub mod instrumented;
 pub mod ops;
 pub mod row;
 pub mod sql;
+pub mod wake;
 
 pub use crate::migrate::{MIGRATION_BASE, MIGRATION_PRIORITY};
 pub use crate::records::{CappedCount, LagQuery, LevelLag, NameLag, PausedTask};
@@ -19,6 +20,7 @@ pub use crate::records::{
 pub use instrumented::Instrumented;
 pub use ops::{Decoded, DueSource, ExecutionOps, ItemSource, Probe, QueueOps};
 pub use row::{Cell, Row};
+pub use wake::{WakeListener, WakeSignals};
 
 use crate::dialect::Capabilities;
 use crate::error::{DocketError, StoreError};
@@ -28,6 +30,7 @@ use crate::records::{
     Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, ItemsQuery, ListedItem, NewItem,
 };
 use chrono::{DateTime, Utc};
+use std::sync::Arc;
 
 /// Which table a store works on and how it orders due work.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -77,6 +80,13 @@ pub trait StoreInfo: Send + Sync + std::fmt::Debug {
             backend: self.backend(),
             capability: "adopting an existing table",
         })
+    }
+
+    /// The backend's wake-ups across processes for this table ([`WakeSignals`]: PostgreSQL's
+    /// `LISTEN`/`NOTIFY`), or `None` where the database has none (the default). Clients
+    /// announce due work through them; schedulers listen.
+    fn wake_signals(&self) -> Option<Arc<dyn WakeSignals>> {
+        None
     }
 }
 

@@ -107,6 +107,12 @@ impl<C: SqlConnector> SqlConnector for Recording<C> {
         self.inner.recorded()
     }
 
+    /// The inner connector's: a recorded store is woken as the real one is (the signals send
+    /// through the inner pool and are not recorded).
+    fn wake_signals(&self, table: &TableName) -> Option<Arc<dyn docket_core::store::WakeSignals>> {
+        self.inner.wake_signals(table)
+    }
+
     fn dialect(&self) -> &'static dyn Dialect {
         self.inner.dialect()
     }

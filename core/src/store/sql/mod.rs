@@ -90,6 +90,13 @@ pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
     /// every table's), creating the history table where it does not exist yet, as
     /// [`SqlConnector::apply`] would.
     fn recorded(&self) -> Result<Vec<String>, StoreError>;
+
+    /// The database's wake-ups across processes for `table` (see [`super::WakeSignals`]), or
+    /// `None` where it has none (the default).
+    fn wake_signals(&self, table: &TableName) -> Option<std::sync::Arc<dyn super::WakeSignals>> {
+        let _ = table;
+        None
+    }
 }
 
 /// The thin SQL store: every operation one statement or one transaction, nothing kept between
@@ -102,6 +109,8 @@ pub struct SqlOps<C: SqlConnector> {
     /// Whether the table of paused tasks exists (`0008_paused_tasks`), learned by
     /// `check_schema`; until then, and without it, nothing is paused.
     paused_table: std::sync::atomic::AtomicBool,
+    /// The connector's wake-ups for the table, asked for once.
+    signals: Option<std::sync::Arc<dyn WakeSignals>>,
 }
 
 impl<C: SqlConnector> SqlOps<C> {
@@ -115,11 +124,13 @@ impl<C: SqlConnector> SqlOps<C> {
         );
         // Until `check_schema` has looked: a hint on a missing index fails the statement.
         statements.set_due_level_index(false);
+        let signals = connector.wake_signals(&config.table);
         Self {
             connector,
             config,
             statements,
             paused_table: std::sync::atomic::AtomicBool::new(false),
+            signals,
         }
     }
 
@@ -302,6 +313,10 @@ impl<C: SqlConnector> StoreInfo for SqlOps<C> {
 
     fn config(&self) -> &StoreConfig {
         &self.config
+    }
+
+    fn wake_signals(&self) -> Option<std::sync::Arc<dyn WakeSignals>> {
+        self.signals.clone()
     }
 
     fn migrate(&self, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
