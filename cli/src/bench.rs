@@ -21,6 +21,7 @@
 //! `docket bench latency` (module [`latency`]): commit-to-start latency across processes,
 //! idle and under load, and the idle cost of the wake-up mechanism.
 
+mod child;
 mod latency;
 mod load;
 mod queue;

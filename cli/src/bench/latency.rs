@@ -21,6 +21,7 @@
 //! concurrency 10 (docket's 10 threads) and its defaults otherwise (`LISTEN`/`NOTIFY`, a 2 s
 //! poll); the producer calls `graphile_worker.add_job` from this process.
 
+use super::child::Worker;
 use super::database_url;
 use crate::bench::load::Recording;
 use crate::error::CliError;
@@ -33,8 +34,8 @@ use docket_core::{
     StoreInfo, TableName, Task, TaskDescriptor,
 };
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::io::Write;
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -314,80 +315,24 @@ fn quiet_window(
     (share(after.0, before.0), share(after.1, before.1))
 }
 
-/// A worker process: its stdin (a line ends the quiet window) and its stdout lines.
-struct Worker {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: std::io::Lines<BufReader<ChildStdout>>,
+/// Tells `worker` the quiet window ended (docket's worker answers with its count).
+fn end_quiet(worker: &mut Worker) -> Result<(), CliError> {
+    worker.say("quiet-end")
 }
 
-impl Worker {
-    fn spawn(mut command: Command) -> Result<Self, CliError> {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| CliError::Bench(format!("cannot start the worker process: {e}")))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| CliError::Bench("the worker's stdout".into()))?;
-        let stdin = child.stdin.take();
-        let mut worker = Self {
-            child,
-            stdin,
-            lines: BufReader::new(stdout).lines(),
-        };
-        worker.until("ready")?;
-        Ok(worker)
-    }
-
-    /// Reads lines until one equal to `word` (or starting with it and a space); returns it.
-    fn until(&mut self, word: &str) -> Result<String, CliError> {
-        for line in self.lines.by_ref() {
-            let line = line?;
-            if line == word || line.starts_with(&format!("{word} ")) {
-                return Ok(line);
-            }
+/// Reads every `start <id> <micros>` line until `worker` ends.
+fn starts(worker: Worker) -> Result<HashMap<String, i64>, CliError> {
+    let mut starts = HashMap::new();
+    worker.finish(|line| {
+        let mut parts = line.split_whitespace();
+        if parts.next() != Some("start") {
+            return;
         }
-        Err(CliError::Bench(format!(
-            "the worker process ended before saying {word:?}"
-        )))
-    }
-
-    /// Tells the worker the quiet window ended (docket's worker answers with its count).
-    fn end_quiet(&mut self) -> Result<(), CliError> {
-        if let Some(stdin) = &mut self.stdin {
-            writeln!(stdin, "quiet-end")?;
-            stdin.flush()?;
+        if let (Some(id), Some(at)) = (parts.next(), parts.next().and_then(|a| a.parse().ok())) {
+            starts.insert(id.to_owned(), at);
         }
-        Ok(())
-    }
-
-    /// Reads every `start <id> <micros>` line until the worker ends.
-    fn starts(mut self) -> Result<HashMap<String, i64>, CliError> {
-        drop(self.stdin.take());
-        let mut starts = HashMap::new();
-        for line in self.lines.by_ref() {
-            let line = line?;
-            let mut parts = line.split_whitespace();
-            if parts.next() != Some("start") {
-                continue;
-            }
-            if let (Some(id), Some(at)) = (parts.next(), parts.next().and_then(|a| a.parse().ok()))
-            {
-                starts.insert(id.to_owned(), at);
-            }
-        }
-        let status = self.child.wait()?;
-        if !status.success() {
-            return Err(CliError::Bench(format!(
-                "the worker process failed: {status}"
-            )));
-        }
-        Ok(starts)
-    }
+    })?;
+    Ok(starts)
 }
 
 /// The producer's side of the phases: `enqueue(id)` commits one job; returns when each was
@@ -488,9 +433,9 @@ fn run_docket<C: SqlConnector>(
         "--jobs",
         &total_jobs(args).to_string(),
     ]);
-    let mut worker = Worker::spawn(command)?;
-    let (with, worker_cpu) = quiet_window(names, Some(worker.child.id()), window);
-    worker.end_quiet()?;
+    let mut worker = Worker::spawn(&mut command)?;
+    let (with, worker_cpu) = quiet_window(names, Some(worker.id()), window);
+    end_quiet(&mut worker)?;
     let quiet = worker.until("quiet")?;
     let statements_per_s = quiet
         .split_whitespace()
@@ -501,7 +446,7 @@ fn run_docket<C: SqlConnector>(
         client.schedule(JOB.instance(id))?;
         Ok(())
     })?;
-    let starts = worker.starts()?;
+    let starts = starts(worker)?;
     (ops.drop)(&store)?;
     let system = format!("docket ({})", args.backend);
     Ok((
@@ -664,9 +609,9 @@ let seen = 0;
             .current_dir(&dir)
             .env("DOCKET_DATABASE_URL", url)
             .env("DOCKET_JOBS", total_jobs(args).to_string());
-        let mut worker = Worker::spawn(command)?;
-        let (with, worker_cpu) = quiet_window(names, Some(worker.child.id()), window);
-        worker.end_quiet()?;
+        let mut worker = Worker::spawn(&mut command)?;
+        let (with, worker_cpu) = quiet_window(names, Some(worker.id()), window);
+        end_quiet(&mut worker)?;
         let phases = produce(args, &mut |id| {
             diesel::sql_query(
                 "SELECT graphile_worker.add_job($1, json_build_object('id', $2::text))",
@@ -677,7 +622,7 @@ let seen = 0;
             .map_err(|e| CliError::Bench(format!("graphile_worker.add_job: {e}")))?;
             Ok(())
         })?;
-        let starts = worker.starts()?;
+        let starts = starts(worker)?;
         let system = "graphile-worker 0.16.6".to_owned();
         Ok((
             lines(&system, phases, &starts)?,

@@ -8,10 +8,11 @@
 //! per claim: where the time goes when the figure flattens.
 
 use super::*;
+use crate::bench::child::Worker;
 use crate::bench::latency::{server_cpu, server_processes};
 use docket_core::SchedulerEvent;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::io::Write;
+use std::process::Command;
 
 /// Arguments of `docket bench throughput-worker` (started by `bench throughput --processes`).
 #[derive(Debug, clap::Args)]
@@ -54,93 +55,47 @@ pub(super) struct ProcessFigures {
     pub rows_per_claim: f64,
 }
 
-struct Proc {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
-}
-
-impl Proc {
-    fn say(&mut self, word: &str) -> Result<(), CliError> {
-        if let Some(stdin) = &mut self.stdin {
-            writeln!(stdin, "{word}")?;
-            stdin.flush()?;
-        }
-        Ok(())
-    }
-
-    fn report(mut self) -> Result<Report, CliError> {
-        drop(self.stdin.take());
-        let mut report = Report::default();
-        for line in self.lines.by_ref() {
-            let line = line?;
-            let mut parts = line.split_whitespace();
-            match parts.next() {
-                Some("ran") => report.ran.extend(parts.next().map(str::to_owned)),
-                Some("stats") => {
-                    let mut n = || {
-                        parts
-                            .next()
-                            .and_then(|v| v.parse::<u64>().ok())
-                            .unwrap_or(0)
-                    };
-                    report.statements = n();
-                    report.cpu = Duration::from_micros(n());
-                    report.poll_busy = Duration::from_micros(n());
-                    report.polls = n();
-                    report.found = n();
-                    report.elapsed = Duration::from_micros(n());
-                }
-                _ => {}
+/// What a throughput worker process reports when it ends: `ran <instance>` lines and one
+/// `stats` line.
+fn report(worker: Worker) -> Result<Report, CliError> {
+    let mut report = Report::default();
+    worker.finish(|line| {
+        let mut parts = line.split_whitespace();
+        match parts.next() {
+            Some("ran") => report.ran.extend(parts.next().map(str::to_owned)),
+            Some("stats") => {
+                let mut n = || {
+                    parts
+                        .next()
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .unwrap_or(0)
+                };
+                report.statements = n();
+                report.cpu = Duration::from_micros(n());
+                report.poll_busy = Duration::from_micros(n());
+                report.polls = n();
+                report.found = n();
+                report.elapsed = Duration::from_micros(n());
             }
+            _ => {}
         }
-        let status = self.child.wait()?;
-        if !status.success() {
-            return Err(CliError::Bench(format!(
-                "a throughput worker process failed: {status}"
-            )));
-        }
-        Ok(report)
-    }
+    })?;
+    Ok(report)
 }
 
-fn spawn(args: &ThroughputArgs, url: &str) -> Result<Proc, CliError> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .args([
-            "bench",
-            "throughput-worker",
-            "--backend",
-            &args.backend,
-            "--database-url",
-            url,
-            "--table",
-            &args.table.to_string(),
-            "--workers",
-            &args.workers.to_string(),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| CliError::Bench(format!("cannot start a worker process: {e}")))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| CliError::Bench("a worker's stdout".into()))?;
-    let stdin = child.stdin.take();
-    let mut proc = Proc {
-        child,
-        stdin,
-        lines: BufReader::new(stdout).lines(),
-    };
-    for line in proc.lines.by_ref() {
-        if line? == "ready" {
-            return Ok(proc);
-        }
-    }
-    Err(CliError::Bench(
-        "a worker process ended before it was ready".into(),
-    ))
+fn spawn(args: &ThroughputArgs, url: &str) -> Result<Worker, CliError> {
+    Worker::spawn(Command::new(std::env::current_exe()?).args([
+        "bench",
+        "throughput-worker",
+        "--backend",
+        &args.backend,
+        "--database-url",
+        url,
+        "--table",
+        &args.table.to_string(),
+        "--workers",
+        &args.workers.to_string(),
+    ]))
 }
 
 /// One run with `processes` worker processes on a freshly enqueued table.
@@ -182,7 +137,7 @@ pub(super) fn run<C: SqlConnector>(
     }
     let reports = procs
         .into_iter()
-        .map(Proc::report)
+        .map(report)
         .collect::<Result<Vec<_>, _>>()?;
     let jobs = args.jobs as usize;
     let runs: Vec<AtomicU32> = (0..jobs).map(|_| AtomicU32::new(0)).collect();
