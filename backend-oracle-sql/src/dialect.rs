@@ -24,7 +24,7 @@ const TEXT_KEY_TYPE: &str = "VARCHAR2(1000)";
 /// - Row limits are `FETCH FIRST :n ROWS ONLY` after `ORDER BY` (12c+).
 /// - NULL sorts *first* under `DESC` in Oracle: the priority order is `priority DESC NULLS
 ///   LAST`.
-/// - Claims select, then update, in one transaction ([`LockAndFetch::SelectThenUpdate`]).
+/// - Claims select, then update, in one transaction ([`LockAndFetch::SelectThenUpdate`](docket_core::dialect::LockAndFetch::SelectThenUpdate)).
 ///   Oracle rejects a row-limiting clause in the query block that has `FOR UPDATE`
 ///   (ORA-02014), and `ROWNUM <= n` would cut the rows before `ORDER BY`. So the limit goes
 ///   into a subquery of `ROWID`s and the outer block locks:

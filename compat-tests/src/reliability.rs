@@ -553,8 +553,8 @@ pub(crate) fn one_outage_at_a_time() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Instantiates `$suite` ([`reliability_suite!`], [`faults_suite!`](crate::faults_suite),
-/// [`outage_suite!`]) for each server backend, so that a test is named
+/// Instantiates `$suite` ([`reliability_suite!`](crate::reliability_suite), [`faults_suite!`](crate::faults_suite),
+/// [`outage_suite!`](crate::outage_suite)) for each server backend, so that a test is named
 /// `reliability::postgres::<case>` or `reliability::mysql::<case>`: with the worker binary
 /// (`env!("CARGO_BIN_EXE_reliab_worker")` of the test crate) and the server's `outage`.
 #[macro_export]
