@@ -2,8 +2,24 @@
 //! lines to its stdin, lines from its stdout, its exit status checked at the end.
 
 use crate::error::CliError;
+use crate::parse_table;
+use docket_core::TableName;
 use std::io::{BufRead, BufReader, Lines, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+/// Where a benchmark's worker process works: the arguments every worker command takes.
+#[derive(Debug, clap::Args)]
+pub struct WorkerTarget {
+    /// The backend.
+    #[arg(long)]
+    pub(super) backend: String,
+    /// Its URL.
+    #[arg(long)]
+    pub(super) database_url: String,
+    /// The table.
+    #[arg(long, value_parser = parse_table)]
+    pub(super) table: TableName,
+}
 
 /// A started worker process.
 pub(super) struct Worker {

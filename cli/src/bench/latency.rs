@@ -21,7 +21,7 @@
 //! concurrency 10 (docket's 10 threads) and its defaults otherwise (`LISTEN`/`NOTIFY`, a 2 s
 //! poll); the producer calls `graphile_worker.add_job` from this process.
 
-use super::child::Worker;
+use super::child::{Worker, WorkerTarget};
 use super::database_url;
 use crate::bench::load::Recording;
 use crate::error::CliError;
@@ -86,15 +86,8 @@ pub struct LatencyArgs {
 /// Arguments of `docket bench latency-worker` (started by `bench latency`).
 #[derive(Debug, clap::Args)]
 pub struct WorkerArgs {
-    /// The backend.
-    #[arg(long)]
-    backend: String,
-    /// Its URL.
-    #[arg(long)]
-    database_url: String,
-    /// The table.
-    #[arg(long, value_parser = parse_table)]
-    table: TableName,
+    #[command(flatten)]
+    target: WorkerTarget,
     /// Jobs to wait for.
     #[arg(long)]
     jobs: u64,
@@ -464,15 +457,15 @@ fn run_docket<C: SqlConnector>(
 /// `start <instance> <micros>` for each job, and after the quiet window (a line on stdin) the
 /// statements per second it sent meanwhile.
 pub fn worker(args: &WorkerArgs) -> Result<(), CliError> {
-    with_ops!(args.backend.as_str(), run_worker(args))
+    with_ops!(args.target.backend.as_str(), run_worker(args))
 }
 
 fn run_worker<C: SqlConnector + Clone>(args: &WorkerArgs, ops: Ops<C>) -> Result<(), CliError> {
     let config = StoreConfig {
-        table: args.table.clone(),
+        table: args.target.table.clone(),
         ..StoreConfig::default()
     };
-    let real = (ops.connect)(&args.database_url, config.clone())?;
+    let real = (ops.connect)(&args.target.database_url, config.clone())?;
     let store = Arc::new(SqlStore::new(
         Recording::new(real.connector().clone()),
         config,

@@ -8,7 +8,7 @@
 //! per claim: where the time goes when the figure flattens.
 
 use super::*;
-use crate::bench::child::Worker;
+use crate::bench::child::{Worker, WorkerTarget};
 use crate::bench::latency::{server_cpu, server_processes};
 use docket_core::SchedulerEvent;
 use std::io::Write;
@@ -17,15 +17,8 @@ use std::process::Command;
 /// Arguments of `docket bench throughput-worker` (started by `bench throughput --processes`).
 #[derive(Debug, clap::Args)]
 pub struct WorkerArgs {
-    /// The backend.
-    #[arg(long)]
-    backend: String,
-    /// Its URL.
-    #[arg(long)]
-    database_url: String,
-    /// The table.
-    #[arg(long, value_parser = parse_table)]
-    table: TableName,
+    #[command(flatten)]
+    target: WorkerTarget,
     /// Worker threads.
     #[arg(long)]
     workers: u32,
@@ -169,7 +162,7 @@ pub(super) fn run<C: SqlConnector>(
 /// `stop`, then prints each instance it ran (`ran <id>`) and
 /// `stats <statements> <cpu µs> <poll µs> <polls> <found> <elapsed µs>`.
 pub fn worker(args: &WorkerArgs) -> Result<(), CliError> {
-    match args.backend.as_str() {
+    match args.target.backend.as_str() {
         #[cfg(feature = "postgres")]
         "postgres" => run_worker(args, docket_postgres::connect),
         #[cfg(feature = "mysql")]
@@ -185,8 +178,8 @@ fn run_worker<C: SqlConnector + Clone>(
     args: &WorkerArgs,
     connect: Connect<C>,
 ) -> Result<(), CliError> {
-    let config = store_config(&args.table, false);
-    let real = connect(&args.database_url, config.clone())?;
+    let config = store_config(&args.target.table, false);
+    let real = connect(&args.target.database_url, config.clone())?;
     let store = Arc::new(SqlStore::new(
         Recording::new(real.connector().clone()),
         config,
