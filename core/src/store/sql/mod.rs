@@ -106,6 +106,9 @@ pub struct SqlOps<C: SqlConnector> {
     connector: C,
     config: StoreConfig,
     statements: Statements<'static>,
+    /// Whether the table of paused tasks exists (`0008_paused_tasks`), learned by
+    /// `check_schema`; until then, and without it, nothing is paused.
+    paused_table: std::sync::atomic::AtomicBool,
     /// The connector's wake-ups for the table, asked for once.
     signals: Option<std::sync::Arc<dyn WakeSignals>>,
 }
@@ -121,14 +124,12 @@ impl<C: SqlConnector> SqlOps<C> {
         );
         // Until `check_schema` has looked: a hint on a missing index fails the statement.
         statements.set_due_level_index(false);
-        // Until `check_schema` has looked whether the table of paused tasks exists: nothing
-        // is paused.
-        statements.set_paused_table(false);
         let signals = connector.wake_signals(&config.table);
         Self {
             connector,
             config,
             statements,
+            paused_table: std::sync::atomic::AtomicBool::new(false),
             signals,
         }
     }
@@ -220,12 +221,13 @@ impl<C: SqlConnector> SqlOps<C> {
     /// Looks whether the table of paused tasks exists.
     fn learn_paused_table(&self) -> Result<(), StoreError> {
         let present = self.exists(self.statements.paused_table_exists())?;
-        self.statements.set_paused_table(present);
+        self.paused_table
+            .store(present, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 
     fn has_paused_table(&self) -> bool {
-        self.statements.paused_table()
+        self.paused_table.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// [`StoreError::MissingMigration`] unless the table of paused tasks exists (looked up
