@@ -17,43 +17,6 @@ use crate::store::{
 };
 use chrono::{DateTime, Utc};
 
-/// The task names a hand-out may read once paused tasks are left out.
-enum Unpaused {
-    /// Every name asked for (nothing paused among them, or every task asked for).
-    All,
-    /// These names only.
-    Some(Vec<String>),
-    /// None: every task asked for is paused.
-    None,
-}
-
-impl<S: ExecutionOps> Planned<S> {
-    /// Leaves the paused tasks (`<table>_paused`, read now: one statement per poll, so a pause
-    /// or resume from any process takes effect at every scheduler's next poll) out of a
-    /// hand-out's task names. An empty list asks for every task and is left as it is: the
-    /// scheduler always names its tasks.
-    fn unpaused(&self, p: &DueParams<'_>) -> Result<Unpaused, StoreError> {
-        if p.task_names.is_empty() {
-            return Ok(Unpaused::All);
-        }
-        let paused = self.store.paused_list()?;
-        if !paused.iter().any(|t| p.task_names.contains(&t.task_name)) {
-            return Ok(Unpaused::All);
-        }
-        let kept: Vec<String> = p
-            .task_names
-            .iter()
-            .filter(|n| !paused.iter().any(|t| &t.task_name == *n))
-            .cloned()
-            .collect();
-        Ok(if kept.is_empty() {
-            Unpaused::None
-        } else {
-            Unpaused::Some(kept)
-        })
-    }
-}
-
 /// `store` with `planner` above it (see [`crate::planner`]).
 #[derive(Debug)]
 pub struct Planned<S> {
@@ -154,17 +117,7 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
     }
 
     fn execution_fetch_due(&self, p: &DueParams<'_>) -> Result<Vec<Execution>, StoreError> {
-        match self.unpaused(p)? {
-            Unpaused::All => self.planner.due(&self.store, p),
-            Unpaused::Some(names) => self.planner.due(
-                &self.store,
-                &DueParams {
-                    task_names: &names,
-                    ..*p
-                },
-            ),
-            Unpaused::None => Ok(Vec::new()),
-        }
+        self.planner.due(&self.store, p)
     }
 
     fn execution_lock_and_fetch_due(
@@ -178,18 +131,7 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
                 capability: "lock-and-fetch",
             });
         }
-        match self.unpaused(p)? {
-            Unpaused::All => self.planner.claim(&self.store, p, picked_by),
-            Unpaused::Some(names) => self.planner.claim(
-                &self.store,
-                &DueParams {
-                    task_names: &names,
-                    ..*p
-                },
-                picked_by,
-            ),
-            Unpaused::None => Ok(Vec::new()),
-        }
+        self.planner.claim(&self.store, p, picked_by)
     }
 
     fn execution_update(

@@ -14,7 +14,8 @@ impl<'d> Statements<'d> {
     }
 
     /// `WHERE` of the due-queries, as the dialect writes it ([`Dialect::due_filter`]), then
-    /// the held-back keys; returns the level their `ORDER BY` is written for.
+    /// the held-back keys and the paused tasks; returns the level their `ORDER BY` is written
+    /// for.
     fn due_where(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) -> Level {
         let filter = DueFilter {
             level: due.level,
@@ -24,6 +25,13 @@ impl<'d> Statements<'d> {
         };
         let order_level = self.dialect.due_filter(w, &filter);
         Self::push_exclusion(w, due.exclude);
+        // Paused tasks in the same statement: a pause from any process holds from the next
+        // poll on, at no extra round trip (a locking read does not lock a subquery's rows).
+        if self.paused_table() {
+            w.push(" AND task_name NOT IN (SELECT task_name FROM ")
+                .table(&self.table.paused())
+                .push(")");
+        }
         order_level
     }
 

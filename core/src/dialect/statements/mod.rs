@@ -122,6 +122,8 @@ pub struct Statements<'d> {
     policy: OrderingPolicy,
     /// Whether the table has [`Syntax::due_level_index`](crate::dialect::Syntax::due_level_index) (shared by clones).
     due_level_index: Arc<AtomicBool>,
+    /// Whether the table of paused tasks exists (`0008_paused_tasks`; shared by clones).
+    paused_table: Arc<AtomicBool>,
 }
 
 impl<'d> Statements<'d> {
@@ -133,7 +135,20 @@ impl<'d> Statements<'d> {
             table,
             policy,
             due_level_index: Arc::new(AtomicBool::new(true)),
+            paused_table: Arc::new(AtomicBool::new(true)),
         }
+    }
+
+    /// Says whether the table of paused tasks exists (`0008_paused_tasks`): the due-queries
+    /// and claims leave paused tasks out, in the same statement, only then.
+    pub fn set_paused_table(&self, present: bool) {
+        self.paused_table.store(present, Ordering::Relaxed);
+    }
+
+    /// Whether the statements know the table of paused tasks (see
+    /// [`Statements::set_paused_table`]).
+    pub fn paused_table(&self) -> bool {
+        self.paused_table.load(Ordering::Relaxed)
     }
 
     /// Says whether the table has the dialect's [`Syntax::due_level_index`](crate::dialect::Syntax::due_level_index): the per-level

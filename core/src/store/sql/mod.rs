@@ -106,9 +106,6 @@ pub struct SqlOps<C: SqlConnector> {
     connector: C,
     config: StoreConfig,
     statements: Statements<'static>,
-    /// Whether the table of paused tasks exists (`0008_paused_tasks`), learned by
-    /// `check_schema`; until then, and without it, nothing is paused.
-    paused_table: std::sync::atomic::AtomicBool,
     /// The connector's wake-ups for the table, asked for once.
     signals: Option<std::sync::Arc<dyn WakeSignals>>,
 }
@@ -124,12 +121,14 @@ impl<C: SqlConnector> SqlOps<C> {
         );
         // Until `check_schema` has looked: a hint on a missing index fails the statement.
         statements.set_due_level_index(false);
+        // Until `check_schema` has looked whether the table of paused tasks exists: nothing
+        // is paused.
+        statements.set_paused_table(false);
         let signals = connector.wake_signals(&config.table);
         Self {
             connector,
             config,
             statements,
-            paused_table: std::sync::atomic::AtomicBool::new(false),
             signals,
         }
     }
@@ -221,13 +220,12 @@ impl<C: SqlConnector> SqlOps<C> {
     /// Looks whether the table of paused tasks exists.
     fn learn_paused_table(&self) -> Result<(), StoreError> {
         let present = self.exists(self.statements.paused_table_exists())?;
-        self.paused_table
-            .store(present, std::sync::atomic::Ordering::Relaxed);
+        self.statements.set_paused_table(present);
         Ok(())
     }
 
     fn has_paused_table(&self) -> bool {
-        self.paused_table.load(std::sync::atomic::Ordering::Relaxed)
+        self.statements.paused_table()
     }
 
     /// [`StoreError::MissingMigration`] unless the table of paused tasks exists (looked up
