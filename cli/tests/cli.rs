@@ -309,7 +309,8 @@ fn explain_prints_each_dialects_due_queries() {
     assert!(pg.contains("WITH RECURSIVE levels(level)"), "{pg}");
     assert!(
         pg.contains(
-            "AND priority = ANY($5) ORDER BY priority DESC NULLS LAST, execution_time ASC LIMIT $6"
+            "AND priority = ANY($5) AND task_name NOT IN (SELECT task_name FROM \"scheduled_tasks_paused\") \
+             ORDER BY priority DESC NULLS LAST, execution_time ASC LIMIT $6"
         ),
         "{pg}"
     );
@@ -325,7 +326,10 @@ fn explain_prints_each_dialects_due_queries() {
     // Elsewhere the levels are read one index probe at a time, highest first.
     assert!(lite.contains("SELECT MAX(priority) AS level"), "{lite}");
     assert!(
-        lite.contains("AND priority = ? ORDER BY execution_time ASC LIMIT ?"),
+        lite.contains(
+            "AND priority = ? AND task_name NOT IN (SELECT task_name FROM \"scheduled_tasks_paused\") \
+             ORDER BY execution_time ASC LIMIT ?"
+        ),
         "{lite}"
     );
     let my = stdout_of(docket().args(["explain", "--backend", "mysql", "--priority"]));
