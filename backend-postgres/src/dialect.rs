@@ -217,7 +217,9 @@ mod tests {
             "SELECT task_name, task_instance, task_data, execution_time, picked, picked_by, \
              last_success, last_failure, consecutive_failures, last_heartbeat, version, priority \
              FROM \"app\".\"jobs\" WHERE picked = $1 AND execution_time <= $2 \
-             AND CASE WHEN task_name IN ($3, $4) THEN TRUE END ORDER BY priority DESC NULLS LAST, execution_time ASC LIMIT $5"
+             AND CASE WHEN task_name IN ($3, $4) THEN TRUE END \
+             AND task_name NOT IN (SELECT task_name FROM \"app\".\"jobs_paused\") \
+             ORDER BY priority DESC NULLS LAST, execution_time ASC LIMIT $5"
         );
         assert_eq!(r.binds.len(), 5);
     }
