@@ -1,14 +1,14 @@
 //! The JSON API: one route under `/api/` behind every page (`docs/WEB.md`). Reads are open;
 //! writes need `Authorization: Bearer <token>` and the row's `version`.
 
-use super::error::{ApiError, WebError};
-use super::limit::ClientIp;
-use super::model::{
+use crate::error::{ApiError, WebError};
+use crate::limit::ClientIp;
+use crate::model::{
     parse_time, BulkAction, BulkPreview, BulkResult, BulkRow, ExecAction, ExecutionDetail,
     ExecutionView, ItemPage, ItemView, LagPage, LimitQuery, Overview, PausedView, QueuePage,
     QueueTypePage, SearchQuery, SearchResult, TaskAction, TaskPage, WorkerAction, WorkerPage,
 };
-use super::state::{blocking, AppState};
+use crate::state::{blocking, AppState};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;

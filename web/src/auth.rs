@@ -12,11 +12,19 @@
 //! - A POST whose `Origin` names another host than `Host` is refused.
 //!
 //! A restart forgets every session: browsers sign in again and open forms must be reloaded.
+//!
+//! With [`Mode::Trusted`] (the dashboard mounted in an application that authenticates every
+//! request itself) there is no token, no session and no sign-in page. Forms carry a CSRF value
+//! derived from a random per-browser cookie (`docket_csrf`, under the base path) with a
+//! per-router secret (HMAC-SHA256), checked on POST with the `Origin`; API writes need
+//! `Content-Type: application/json` (which a cross-site page cannot send without a CORS
+//! preflight, never approved here) and a same-origin `Origin` when one is sent.
 
-use super::error::WebError;
-use super::limit::{FailureLimit, Limits};
-use crate::error::CliError;
-use axum::http::{header, HeaderMap};
+use crate::error::{Error, WebError};
+use crate::limit::{FailureLimit, Limits};
+use axum::http::{header, HeaderMap, HeaderValue};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Mutex, MutexGuard};
@@ -27,6 +35,8 @@ use subtle::ConstantTimeEq;
 pub const COOKIE: &str = "docket_session";
 /// Name of the cookie holding the sign-in form's CSRF value.
 pub const LOGIN_COOKIE: &str = "docket_login";
+/// Name of the per-browser cookie the CSRF value is derived from in [`Mode::Trusted`].
+pub const CSRF_COOKIE: &str = "docket_csrf";
 /// Sessions kept at once; signing in past it forgets the least recently used one.
 pub const MAX_SESSIONS: usize = 1000;
 /// A session unused this long is forgotten.
@@ -92,10 +102,27 @@ impl Sessions {
     }
 }
 
+/// Who may write, and how that is checked.
+#[derive(Clone)]
+pub enum Mode {
+    /// `docket web`'s own: writes need the token (`None`: read-only); browsers sign in.
+    Token(Option<String>),
+    /// The host application authenticated the request before it reached the router.
+    Trusted {
+        /// Whether writes are allowed at all.
+        writes: bool,
+        /// The per-router secret the CSRF values are derived with.
+        key: [u8; 32],
+    },
+}
+
 /// The token and the sessions.
 pub struct Secrets {
-    /// What writes need; `None`: the site is read-only.
-    token: Option<String>,
+    mode: Mode,
+    /// `Path` of the session and CSRF cookies: the base path, or `/`.
+    cookie_path: String,
+    /// `Path` of the sign-in form's cookie: the base path's `/login`.
+    login_path: String,
     sessions: Mutex<Sessions>,
     /// Whether cookies get `Secure` (`--secure-cookies`: served over HTTPS by a proxy).
     secure_cookies: bool,
@@ -106,7 +133,9 @@ pub struct Secrets {
 impl std::fmt::Debug for Secrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Secrets")
-            .field("read_only", &self.token.is_none())
+            .field("read_only", &self.read_only())
+            .field("trusted", &self.trusted())
+            .field("cookie_path", &self.cookie_path)
             .field("secure_cookies", &self.secure_cookies)
             .finish_non_exhaustive()
     }
@@ -124,22 +153,59 @@ fn same(a: &str, b: &str) -> bool {
 }
 
 impl Secrets {
-    /// No session yet. `token`: what writes need (`None`: read-only).
-    pub fn new(token: Option<String>, secure_cookies: bool) -> Result<Self, CliError> {
+    /// Token mode at the root, no session yet. `token`: what writes need (`None`: read-only).
+    #[cfg(test)]
+    pub fn new(token: Option<String>, secure_cookies: bool) -> Result<Self, Error> {
         Self::with_limits(token, secure_cookies, MAX_SESSIONS, SESSION_IDLE)
     }
 
     /// As [`Secrets::new`] with other session limits (tests).
+    #[cfg(test)]
     pub fn with_limits(
         token: Option<String>,
         secure_cookies: bool,
         max: usize,
         idle: Duration,
-    ) -> Result<Self, CliError> {
+    ) -> Result<Self, Error> {
+        Self::build(Mode::Token(token), "", secure_cookies, max, idle)
+    }
+
+    /// Secrets for a router under `base` (`""` or `/a/b`): token mode with `token`
+    /// (`trusted` = `None`), or trusted mode, writes allowed or not, its key drawn here.
+    pub fn for_mode(
+        trusted: Option<bool>,
+        token: Option<String>,
+        base: &str,
+        secure_cookies: bool,
+    ) -> Result<Self, Error> {
+        let mode = match trusted {
+            None => Mode::Token(token),
+            Some(writes) => {
+                let mut key = [0u8; 32];
+                getrandom::fill(&mut key).map_err(|e| Error::Random(e.to_string()))?;
+                Mode::Trusted { writes, key }
+            }
+        };
+        Self::build(mode, base, secure_cookies, MAX_SESSIONS, SESSION_IDLE)
+    }
+
+    fn build(
+        mode: Mode,
+        base: &str,
+        secure_cookies: bool,
+        max: usize,
+        idle: Duration,
+    ) -> Result<Self, Error> {
         // Fail at start-up, not at the first sign-in, if the OS has no random numbers.
-        random_hex().map_err(|e| CliError::Web(e.to_string()))?;
+        random_hex().map_err(|e| Error::Random(e.to_string()))?;
         Ok(Self {
-            token,
+            mode,
+            cookie_path: if base.is_empty() {
+                "/".to_owned()
+            } else {
+                base.to_owned()
+            },
+            login_path: format!("{base}/login"),
             sessions: Mutex::new(Sessions {
                 by_id: HashMap::new(),
                 max: max.max(1),
@@ -150,9 +216,73 @@ impl Secrets {
         })
     }
 
-    /// Whether writes are impossible (no token configured).
+    /// Whether writes are impossible (no token configured, or mounted read-only).
     pub fn read_only(&self) -> bool {
-        self.token.is_none()
+        matches!(
+            self.mode,
+            Mode::Token(None) | Mode::Trusted { writes: false, .. }
+        )
+    }
+
+    /// Whether the host application authenticates (no token, no sign-in).
+    pub fn trusted(&self) -> bool {
+        matches!(self.mode, Mode::Trusted { .. })
+    }
+
+    /// The token, if writes need one.
+    fn token(&self) -> Option<&str> {
+        match &self.mode {
+            Mode::Token(token) => token.as_deref(),
+            Mode::Trusted { .. } => None,
+        }
+    }
+
+    /// Why the site is read-only, for messages.
+    pub fn read_only_reason(&self) -> &'static str {
+        if self.trusted() {
+            "this dashboard was mounted read-only by its application"
+        } else {
+            "this dashboard is read-only: it was started without --token-file"
+        }
+    }
+
+    /// The CSRF value of a browser's [`CSRF_COOKIE`] nonce (trusted mode).
+    fn derived_csrf(&self, nonce: &str) -> Option<String> {
+        let Mode::Trusted { key, .. } = &self.mode else {
+            return None;
+        };
+        // 64 hex digits, as [`Secrets::csrf_cookie`] makes them; anything else is not ours.
+        if nonce.len() != 64 || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).ok()?;
+        mac.update(nonce.as_bytes());
+        Some(
+            mac.finalize()
+                .into_bytes()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        )
+    }
+
+    /// Trusted mode: whether the request lacks a usable [`CSRF_COOKIE`].
+    pub fn needs_csrf_cookie(&self, headers: &HeaderMap) -> bool {
+        self.trusted()
+            && !cookie_values(headers, CSRF_COOKIE).any(|n| self.derived_csrf(n).is_some())
+    }
+
+    /// A fresh [`CSRF_COOKIE`] nonce: the `Cookie` pair to hand to the handler and the
+    /// `Set-Cookie` value for the browser.
+    pub fn csrf_cookie(&self) -> Result<(HeaderValue, HeaderValue), WebError> {
+        let nonce = random_hex()?;
+        let bad = |e: axum::http::header::InvalidHeaderValue| {
+            WebError::Internal(format!("cookie header: {e}"))
+        };
+        let pair = HeaderValue::from_str(&format!("{CSRF_COOKIE}={nonce}")).map_err(bad)?;
+        let set = HeaderValue::from_str(&self.cookie(CSRF_COOKIE, &nonce, &self.cookie_path, None))
+            .map_err(bad)?;
+        Ok((pair, set))
     }
 
     fn sessions(&self) -> MutexGuard<'_, Sessions> {
@@ -178,7 +308,7 @@ impl Secrets {
         let id = random_hex()?;
         let csrf = random_hex()?;
         self.sessions().insert(id.clone(), csrf, Instant::now());
-        Ok(self.cookie(COOKIE, &id, "/", None))
+        Ok(self.cookie(COOKIE, &id, &self.cookie_path, None))
     }
 
     /// Ends the request's session, if any: its cookie no longer signs in.
@@ -191,19 +321,28 @@ impl Secrets {
 
     /// The `Set-Cookie` value that removes the session cookie from the browser.
     pub fn clear_cookie(&self) -> String {
-        self.cookie(COOKIE, "", "/", Some(0))
+        self.cookie(COOKIE, "", &self.cookie_path, Some(0))
     }
 
     /// A fresh CSRF value for the sign-in form and the `Set-Cookie` value that pairs with it.
     pub fn login_form(&self) -> Result<(String, String), WebError> {
         let value = random_hex()?;
-        let cookie = self.cookie(LOGIN_COOKIE, &value, "/login", Some(LOGIN_FORM_SECS));
+        let cookie = self.cookie(
+            LOGIN_COOKIE,
+            &value,
+            &self.login_path,
+            Some(LOGIN_FORM_SECS),
+        );
         Ok((value, cookie))
     }
 
-    /// The CSRF value of the request's live session; `None`: not signed in.
+    /// The CSRF value of the request's live session; `None`: not signed in. Trusted mode: the
+    /// value derived from the request's [`CSRF_COOKIE`].
     pub fn session_csrf(&self, headers: &HeaderMap) -> Option<String> {
-        self.token.as_ref()?;
+        if self.trusted() {
+            return cookie_values(headers, CSRF_COOKIE).find_map(|n| self.derived_csrf(n));
+        }
+        self.token()?;
         let now = Instant::now();
         let mut sessions = self.sessions();
         cookie_values(headers, COOKIE).find_map(|id| sessions.touch(id, now))
@@ -215,18 +354,28 @@ impl Secrets {
         self.session_csrf(headers).is_some()
     }
 
+    /// The token writes need (`""` in trusted mode), or `403` when the site is read-only.
     fn writable(&self) -> Result<&str, WebError> {
-        self.token.as_deref().ok_or_else(|| {
-            WebError::Forbidden(
-                "this dashboard is read-only: it was started without --token-file".into(),
-            )
-        })
+        if self.read_only() {
+            return Err(WebError::Forbidden(self.read_only_reason().into()));
+        }
+        Ok(self.token().unwrap_or(""))
+    }
+
+    /// The token of token mode: `403` in trusted mode (nothing to sign in to) or read-only.
+    fn token_to_check(&self) -> Result<&str, WebError> {
+        if self.trusted() {
+            return Err(WebError::Forbidden(
+                "this dashboard signs nobody in: its application authenticates".into(),
+            ));
+        }
+        self.writable()
     }
 
     /// Checks a token typed into the sign-in form by `client` (`429` after too many wrong
     /// ones, even for the right one: a guess must not be told apart while blocked).
     pub fn check_token(&self, given: &str, client: Option<IpAddr>) -> Result<(), WebError> {
-        let token = self.writable()?;
+        let token = self.token_to_check()?;
         self.failures.check(client)?;
         self.compare(given, token, client)
     }
@@ -246,6 +395,9 @@ impl Secrets {
         self.check_origin(headers)?;
         self.writable()?;
         let Some(expected) = self.session_csrf(headers) else {
+            if self.trusted() {
+                return Err(stale_csrf());
+            }
             return Err(WebError::Unauthorized(
                 "sign in with the dashboard's token first (or again: the session ended)".into(),
             ));
@@ -261,7 +413,7 @@ impl Secrets {
     /// the `docket_login` cookie set with the form.
     pub fn check_login_form(&self, headers: &HeaderMap, csrf: &str) -> Result<(), WebError> {
         self.check_origin(headers)?;
-        self.writable()?;
+        self.token_to_check()?;
         let paired =
             !csrf.is_empty() && cookie_values(headers, LOGIN_COOKIE).any(|v| same(v, csrf));
         if paired {
@@ -282,7 +434,9 @@ impl Secrets {
     }
 
     /// An API write by `client`: `Authorization: Bearer <token>` (and a same-origin `Origin`,
-    /// if any); wrong tokens count as in [`Secrets::check_token`].
+    /// if any); wrong tokens count as in [`Secrets::check_token`]. Trusted mode: the
+    /// application authenticated it; `Content-Type: application/json` shows it is no cross-site
+    /// form.
     pub fn check_bearer(
         &self,
         headers: &HeaderMap,
@@ -290,6 +444,22 @@ impl Secrets {
     ) -> Result<(), WebError> {
         self.check_origin(headers)?;
         let token = self.writable()?;
+        if self.trusted() {
+            let json = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split(';').next())
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
+            return if json {
+                Ok(())
+            } else {
+                Err(WebError::Forbidden(
+                    "API writes need the header Content-Type: application/json (even without a \
+                     body)"
+                        .into(),
+                ))
+            };
+        }
         self.failures.check(client)?;
         let given = headers
             .get(header::AUTHORIZATION)
@@ -346,17 +516,17 @@ fn cookies(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
         .filter_map(|pair| pair.trim().split_once('='))
 }
 
-/// Where to go after signing in: `next` if it is a local path, else `/` (never an error, so a
-/// bad `next` cannot make signing in fail).
+/// Where to go after signing in: `next` if it is a local path, else `root` (never an error, so
+/// a bad `next` cannot make signing in fail).
 ///
 /// Local: starts with one `/` not followed by `/` or `\` (browsers read `//host` and `/\host`
 /// as another site), and holds visible ASCII only: no control character (browsers drop tabs
 /// and newlines, turning `/\t/host` into `//host`; CR/LF would break the header), no space,
 /// no DEL, no backslash anywhere. Links built by the pages are percent-encoded, so they pass.
-pub fn local_path(next: Option<&str>) -> String {
+pub fn local_path(next: Option<&str>, root: &str) -> String {
     match next {
         Some(p) if is_local_path(p) => p.to_owned(),
-        _ => "/".to_owned(),
+        _ => root.to_owned(),
     }
 }
 
@@ -446,7 +616,7 @@ mod tests {
             "/tasks/a%20b?done=x",
             "/executions/e/%E2%80%AE",
         ] {
-            assert_eq!(local_path(Some(ok)), ok, "{ok:?}");
+            assert_eq!(local_path(Some(ok), "/"), ok, "{ok:?}");
         }
         for bad in [
             "",
@@ -464,8 +634,9 @@ mod tests {
             "https://evil.example/",
             "/\u{202e}x",
         ] {
-            assert_eq!(local_path(Some(bad)), "/", "{bad:?}");
+            assert_eq!(local_path(Some(bad), "/"), "/", "{bad:?}");
         }
-        assert_eq!(local_path(None), "/");
+        assert_eq!(local_path(None, "/"), "/");
+        assert_eq!(local_path(Some("//x"), "/ops/docket"), "/ops/docket");
     }
 }

@@ -1,6 +1,6 @@
 //! The due backlog by priority level as an SVG bar chart, drawn on the server.
 
-use super::model::Backlog;
+use crate::model::Backlog;
 use std::fmt::Write as _;
 
 /// Width of the drawing in user units (it scales to its box).
@@ -77,7 +77,7 @@ pub fn backlog_svg(backlog: &Backlog) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::web::model::Level;
+    use crate::model::Level;
 
     #[test]
     fn bars_scale_to_the_largest_level_and_mark_the_capped_one() {

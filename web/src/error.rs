@@ -1,9 +1,36 @@
-//! What a request can fail with, as an HTML page ([`HtmlError`]) or a JSON body ([`ApiError`]),
-//! both with the same 4xx/5xx status.
+//! What building the dashboard can fail with ([`Error`]), and what a request can fail with, as
+//! an HTML page ([`HtmlError`]) or a JSON body ([`ApiError`]), both with the same 4xx/5xx status.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use docket_core::{DocketError, StoreError};
+
+/// Why the dashboard could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The store has no docket schema the client can read.
+    #[error(transparent)]
+    Docket(#[from] DocketError),
+    /// The OS gave no random numbers (session ids, CSRF secrets).
+    #[error("no random numbers from the OS: {0}")]
+    Random(String),
+    /// The base path is not `""` or `/segment[/segment...]`.
+    #[error("base path {path:?}: {reason}")]
+    BasePath {
+        /// The path given.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The write token is too short to resist guessing.
+    #[error("the token has {len} characters; at least {min} are needed")]
+    ShortToken {
+        /// Its length in characters.
+        len: usize,
+        /// The least accepted.
+        min: usize,
+    },
+}
 
 /// A request's failure. Every variant but [`WebError::Store`], [`WebError::TimedOut`] and
 /// [`WebError::Internal`] is the client's: a 4xx, and nothing was changed.

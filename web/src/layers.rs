@@ -1,10 +1,11 @@
-//! Middleware that every response passes through: security headers, the `Host` allowlist and
-//! the request timeout. One place for all routes, the fallback and the error pages alike.
+//! Middleware that every response passes through: security headers, the `Host` allowlist
+//! (token mode) and the CSRF cookie (trusted mode); the request timeout is in `serve`. One
+//! place for all routes, the fallback and the error pages alike.
 
-use super::error::{ApiError, HtmlError, WebError};
-use super::state::AppState;
+use crate::error::{ApiError, HtmlError, WebError};
+use crate::state::AppState;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderName, HeaderValue};
+use axum::http::{header, HeaderName, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -16,7 +17,7 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'none'
 
 /// No `Referer` to other sites, but the full one to this site: with `no-referrer`, browsers
 /// send `Origin: null` on every form POST (Fetch standard, "serializing a request origin"),
-/// which [`super::auth::Secrets::check_origin`] rightly refuses as cross-site, so nobody could
+/// which [`crate::auth::Secrets::check_origin`] rightly refuses as cross-site, so nobody could
 /// sign in or press a button. `same-origin` keeps the real `Origin` on the dashboard's own
 /// POSTs and still gives other sites neither `Referer` nor `Origin` (they get `null`).
 pub const REFERRER_POLICY: &str = "same-origin";
@@ -45,17 +46,20 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
 }
 
 /// Refuses (`421`) a request whose `Host` is not allowed (`--public-host`, see
-/// [`super::hosts::Hosts`]): a rebound DNS name pointing at this server sends its own name.
+/// [`crate::hosts::Hosts`]): a rebound DNS name pointing at this server sends its own name.
 pub async fn check_host(State(web): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(hosts) = &web.hosts else {
+        return next.run(req).await;
+    };
     let host = req.headers().get(header::HOST).map(|h| h.to_str());
     match host {
-        Some(Ok(h)) if web.hosts.allows(h) => next.run(req).await,
+        Some(Ok(h)) if hosts.allows(h) => next.run(req).await,
         _ => {
             let shown = host.and_then(Result::ok).unwrap_or("none");
             let e = WebError::WrongHost(format!(
                 "this server does not answer to the host name {shown:?} (allowed: {}; add \
                  others with docket web --public-host)",
-                web.hosts.list().join(", ")
+                hosts.list().join(", ")
             ));
             error_response(req.uri().path(), e)
         }
@@ -68,5 +72,24 @@ pub fn error_response(path: &str, e: WebError) -> Response {
         ApiError(e).into_response()
     } else {
         HtmlError(e).into_response()
+    }
+}
+
+/// Trusted mode: a `GET` (or `HEAD`) without a usable `docket_csrf` cookie gets a fresh one,
+/// handed to the handler as if the browser had sent it (so the page's forms carry its value)
+/// and set in the response. A `POST` never gets one: its form must match the cookie it came with.
+pub async fn csrf_cookie(State(web): State<AppState>, mut req: Request, next: Next) -> Response {
+    let reading = matches!(*req.method(), Method::GET | Method::HEAD);
+    if !reading || !web.auth.needs_csrf_cookie(req.headers()) {
+        return next.run(req).await;
+    }
+    match web.auth.csrf_cookie() {
+        Ok((pair, set)) => {
+            req.headers_mut().append(header::COOKIE, pair);
+            let mut res = next.run(req).await;
+            res.headers_mut().append(header::SET_COOKIE, set);
+            res
+        }
+        Err(e) => error_response(req.uri().path(), e),
     }
 }

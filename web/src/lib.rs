@@ -1,9 +1,25 @@
-//! `docket web`: an operator dashboard and a worker page, served by the docket binary.
+//! The docket dashboard as an axum [`Router`]: an operator overview, task, execution and
+//! work-queue pages, a worker page, a JSON API and `/metrics`, over a docket [`Store`].
+//!
+//! `docket web` serves this router on its own listener (token mode, [`Access::Token`]); an
+//! application mounts it under a path of its own, behind its own authentication
+//! ([`Access::Trusted`]), as Oban Web mounts in a Phoenix router:
+//!
+//! ```no_run
+//! # fn mount(store: std::sync::Arc<dyn docket_core::Store>) -> Result<(), docket_web::Error> {
+//! use docket_web::{Access, Dashboard};
+//! let dashboard = Dashboard::new(store, Access::Trusted { writes: true, secure_cookies: true })
+//!     .base_path("/ops/docket")
+//!     .router()?;
+//! let app: axum::Router = axum::Router::new().nest("/ops/docket", dashboard);
+//! // ... app.layer(your authentication middleware), then serve it.
+//! # Ok(()) }
+//! ```
 //!
 //! Every page is rendered on the server (`pages`) from the same data the JSON API returns
 //! (`api`, `model`); the store is synchronous, so every database call runs in
-//! `tokio::task::spawn_blocking`. Writes need the token from `--token-file` (`auth`); without
-//! one the site is read-only. See `docs/WEB.md`.
+//! `tokio::task::spawn_blocking` (the router needs a multi-threaded tokio runtime). See
+//! `docs/WEB.md`, "Mounting the dashboard in your application".
 
 mod api;
 mod auth;
@@ -12,74 +28,112 @@ mod error;
 mod hosts;
 mod layers;
 mod limit;
+mod links;
 mod metrics;
 mod model;
 mod pages;
-mod serve;
+pub mod serve;
 mod state;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_metrics;
+#[cfg(test)]
+mod tests_mount;
 
-use crate::error::CliError;
-use crate::{backends, store_config, Target};
 use axum::routing::{get, post};
 use axum::Router;
-use docket_core::{PrimaryOrder, QueueConfig, SystemClock};
-use std::net::SocketAddr;
-use std::path::PathBuf;
+use docket_core::{Clock, QueueConfig, Store, SystemClock};
 use std::sync::Arc;
 
-pub use state::{Access, AppState, Web};
+pub use error::Error;
+pub use hosts::{parse_public_host, Hosts};
+pub use state::{Access, AppState, Web, MIN_TOKEN_LEN};
 
-/// Arguments of `docket web`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    #[command(flatten)]
-    target: Target,
-    /// Address to serve on (port 0: any free port; the address is printed).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
-    listen: SocketAddr,
-    /// File holding the token that run now, reschedule, cancel and the worker actions need
-    /// (surrounding whitespace is ignored). Without it the site is read-only.
-    #[arg(long, value_name = "FILE")]
-    token_file: Option<PathBuf>,
-    /// Read and hand out in priority order, as a scheduler or work queue with priority on does
-    /// (needs 0002_priority); the backlog chart then has one bar per priority level.
-    #[arg(long)]
-    priority: bool,
-    /// Custom order of a work-queue task type instead of FIFO: `TYPE=KEYS`, KEYS as in
-    /// `docket queue --order`. Repeatable.
-    #[arg(long = "order", value_name = "TYPE=KEYS", value_parser = parse_type_order)]
-    orders: Vec<(String, PrimaryOrder)>,
-    /// Another host name the dashboard is reached by (NAME or NAME:PORT), e.g. behind a proxy.
-    /// Requests with any other `Host` are refused (421). By default only the listen address and,
-    /// on loopback, localhost, 127.0.0.1 and `[::1]` with the port. Repeatable.
-    #[arg(long = "public-host", value_name = "NAME[:PORT]", value_parser = hosts::parse_public_host)]
-    public_hosts: Vec<String>,
-    /// Mark the session cookie `Secure` (browsers then send it over HTTPS only). Use it when a
-    /// proxy serves the dashboard over HTTPS; docket web itself speaks plain HTTP.
-    #[arg(long)]
-    secure_cookies: bool,
+/// Builds the dashboard: the store to show, who may do what, and where it is mounted.
+///
+/// ```no_run
+/// # fn mount(store: std::sync::Arc<dyn docket_core::Store>) -> Result<(), docket_web::Error> {
+/// use docket_web::{Access, Dashboard};
+/// let dashboard = Dashboard::new(store, Access::Trusted { writes: true, secure_cookies: true })
+///     .base_path("/ops/docket")
+///     .router()?;
+/// let app: axum::Router = axum::Router::new().nest("/ops/docket", dashboard);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Dashboard {
+    store: Arc<dyn Store>,
+    access: Access,
+    clock: Arc<dyn Clock>,
+    queue_config: QueueConfig,
+    base_path: String,
 }
 
-fn parse_type_order(value: &str) -> Result<(String, PrimaryOrder), String> {
-    let (task, keys) = value
-        .split_once('=')
-        .ok_or_else(|| "expected TYPE=KEYS, e.g. label=team,score:number:desc".to_owned())?;
-    let order = PrimaryOrder::parse_custom(keys).map_err(|e| e.to_string())?;
-    Ok((task.to_owned(), order))
+impl Dashboard {
+    /// The dashboard of `store`'s table, at the root, on the system clock, with the work queue's
+    /// default configuration.
+    pub fn new(store: Arc<dyn Store>, access: Access) -> Self {
+        Self {
+            store,
+            access,
+            clock: Arc::new(SystemClock),
+            queue_config: QueueConfig::default(),
+            base_path: String::new(),
+        }
+    }
+
+    /// The path the application mounts the router under (`Router::nest(path, ...)`), which
+    /// every link, form action, redirect and cookie path carries: `/ops/docket`. Default: the
+    /// root. axum's `nest` strips the prefix before the router sees the request, so the router
+    /// cannot find it out itself; a proxy that strips a prefix is served the same way.
+    pub fn base_path(mut self, path: impl Into<String>) -> Self {
+        self.base_path = path.into();
+        self
+    }
+
+    /// The clock "now" is read from (tests).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The work queue's configuration: custom orders of task types, `hide_for`.
+    pub fn queue_config(mut self, config: QueueConfig) -> Self {
+        self.queue_config = config;
+        self
+    }
+
+    /// The shared state, for [`router`].
+    pub fn build(self) -> Result<AppState, Error> {
+        Ok(Arc::new(Web::new(
+            self.store,
+            self.clock,
+            self.queue_config,
+            self.access,
+            &self.base_path,
+        )?))
+    }
+
+    /// The router, ready to be nested under [`Dashboard::base_path`] or served.
+    pub fn router(self) -> Result<axum::Router, Error> {
+        Ok(router(self.build()?))
+    }
 }
 
-/// Every page and API route, behind the request timeout, the `Host` check and the security
-/// headers.
+/// Every page and API route, behind the request timeout, the `Host` check (token mode), the
+/// CSRF cookie (trusted mode), the error pages and the security headers. Token mode adds the
+/// sign-in and sign-out routes.
 pub fn router(web: AppState) -> Router {
-    Router::new()
+    let mut routes = Router::new()
         .route("/", get(pages::overview))
-        .route("/style.css", get(pages::stylesheet))
-        .route("/login", get(pages::login_form).post(pages::login))
-        .route("/logout", post(pages::logout))
+        .route("/style.css", get(pages::stylesheet));
+    if !web.auth.trusted() {
+        routes = routes
+            .route("/login", get(pages::login_form).post(pages::login))
+            .route("/logout", post(pages::logout));
+    }
+    let mut router = routes
         .route("/search", get(pages::search))
         .route("/tasks/{task}", get(pages::task))
         .route("/tasks/{task}/{action}", post(pages::task_action))
@@ -133,83 +187,23 @@ pub fn router(web: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             serve::REQUEST_TIMEOUT,
             serve::request_timeout,
-        ))
+        ));
+    if web.hosts.is_some() {
+        router = router.layer(axum::middleware::from_fn_with_state(
+            web.clone(),
+            layers::check_host,
+        ));
+    }
+    if web.auth.trusted() {
+        router = router.layer(axum::middleware::from_fn_with_state(
+            web.clone(),
+            layers::csrf_cookie,
+        ));
+    }
+    router
         .layer(axum::middleware::from_fn_with_state(
             web,
-            layers::check_host,
+            pages::render_error_page,
         ))
         .layer(axum::middleware::from_fn(layers::security_headers))
-}
-
-/// Shortest token accepted: a short one could be guessed despite the sign-in rate limit.
-pub const MIN_TOKEN_LEN: usize = 16;
-
-fn read_token(path: &PathBuf) -> Result<String, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CliError::File {
-        path: path.clone(),
-        source,
-    })?;
-    let token = text.trim();
-    let len = token.chars().count();
-    if len < MIN_TOKEN_LEN {
-        return Err(CliError::Web(format!(
-            "the token in {} has {len} characters; at least {MIN_TOKEN_LEN} are needed \
-             (e.g. head -c 24 /dev/urandom | base64 > {})",
-            path.display(),
-            path.display()
-        )));
-    }
-    Ok(token.to_owned())
-}
-
-/// Runs `docket web` until interrupted.
-pub fn run(args: &Args) -> Result<(), CliError> {
-    let backend = backends::for_url(&args.target.database_url)?;
-    let token = args.token_file.as_ref().map(read_token).transpose()?;
-    let store = backend.connect(
-        &args.target.database_url,
-        store_config(&args.target.table, args.priority),
-    )?;
-    let mut queue_config = QueueConfig::default();
-    queue_config.orders.extend(args.orders.iter().cloned());
-    let read_only = token.is_none();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        // Bound first: with port 0 the allowed `Host` values need the port picked.
-        let listener = tokio::net::TcpListener::bind(args.listen).await?;
-        let addr = listener.local_addr()?;
-        let hosts = hosts::Hosts::new(addr, &args.public_hosts);
-        let access = Access {
-            token,
-            hosts,
-            secure_cookies: args.secure_cookies,
-        };
-        let web = Arc::new(Web::new(
-            store,
-            Arc::new(SystemClock),
-            queue_config,
-            access,
-        )?);
-        say!(
-            "docket web: serving {} ({}) on http://{addr}/ ({}; host names: {})",
-            web.table,
-            web.backend,
-            if read_only {
-                "read-only: no --token-file"
-            } else {
-                "actions need the token"
-            },
-            web.hosts.list().join(", ")
-        );
-        let shutdown = async {
-            // Without a signal handler the process is stopped by the signal itself.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        };
-        serve::serve(listener, router(web), serve::HEADER_READ_TIMEOUT, shutdown).await;
-        Ok(())
-    })
 }

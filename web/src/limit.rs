@@ -5,7 +5,7 @@
 //! addresses count only towards the total. Behind a proxy every client has the proxy's address
 //! (no `X-Forwarded-For` is trusted), so the per-client limit becomes a second total.
 
-use super::error::WebError;
+use crate::error::WebError;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use std::collections::HashMap;

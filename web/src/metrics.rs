@@ -2,11 +2,11 @@
 //! (version 0.0.4), rendered from the same read as the overview's lag table ([`Web::lag`]).
 //! A read like every `GET /api/...`: no token (see `docs/WEB.md`, "Lag and /metrics").
 //!
-//! [`Web::lag`]: super::state::Web
+//! [`Web::lag`]: crate::state::Web
 
-use super::error::ApiError;
-use super::model::{Capped, LagPage, LevelAge};
-use super::state::{blocking, AppState};
+use crate::error::ApiError;
+use crate::model::{Capped, LagPage, LevelAge};
+use crate::state::{blocking, AppState};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -264,7 +264,7 @@ mod tests {
     /// sample on one line, and the scrape still parses.
     #[test]
     fn hostile_task_names_stay_one_sample() {
-        use super::super::model::{LagView, Meta, TaskLag};
+        use crate::model::{LagView, Meta, TaskLag};
         let hostile = "we\"ird\\na\nme\u{202E}";
         let task = TaskLag {
             task: hostile.to_owned(),

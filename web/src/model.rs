@@ -8,8 +8,8 @@
 //! missed-heartbeats limit, 5 min x 6 = 30 min), and **failing** (consecutive failures > 0,
 //! across the other four).
 
-use super::error::WebError;
-use super::state::{blocking, AppState, Web};
+use crate::error::WebError;
+use crate::state::{blocking, AppState, Web};
 use chrono::{DateTime, Utc};
 use docket_core::queue::{Item, ItemsQuery, ListedAssignment, ListedItem, MAX_WORKER_LEN};
 use docket_core::store::ListFilter;
@@ -820,7 +820,7 @@ pub struct WorkerPage {
 
 impl Web {
     /// Facts shown on every page.
-    pub fn meta(&self) -> Meta {
+    pub(crate) fn meta(&self) -> Meta {
         Meta {
             now: self.clock.now(),
             backend: self.backend,
@@ -1000,7 +1000,7 @@ impl Web {
     /// each), then per name the lag indexes' ranges up to [`LAG_CAP`] rows
     /// ([`docket_core::SchedulerClient::lag`]), and the dead executions counted per task (one
     /// statement over the dead rows). No scan of the table.
-    pub fn lag(&self, now: DateTime<Utc>) -> Result<LagView, WebError> {
+    pub(crate) fn lag(&self, now: DateTime<Utc>) -> Result<LagView, WebError> {
         let started = std::time::Instant::now();
         let lag = self.client.lag(NAME_ROWS, LAG_CAP, self.queue.is_ok())?;
         let dead: HashMap<String, i64> = self
@@ -1066,7 +1066,7 @@ impl Web {
     }
 
     /// The paused tasks (one statement on `<table>_paused`; none without the migration).
-    pub fn paused(&self) -> Result<Vec<PausedView>, WebError> {
+    pub(crate) fn paused(&self) -> Result<Vec<PausedView>, WebError> {
         Ok(self
             .client
             .paused()?
@@ -1077,7 +1077,7 @@ impl Web {
 
     /// Pauses or resumes `task` cluster-wide; whether anything changed. Every change is
     /// written to standard error as an audit line (who: `via`, e.g. the client address).
-    pub fn pause_or_resume(
+    pub(crate) fn pause_or_resume(
         &self,
         task: &str,
         action: TaskAction,
@@ -1101,7 +1101,7 @@ impl Web {
 
     /// The executions a bulk action on `task` would change: its failing executions that are
     /// not picked, in hand-out order, at most [`BULK_LIMIT`] (one statement).
-    pub fn bulk_preview(&self, task: &str) -> Result<BulkPreview, WebError> {
+    pub(crate) fn bulk_preview(&self, task: &str) -> Result<BulkPreview, WebError> {
         let meta = self.meta();
         let now = meta.now;
         let mut rows: Vec<ExecutionView> = self
@@ -1129,7 +1129,7 @@ impl Web {
     /// Applies a confirmed bulk action to `rows` (as the preview listed them, at most
     /// [`BULK_LIMIT`]): each row is changed only if it is still at its version and not
     /// picked, else skipped with the reason; one audit line says what was done.
-    pub fn bulk_apply(
+    pub(crate) fn bulk_apply(
         &self,
         task: &str,
         action: BulkAction,
@@ -1201,14 +1201,14 @@ impl Web {
     }
 
     /// `GET /api/lag`.
-    pub fn lag_page(&self) -> Result<LagPage, WebError> {
+    pub(crate) fn lag_page(&self) -> Result<LagPage, WebError> {
         let meta = self.meta();
         let lag = self.lag(meta.now)?;
         Ok(LagPage { meta, lag })
     }
 
     /// The operator's overview.
-    pub fn overview(&self) -> Result<Overview, WebError> {
+    pub(crate) fn overview(&self) -> Result<Overview, WebError> {
         let meta = self.meta();
         let now = meta.now;
         let summary = self.client.summary()?;
@@ -1252,7 +1252,7 @@ impl Web {
     }
 
     /// One scheduler task's page; `NotFound` when no execution has that task name.
-    pub fn task(&self, task: &str) -> Result<TaskPage, WebError> {
+    pub(crate) fn task(&self, task: &str) -> Result<TaskPage, WebError> {
         let meta = self.meta();
         let now = meta.now;
         let summary = self.client.summary()?;
@@ -1295,7 +1295,7 @@ impl Web {
 
     /// One execution; `NotFound` when there is none (or the key is a work-queue item).
     /// Primary-key lookups only.
-    pub fn execution(&self, key: &ExecutionKey) -> Result<ExecutionView, WebError> {
+    pub(crate) fn execution(&self, key: &ExecutionKey) -> Result<ExecutionView, WebError> {
         let now = self.clock.now();
         let is_item = match &self.queue {
             Ok(queue) => queue.item(key)?.is_some(),
@@ -1312,7 +1312,7 @@ impl Web {
 
     /// One execution with its data and what happens next; `NotFound` as [`Web::execution`].
     /// Primary-key lookups only.
-    pub fn execution_detail(&self, key: &ExecutionKey) -> Result<ExecutionDetail, WebError> {
+    pub(crate) fn execution_detail(&self, key: &ExecutionKey) -> Result<ExecutionDetail, WebError> {
         let now = self.clock.now();
         let is_item = match &self.queue {
             Ok(queue) => queue.item(key)?.is_some(),
@@ -1337,7 +1337,7 @@ impl Web {
     }
 
     /// Executions (and items) with this instance id, in `task` or in every task.
-    pub fn search(
+    pub(crate) fn search(
         &self,
         task: Option<String>,
         instance: Option<String>,
@@ -1409,7 +1409,7 @@ impl Web {
     /// Reschedules an execution that is not running to `at` (run now: `at` = now), if it is
     /// still at `version` when checked ([`docket_core::SchedulerClient::reschedule`] then
     /// refuses it if it was picked meanwhile).
-    pub fn reschedule(
+    pub(crate) fn reschedule(
         &self,
         key: &ExecutionKey,
         version: i64,
@@ -1422,7 +1422,7 @@ impl Web {
     /// Cancels (removes) an execution that is not running, if it is still at `version` when
     /// checked ([`docket_core::SchedulerClient::cancel`] then refuses it if it was picked
     /// meanwhile).
-    pub fn cancel(&self, key: &ExecutionKey, version: i64) -> Result<(), WebError> {
+    pub(crate) fn cancel(&self, key: &ExecutionKey, version: i64) -> Result<(), WebError> {
         self.check_unpicked(key, version)?;
         Ok(self.client.cancel(key)?)
     }
@@ -1468,7 +1468,7 @@ impl Web {
     }
 
     /// The work-queue task types.
-    pub fn queue_page(&self) -> Result<QueuePage, WebError> {
+    pub(crate) fn queue_page(&self) -> Result<QueuePage, WebError> {
         let meta = self.meta();
         let unavailable = self.queue.as_ref().err().cloned();
         let summary = self.client.summary()?;
@@ -1532,7 +1532,7 @@ impl Web {
     }
 
     /// A task type's page.
-    pub fn queue_type(
+    pub(crate) fn queue_type(
         &self,
         task_type: &str,
         limit: Option<i64>,
@@ -1581,7 +1581,7 @@ impl Web {
     }
 
     /// One item with its assignments.
-    pub fn item(&self, key: &ExecutionKey) -> Result<ItemPage, WebError> {
+    pub(crate) fn item(&self, key: &ExecutionKey) -> Result<ItemPage, WebError> {
         let listed = self
             .queue()?
             .item_with_assignments(key, ASSIGNMENT_ROWS)?
@@ -1593,7 +1593,7 @@ impl Web {
     }
 
     /// What `worker` holds and would get next; `also` is an item they may hold (just taken).
-    pub fn worker(
+    pub(crate) fn worker(
         &self,
         task_type: &str,
         worker: &str,
@@ -1630,7 +1630,7 @@ impl Web {
     }
 
     /// `next_for`: claims the next item for `worker`; `None` when there is none.
-    pub fn take_next(&self, task_type: &str, worker: &str) -> Result<Option<ItemView>, WebError> {
+    pub(crate) fn take_next(&self, task_type: &str, worker: &str) -> Result<Option<ItemView>, WebError> {
         check_worker(worker)?;
         self.check_type_exists(task_type)?;
         let queue = self.queue()?;
@@ -1645,7 +1645,7 @@ impl Web {
 
     /// Submit, skip or give back (hidden from the worker for `hide_for`, default the queue's)
     /// an item `worker` holds, if it is still at `version`.
-    pub fn finish(
+    pub(crate) fn finish(
         &self,
         key: &ExecutionKey,
         worker: &str,

@@ -1,20 +1,22 @@
 //! Server-rendered HTML (maud escapes every value it interpolates; the only unescaped
 //! insertions are the stylesheet and the chart, which carry no user text).
 
-use super::auth::{local_path, Secrets};
-use super::chart::backlog_svg;
-use super::error::{HtmlError, WebError};
-use super::limit::ClientIp;
-use super::model::{
+use crate::auth::local_path;
+use crate::chart::backlog_svg;
+use crate::error::{HtmlError, WebError};
+use crate::limit::ClientIp;
+use crate::links::{seg, BasePath};
+use crate::model::{
     check_worker, parse_time, AssignmentView, BulkAction, BulkRow, Capped, Counts, DataView,
     ExecAction, ExecutionView, ItemView, LagView, LevelAge, LimitQuery, Meta, PausedView,
     SearchQuery, State as ExecState, TaskAction, WorkerAction, BULK_LIMIT, DATA_SHOWN, HELD_ROWS,
     HEX_HEAD, LIST_LIMIT,
 };
-use super::state::{blocking, AppState};
+use crate::state::{blocking, AppState, Web};
 use axum::extract::rejection::{FormRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap};
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use chrono::{DateTime, Utc};
@@ -37,42 +39,9 @@ pub async fn stylesheet() -> impl IntoResponse {
     )
 }
 
-/// Percent-encodes one path segment (everything but RFC 3986 unreserved characters).
-pub fn seg(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// Percent-encodes a query value.
 fn qv(value: &str) -> String {
     seg(value)
-}
-
-fn exec_url(task: &str, instance: &str) -> String {
-    format!("/executions/{}/{}", seg(task), seg(instance))
-}
-
-fn task_url(task: &str) -> String {
-    format!("/tasks/{}", seg(task))
-}
-
-fn type_url(task_type: &str) -> String {
-    format!("/queue/{}", seg(task_type))
-}
-
-fn item_url(task_type: &str, item: &str) -> String {
-    format!("/queue/{}/items/{}", seg(task_type), seg(item))
-}
-
-fn worker_url(task_type: &str, worker: &str) -> String {
-    format!("/queue/{}/workers/{}", seg(task_type), seg(worker))
 }
 
 fn time(t: DateTime<Utc>) -> String {
@@ -153,16 +122,25 @@ fn shown(value: &str) -> Markup {
 /// Who is looking: decides whether action forms are shown.
 struct Viewer {
     read_only: bool,
+    /// Why, when read-only.
+    read_only_reason: &'static str,
+    /// The application authenticates: no sign-in, no sign-out.
+    trusted: bool,
     signed_in: bool,
+    /// Where the router is mounted.
+    base: BasePath,
     /// The session's CSRF value; none for visitors who are not signed in.
     csrf: Option<String>,
 }
 
 impl Viewer {
-    fn of(auth: &Secrets, headers: &HeaderMap) -> Self {
-        let csrf = auth.session_csrf(headers);
+    fn of(web: &Web, headers: &HeaderMap) -> Self {
+        let csrf = web.auth.session_csrf(headers);
         Self {
-            read_only: auth.read_only(),
+            read_only: web.auth.read_only(),
+            read_only_reason: web.auth.read_only_reason(),
+            trusted: web.auth.trusted(),
+            base: web.base.clone(),
             signed_in: csrf.is_some(),
             csrf,
         }
@@ -179,16 +157,19 @@ impl Viewer {
     /// What stands in for the action forms when they are not shown.
     fn no_actions(&self, next: &str, what: &str) -> Markup {
         html! {
-            @if self.read_only {
+            @if self.read_only && self.trusted {
+                p.note { "Read-only: " (self.read_only_reason) ", so nothing can " (what) " here." }
+            } @else if self.read_only {
                 p.note { "Read-only: this dashboard was started without " code { "--token-file" } ", so nothing can " (what) " here." }
-            } @else if !self.signed_in {
-                p.note { a href=(format!("/login?next={}", qv(next))) { "Sign in with the token" } " to " (what) "." }
+            } @else if !self.signed_in && !self.trusted {
+                p.note { a href=(self.base.login(next)) { "Sign in with the token" } " to " (what) "." }
             }
         }
     }
 }
 
 fn layout(
+    b: &BasePath,
     title: &str,
     section: &str,
     viewer: Option<&Viewer>,
@@ -202,30 +183,31 @@ fn layout(
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (visible(title)) " · docket" }
-                link rel="stylesheet" href="/style.css";
+                link rel="stylesheet" href=(b.at("/style.css"));
             }
             body {
                 header.top {
-                    a.brand href="/" { span.logo { "▤" } "docket" }
+                    a.brand href=(b.root()) { span.logo { "▤" } "docket" }
                     nav {
-                        a href="/" class=@if section == "tasks" { "active" } { "Scheduler" }
-                        a href="/queue" class=@if section == "queue" { "active" } { "Work queue" }
+                        a href=(b.root()) class=@if section == "tasks" { "active" } { "Scheduler" }
+                        a href=(b.at("/queue")) class=@if section == "queue" { "active" } { "Work queue" }
                     }
-                    form.search method="get" action="/search" {
+                    form.search method="get" action=(b.at("/search")) {
                         input type="search" name="instance" placeholder="Find an instance or item id" aria-label="Instance or item id";
                         button type="submit" { "Search" }
                     }
                     div.who {
                         @match viewer {
                             Some(v) if v.read_only => { span.pill.muted { "read-only" } }
+                            Some(v) if v.trusted => {}
                             Some(v) if v.signed_in => {
-                                form method="post" action="/logout" {
+                                form method="post" action=(b.at("/logout")) {
                                     (v.csrf_field())
                                     span.pill.ok { "signed in" }
                                     button.link type="submit" { "Sign out" }
                                 }
                             }
-                            Some(_) => { a.pill href="/login" { "Sign in" } }
+                            Some(_) => { a.pill href=(b.at("/login")) { "Sign in" } }
                             None => {}
                         }
                     }
@@ -244,20 +226,45 @@ fn layout(
     }
 }
 
+/// What a failed request's page shows; put in the response's extensions by
+/// [`HtmlError`]'s `IntoResponse` (which does not know the base path) and rendered by
+/// [`render_error_page`].
+#[derive(Debug, Clone)]
+pub struct ErrorPage {
+    status: StatusCode,
+    title: &'static str,
+    message: String,
+}
+
+/// Renders the page of a response that carries an [`ErrorPage`] (every [`HtmlError`]), with
+/// the router's base path in its links.
+pub async fn render_error_page(State(web): State<AppState>, req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    if let Some(page) = res.extensions_mut().remove::<ErrorPage>() {
+        *res.body_mut() = axum::body::Body::new(error_page(&web.base, &page).into_string());
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+    }
+    res
+}
+
 /// The page of a failed request.
-pub fn error_page(e: &WebError) -> Markup {
-    let status = e.status();
+fn error_page(b: &BasePath, e: &ErrorPage) -> Markup {
+    let status = e.status;
     layout(
-        e.title(),
+        b,
+        e.title,
         "",
         None,
         None,
         html! {
             section.card.error {
                 p.code { (status.as_u16()) }
-                h1 { (e.title()) }
-                p.message { (shown(&e.to_string())) }
-                p { a href="/" { "Back to the overview" } }
+                h1 { (e.title) }
+                p.message { (shown(&e.message)) }
+                p { a href=(b.root()) { "Back to the overview" } }
             }
         },
     )
@@ -326,7 +333,7 @@ fn stat_cards(c: &Counts) -> Markup {
     }
 }
 
-fn backlog_card(backlog: &super::model::Backlog, scope: &str) -> Markup {
+fn backlog_card(backlog: &crate::model::Backlog, scope: &str) -> Markup {
     html! {
         section.card {
             h2 { "Due backlog by priority level" span.sub { (scope) } }
@@ -374,7 +381,8 @@ fn pause_card(
     viewer: &Viewer,
     now: DateTime<Utc>,
 ) -> Markup {
-    let here = task_url(task);
+    let b = &viewer.base;
+    let here = b.task(task);
     html! {
         section #pause class=(if paused.is_some() { "card alert" } else { "card" }) {
             @match paused {
@@ -439,10 +447,10 @@ fn level_ages(levels: &[LevelAge], by_priority: bool) -> Markup {
     }
 }
 
-fn lag_card(lag: &LagView, by_priority: bool) -> Markup {
+fn lag_card(b: &BasePath, lag: &LagView, by_priority: bool) -> Markup {
     html! {
         section.card #lag {
-            h2 { "Lag" span.sub { "oldest due execution and oldest open item; also at " a href="/metrics" { "/metrics" } } }
+            h2 { "Lag" span.sub { "oldest due execution and oldest open item; also at " a href=(b.at("/metrics")) { "/metrics" } } }
             @if lag.tasks.is_empty() && lag.queue_types.is_empty() {
                 p.empty { "Nothing in this table." }
             } @else {
@@ -451,7 +459,7 @@ fn lag_card(lag: &LagView, by_priority: bool) -> Markup {
                     tbody {
                         @for t in &lag.tasks {
                             tr {
-                                td { a href=(task_url(&t.task)) { (shown(&t.task)) } @if t.paused { " " span.badge.paused { "paused" } } }
+                                td { a href=(b.task(&t.task)) { (shown(&t.task)) } @if t.paused { " " span.badge.paused { "paused" } } }
                                 (age_cell(t.oldest_due, t.oldest_due_age_secs))
                                 td { (level_ages(&t.levels, by_priority)) }
                                 td.num { (capped(t.due)) }
@@ -468,7 +476,7 @@ fn lag_card(lag: &LagView, by_priority: bool) -> Markup {
                         tbody {
                             @for t in &lag.queue_types {
                                 tr {
-                                    td { a href=(type_url(&t.task_type)) { (shown(&t.task_type)) } }
+                                    td { a href=(b.task_type(&t.task_type)) { (shown(&t.task_type)) } }
                                     (age_cell(t.oldest_open, t.oldest_open_age_secs))
                                     td { (level_ages(&t.levels, by_priority)) }
                                     td.num { (capped(t.open)) }
@@ -484,7 +492,12 @@ fn lag_card(lag: &LagView, by_priority: bool) -> Markup {
     }
 }
 
-fn executions_table(rows: &[ExecutionView], now: DateTime<Utc>, empty: &str) -> Markup {
+fn executions_table(
+    b: &BasePath,
+    rows: &[ExecutionView],
+    now: DateTime<Utc>,
+    empty: &str,
+) -> Markup {
     html! {
         @if rows.is_empty() {
             p.empty { (empty) }
@@ -494,8 +507,8 @@ fn executions_table(rows: &[ExecutionView], now: DateTime<Utc>, empty: &str) -> 
                 tbody {
                     @for e in rows {
                         tr {
-                            td { a href=(task_url(&e.task)) { (shown(&e.task)) } }
-                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (shown(&e.instance)) } }
+                            td { a href=(b.task(&e.task)) { (shown(&e.task)) } }
+                            td { a.mono href=(b.execution(&e.task, &e.instance)) { (shown(&e.instance)) } }
                             td { (state_badge(e.state)) }
                             td { (when(e.execution_time, now)) }
                             td { @match e.priority { Some(p) => (p), None => span.muted { "—" } } }
@@ -508,7 +521,7 @@ fn executions_table(rows: &[ExecutionView], now: DateTime<Utc>, empty: &str) -> 
     }
 }
 
-fn picked_table(rows: &[ExecutionView], empty: &str) -> Markup {
+fn picked_table(b: &BasePath, rows: &[ExecutionView], empty: &str) -> Markup {
     html! {
         @if rows.is_empty() {
             p.empty { (empty) }
@@ -518,8 +531,8 @@ fn picked_table(rows: &[ExecutionView], empty: &str) -> Markup {
                 tbody {
                     @for e in rows {
                         tr {
-                            td { a href=(task_url(&e.task)) { (shown(&e.task)) } }
-                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (shown(&e.instance)) } }
+                            td { a href=(b.task(&e.task)) { (shown(&e.task)) } }
+                            td { a.mono href=(b.execution(&e.task, &e.instance)) { (shown(&e.instance)) } }
                             td.mono { (shown(e.picked_by.as_deref().unwrap_or("?"))) }
                             td { @match e.heartbeat_age_secs { Some(a) => (span(a)), None => span.muted { "no heartbeat" } } }
                             td { (state_badge(e.state)) }
@@ -531,7 +544,7 @@ fn picked_table(rows: &[ExecutionView], empty: &str) -> Markup {
     }
 }
 
-fn failing_table(rows: &[ExecutionView], now: DateTime<Utc>) -> Markup {
+fn failing_table(b: &BasePath, rows: &[ExecutionView], now: DateTime<Utc>) -> Markup {
     html! {
         @if rows.is_empty() {
             p.empty { "No execution is failing." }
@@ -541,8 +554,8 @@ fn failing_table(rows: &[ExecutionView], now: DateTime<Utc>) -> Markup {
                 tbody {
                     @for e in rows {
                         tr {
-                            td { a href=(task_url(&e.task)) { (shown(&e.task)) } }
-                            td { a.mono href=(exec_url(&e.task, &e.instance)) { (shown(&e.instance)) } }
+                            td { a href=(b.task(&e.task)) { (shown(&e.task)) } }
+                            td { a.mono href=(b.execution(&e.task, &e.instance)) { (shown(&e.instance)) } }
                             td.num.bad { (e.consecutive_failures) }
                             td { (opt_when(e.last_failure, now)) }
                             td { (opt_when(e.last_success, now)) }
@@ -579,9 +592,10 @@ pub async fn overview(
     headers: HeaderMap,
     q: Result<Query<DoneQuery>, QueryRejection>,
 ) -> PageResult {
+    let b = &web.base;
     let q = html_query(q)?;
     let o = blocking(&web, |w| w.overview()).await?;
-    let viewer = Viewer::of(&web.auth, &headers);
+    let viewer = Viewer::of(&web, &headers);
     let now = o.meta.now;
     let body = html! {
         div.title {
@@ -601,7 +615,7 @@ pub async fn overview(
                         tbody {
                             @for t in &o.tasks {
                                 tr {
-                                    td { a href=(task_url(&t.task)) { (shown(&t.task)) } }
+                                    td { a href=(b.task(&t.task)) { (shown(&t.task)) } }
                                     @if t.counts.due_capped {
                                         td.num.due { "≥ " (t.counts.due) }
                                     } @else {
@@ -621,21 +635,21 @@ pub async fn overview(
             }
             (backlog_card(&o.backlog, "all tasks"))
         }
-        (lag_card(&o.lag, o.meta.priority))
+        (lag_card(b, &o.lag, o.meta.priority))
         section.card {
             h2 { "Running" span.sub { "picked, heartbeat within " (span(o.meta.dead_after_secs)) } }
-            (picked_table(&o.running, "Nothing is running."))
+            (picked_table(b, &o.running, "Nothing is running."))
         }
         @if !o.dead.is_empty() {
             section.card.alert {
                 h2 { "Dead" span.sub { "picked, no heartbeat for " (span(o.meta.dead_after_secs)) " or more: a scheduler will revive them" } }
-                (picked_table(&o.dead, ""))
+                (picked_table(b, &o.dead, ""))
                 (more(o.dead.len(), o.dead_total, "dead executions", "open a task for its own"))
             }
         }
         section.card {
             h2 { "Failing" span.sub { "last run failed (at most " (LIST_LIMIT) ")" } }
-            (failing_table(&o.failing, now))
+            (failing_table(b, &o.failing, now))
         }
         @if !o.queue_types.is_empty() {
             section.card {
@@ -643,15 +657,16 @@ pub async fn overview(
                 p { "Task types in this table: "
                     @for (i, t) in o.queue_types.iter().enumerate() {
                         @if i > 0 { ", " }
-                        a href=(type_url(t)) { (shown(t)) }
+                        a href=(b.task_type(t)) { (shown(t)) }
                     }
                 }
                 (more(o.queue_types.len(), o.queue_types_total, "task types", "see the work queue page"))
             }
         }
-        (viewer.no_actions("/", "run, reschedule or cancel executions"))
+        (viewer.no_actions(&b.root(), "run, reschedule or cancel executions"))
     };
     Ok(layout(
+        b,
         "Scheduler",
         "tasks",
         Some(&viewer),
@@ -667,12 +682,13 @@ pub async fn task(
     Path(task): Path<String>,
     q: Result<Query<DoneQuery>, QueryRejection>,
 ) -> PageResult {
+    let b = &web.base;
     let q = html_query(q)?;
     let t = blocking(&web, move |w| w.task(&task)).await?;
-    let viewer = Viewer::of(&web.auth, &headers);
+    let viewer = Viewer::of(&web, &headers);
     let now = t.meta.now;
     let body = html! {
-        p.crumbs { a href="/" { "Scheduler" } " / " }
+        p.crumbs { a href=(b.root()) { "Scheduler" } " / " }
         div.title {
             h1 { (shown(&t.row.task)) }
             @if t.paused.is_some() { span.badge.paused { "paused" } }
@@ -684,36 +700,37 @@ pub async fn task(
         div.grid {
             section.card.wide {
                 h2 { "Executions" span.sub { "in hand-out order, first " (LIST_LIMIT) } }
-                form.inline method="get" action="/search" {
+                form.inline method="get" action=(b.at("/search")) {
                     input type="hidden" name="task" value=(t.row.task);
                     input type="search" name="instance" placeholder="Instance id" aria-label="Instance id" required;
                     button type="submit" { "Find" }
                 }
-                (executions_table(&t.executions, now, "No executions."))
+                (executions_table(b, &t.executions, now, "No executions."))
             }
             (backlog_card(&t.backlog, &t.row.task))
         }
         section.card {
             h2 { "Running and dead" }
-            (picked_table(&t.picked, "Nothing of this task is running."))
+            (picked_table(b, &t.picked, "Nothing of this task is running."))
             @if t.dead_total > LIST_LIMIT as usize {
                 p.note { "Showing the first " (LIST_LIMIT) " of " (t.dead_total) " dead executions." }
             }
         }
         section.card {
             h2 { "Failing" }
-            (failing_table(&t.failing, now))
+            (failing_table(b, &t.failing, now))
             @if !t.failing.is_empty() && viewer.can_act() {
                 p.actions {
                     "All failing executions that are not running (confirmed first, at most " (BULK_LIMIT) "): "
                     @for a in [BulkAction::Retry, BulkAction::Reschedule, BulkAction::Cancel] {
-                        a.button href=(format!("{}/bulk?action={}", task_url(&t.row.task), a.as_str())) { (a.as_str()) } " "
+                        a.button href=(format!("{}/bulk?action={}", b.task(&t.row.task), a.as_str())) { (a.as_str()) } " "
                     }
                 }
             }
         }
     };
     Ok(layout(
+        b,
         &t.row.task,
         "tasks",
         Some(&viewer),
@@ -729,23 +746,24 @@ pub async fn execution(
     Path((task, instance)): Path<(String, String)>,
     q: Result<Query<DoneQuery>, QueryRejection>,
 ) -> PageResult {
+    let b = &web.base;
     let q = html_query(q)?;
     let key = ExecutionKey::new(task, instance);
     let (detail, meta) = blocking(&web, move |w| Ok((w.execution_detail(&key)?, w.meta()))).await?;
     let e = &detail.execution;
-    let viewer = Viewer::of(&web.auth, &headers);
+    let viewer = Viewer::of(&web, &headers);
     let now = meta.now;
-    let here = exec_url(&e.task, &e.instance);
+    let here = b.execution(&e.task, &e.instance);
     let picked = matches!(e.state, ExecState::Running | ExecState::Dead);
     let body = html! {
-        p.crumbs { a href="/" { "Scheduler" } " / " a href=(task_url(&e.task)) { (shown(&e.task)) } " / " }
+        p.crumbs { a href=(b.root()) { "Scheduler" } " / " a href=(b.task(&e.task)) { (shown(&e.task)) } " / " }
         div.title { h1.mono { (shown(&e.instance)) } (state_badge(e.state)) }
         (flash(q.done.as_deref()))
         div.grid {
             section.card {
                 h2 { "Execution" }
                 dl {
-                    dt { "Task" } dd { a href=(task_url(&e.task)) { (shown(&e.task)) } }
+                    dt { "Task" } dd { a href=(b.task(&e.task)) { (shown(&e.task)) } }
                     dt { "Instance" } dd.mono { (shown(&e.instance)) }
                     dt { "Execution time" } dd { (time(e.execution_time)) " UTC · " (when(e.execution_time, now)) }
                     dt { "Priority" } dd { @match e.priority { Some(p) => (p), None => span.muted { "—" } } }
@@ -796,6 +814,7 @@ pub async fn execution(
         (data_card(&detail.data))
     };
     Ok(layout(
+        b,
         &e.instance,
         "tasks",
         Some(&viewer),
@@ -818,18 +837,19 @@ pub async fn bulk_preview(
     Path(task): Path<String>,
     q: Result<Query<BulkQuery>, QueryRejection>,
 ) -> PageResult {
+    let b = &web.base;
     let action = BulkAction::parse(&html_query(q)?.action)?;
     let p = blocking(&web, move |w| w.bulk_preview(&task)).await?;
-    let viewer = Viewer::of(&web.auth, &headers);
+    let viewer = Viewer::of(&web, &headers);
     let now = p.meta.now;
-    let here = task_url(&p.task);
+    let here = b.task(&p.task);
     let rows: String = p
         .rows
         .iter()
         .map(|e| format!("{} {}\n", e.version, e.instance))
         .collect();
     let body = html! {
-        p.crumbs { a href="/" { "Scheduler" } " / " a href=(here) { (shown(&p.task)) } " / " }
+        p.crumbs { a href=(b.root()) { "Scheduler" } " / " a href=(here) { (shown(&p.task)) } " / " }
         div.title { h1 { "Confirm: " (action.as_str()) " failing executions" } }
         section.card.alert #bulk {
             @if p.rows.is_empty() {
@@ -851,11 +871,18 @@ pub async fn bulk_preview(
                 } @else {
                     (viewer.no_actions(&here, "change executions"))
                 }
-                (failing_table(&p.rows, now))
+                (failing_table(b, &p.rows, now))
             }
         }
     };
-    Ok(layout(&p.task, "tasks", Some(&viewer), Some(&p.meta), body))
+    Ok(layout(
+        b,
+        &p.task,
+        "tasks",
+        Some(&viewer),
+        Some(&p.meta),
+        body,
+    ))
 }
 
 /// Fields of a confirmed bulk action form.
@@ -876,6 +903,7 @@ pub async fn bulk_apply(
     ClientIp(client): ClientIp,
     f: Result<Form<BulkForm>, FormRejection>,
 ) -> PageResult {
+    let b = &web.base;
     web.auth.check_origin(&headers)?;
     let action = BulkAction::parse(&action)?;
     let f = html_form(f)?;
@@ -894,10 +922,10 @@ pub async fn bulk_apply(
         Ok((w.bulk_apply(&name, action, &rows, at, &via)?, w.meta()))
     })
     .await?;
-    let viewer = Viewer::of(&web.auth, &headers);
-    let here = task_url(&task);
+    let viewer = Viewer::of(&web, &headers);
+    let here = b.task(&task);
     let body = html! {
-        p.crumbs { a href="/" { "Scheduler" } " / " a href=(here) { (shown(&task)) } " / " }
+        p.crumbs { a href=(b.root()) { "Scheduler" } " / " a href=(here) { (shown(&task)) } " / " }
         div.title { h1 { "Bulk " (action.as_str()) } }
         p.flash role="status" { "Done: " (r.done) " " (action.done()) "." }
         @if !r.skipped.is_empty() {
@@ -912,6 +940,7 @@ pub async fn bulk_apply(
         p { a href=(here) { "Back to " (shown(&task)) } }
     };
     Ok(layout(
+        b,
         "Bulk action",
         "tasks",
         Some(&viewer),
@@ -953,6 +982,7 @@ pub async fn task_action(
     ClientIp(client): ClientIp,
     f: Result<Form<TaskForm>, FormRejection>,
 ) -> Result<Response, HtmlError> {
+    let b = &web.base;
     web.auth.check_origin(&headers)?;
     let action = TaskAction::parse(&action)?;
     let f = html_form(f)?;
@@ -963,7 +993,7 @@ pub async fn task_action(
     );
     let name = task.clone();
     let changed = blocking(&web, move |w| w.pause_or_resume(&name, action, &via)).await?;
-    let to = format!("{}?done={}", task_url(&task), qv(action.done(changed)));
+    let to = format!("{}?done={}", b.task(&task), qv(action.done(changed)));
     Ok(Redirect::to(&to).into_response())
 }
 
@@ -982,6 +1012,7 @@ pub async fn execution_action(
     Path((task, instance, action)): Path<(String, String, String)>,
     f: Result<Form<ActionForm>, FormRejection>,
 ) -> Result<Response, HtmlError> {
+    let b = &web.base;
     web.auth.check_origin(&headers)?;
     let action = ExecAction::parse(&action)?;
     let f = html_form(f)?;
@@ -989,8 +1020,12 @@ pub async fn execution_action(
     let key = ExecutionKey::new(&task, &instance);
     action.apply(&web, key, f.version, f.at.as_deref()).await?;
     let to = match action {
-        ExecAction::Cancel => format!("{}?done=cancelled", task_url(&task)),
-        _ => format!("{}?done={}", exec_url(&task, &instance), qv(action.done())),
+        ExecAction::Cancel => format!("{}?done=cancelled", b.task(&task)),
+        _ => format!(
+            "{}?done={}",
+            b.execution(&task, &instance),
+            qv(action.done())
+        ),
     };
     Ok(Redirect::to(&to).into_response())
 }
@@ -1001,21 +1036,22 @@ pub async fn search(
     headers: HeaderMap,
     q: Result<Query<SearchQuery>, QueryRejection>,
 ) -> Result<Response, HtmlError> {
+    let b = &web.base;
     let (task, instance) = html_query(q)?.normalized();
     let r = blocking(&web, move |w| w.search(task, instance)).await?;
     if let Some(task) = &r.task_page {
-        return Ok(Redirect::to(&task_url(task)).into_response());
+        return Ok(Redirect::to(&b.task(task)).into_response());
     }
     if let Some(task_type) = &r.task_type_page {
-        return Ok(Redirect::to(&type_url(task_type)).into_response());
+        return Ok(Redirect::to(&b.task_type(task_type)).into_response());
     }
-    let viewer = Viewer::of(&web.auth, &headers);
+    let viewer = Viewer::of(&web, &headers);
     let now = r.meta.now;
     let hits = r.executions.len() + r.items.len();
     let body = html! {
         div.title { h1 { "Search" } }
         section.card {
-            form.inline method="get" action="/search" {
+            form.inline method="get" action=(b.at("/search")) {
                 input type="text" name="task" placeholder="Task or task type (any)" value=(r.task.as_deref().unwrap_or("")) aria-label="Task";
                 input type="search" name="instance" placeholder="Instance or item id" value=(r.instance.as_deref().unwrap_or("")) aria-label="Instance";
                 button type="submit" { "Search" }
@@ -1025,15 +1061,15 @@ pub async fn search(
             (more(r.names_searched, r.names_total, "task names searched", "give a task to search in it"))
             @if !r.executions.is_empty() {
                 h2 { "Executions" }
-                (executions_table(&r.executions, now, ""))
+                (executions_table(b, &r.executions, now, ""))
             }
             @if !r.items.is_empty() {
                 h2 { "Work-queue items" }
-                (items_table(&r.items, false))
+                (items_table(b, &r.items, false))
             }
         }
     };
-    Ok(layout("Search", "", Some(&viewer), Some(&r.meta), body).into_response())
+    Ok(layout(b, "Search", "", Some(&viewer), Some(&r.meta), body).into_response())
 }
 
 fn record(item: &ItemView) -> String {
@@ -1074,7 +1110,7 @@ fn assignment_chips(list: &[AssignmentView]) -> Markup {
     }
 }
 
-fn items_table(items: &[ItemView], assignments: bool) -> Markup {
+fn items_table(b: &BasePath, items: &[ItemView], assignments: bool) -> Markup {
     html! {
         table {
             thead { tr {
@@ -1084,7 +1120,7 @@ fn items_table(items: &[ItemView], assignments: bool) -> Markup {
             tbody {
                 @for i in items {
                     tr {
-                        td { a.mono href=(item_url(&i.task_type, &i.item)) { (shown(&i.item)) } }
+                        td { a.mono href=(b.item(&i.task_type, &i.item)) { (shown(&i.item)) } }
                         td { code { (shown(&record(i))) } }
                         td { (time(i.available_at)) }
                         td.num { (i.assignments) " / " (i.max_assignments) }
@@ -1093,7 +1129,7 @@ fn items_table(items: &[ItemView], assignments: bool) -> Markup {
                             @let list = i.assignment_list.as_deref().unwrap_or(&[]);
                             (assignment_chips(list))
                             @let total = i.assignments_total.unwrap_or(0);
-                            @if list.len() < total { a href=(item_url(&i.task_type, &i.item)) { "+" (total - list.len()) " more" } }
+                            @if list.len() < total { a href=(b.item(&i.task_type, &i.item)) { "+" (total - list.len()) " more" } }
                         } }
                     }
                 }
@@ -1104,8 +1140,9 @@ fn items_table(items: &[ItemView], assignments: bool) -> Markup {
 
 /// `GET /queue`.
 pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResult {
+    let b = &web.base;
     let p = blocking(&web, |w| w.queue_page()).await?;
-    let viewer = Viewer::of(&web.auth, &headers);
+    let viewer = Viewer::of(&web, &headers);
     let now = p.meta.now;
     let body = html! {
         div.title { h1 { "Work queue" } p.sub { "items worked by people, per task type" } }
@@ -1120,11 +1157,11 @@ pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResul
                     tbody {
                         @for t in &p.types {
                             tr {
-                                td { a href=(type_url(&t.task_type)) { (shown(&t.task_type)) } }
+                                td { a href=(b.task_type(&t.task_type)) { (shown(&t.task_type)) } }
                                 td.num { (t.items) }
                                 td { (opt_when(t.first_arrival, now)) }
                                 td {
-                                    form.inline method="get" action=(format!("{}/workers", type_url(&t.task_type))) {
+                                    form.inline method="get" action=(format!("{}/workers", b.task_type(&t.task_type))) {
                                         input type="text" name="worker" placeholder="worker name" required aria-label="Worker";
                                         button type="submit" { "Open" }
                                     }
@@ -1138,6 +1175,7 @@ pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResul
         }
     };
     Ok(layout(
+        b,
         "Work queue",
         "queue",
         Some(&viewer),
@@ -1153,14 +1191,15 @@ pub async fn queue_type(
     Path(task_type): Path<String>,
     q: Result<Query<LimitQuery>, QueryRejection>,
 ) -> PageResult {
+    let b = &web.base;
     let limit = html_query(q)?.limit;
     let p = blocking(&web, move |w| w.queue_type(&task_type, limit)).await?;
-    let viewer = Viewer::of(&web.auth, &headers);
+    let viewer = Viewer::of(&web, &headers);
     let body = html! {
-        p.crumbs { a href="/queue" { "Work queue" } " / " }
+        p.crumbs { a href=(b.at("/queue")) { "Work queue" } " / " }
         div.title { h1 { (shown(&p.task_type)) } p.sub { (p.total) " items" } }
         section.card {
-            form.inline method="get" action=(format!("{}/workers", type_url(&p.task_type))) {
+            form.inline method="get" action=(format!("{}/workers", b.task_type(&p.task_type))) {
                 label { "What does a worker see? " input type="text" name="worker" placeholder="worker name" required; }
                 button.primary type="submit" { "Open worker page" }
             }
@@ -1173,12 +1212,12 @@ pub async fn queue_type(
                     tbody {
                         @for w in &p.worker_lists {
                             tr {
-                                td { a.mono href=(worker_url(&p.task_type, &w.worker)) { (shown(&w.worker)) } }
+                                td { a.mono href=(b.worker(&p.task_type, &w.worker)) { (shown(&w.worker)) } }
                                 td.mono {
                                     @if w.items.is_empty() { span.muted { "nothing" } }
                                     @for (n, item) in w.items.iter().enumerate() {
                                         @if n > 0 { ", " }
-                                        a href=(item_url(&p.task_type, item)) { (shown(item)) }
+                                        a href=(b.item(&p.task_type, item)) { (shown(item)) }
                                     }
                                 }
                             }
@@ -1189,13 +1228,14 @@ pub async fn queue_type(
         }
         section.card {
             h2 { "Items" span.sub { "first " (p.items.len()) " of " (p.total) " by arrival" } }
-            @if p.items.is_empty() { p.empty { "No items." } } @else { (items_table(&p.items, true)) }
+            @if p.items.is_empty() { p.empty { "No items." } } @else { (items_table(b, &p.items, true)) }
             @if (p.items.len() as i64) < p.total {
-                p.note { a href=(format!("{}?limit={}", type_url(&p.task_type), super::model::ITEMS_MAX)) { "Show up to " (super::model::ITEMS_MAX) } }
+                p.note { a href=(format!("{}?limit={}", b.task_type(&p.task_type), crate::model::ITEMS_MAX)) { "Show up to " (crate::model::ITEMS_MAX) } }
             }
         }
     };
     Ok(layout(
+        b,
         &p.task_type,
         "queue",
         Some(&viewer),
@@ -1210,12 +1250,13 @@ pub async fn item(
     headers: HeaderMap,
     Path((task_type, item)): Path<(String, String)>,
 ) -> PageResult {
+    let b = &web.base;
     let key = ExecutionKey::new(task_type, item);
     let p = blocking(&web, move |w| w.item(&key)).await?;
-    let viewer = Viewer::of(&web.auth, &headers);
+    let viewer = Viewer::of(&web, &headers);
     let i = &p.item;
     let body = html! {
-        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&i.task_type)) { (shown(&i.task_type)) } " / " }
+        p.crumbs { a href=(b.at("/queue")) { "Work queue" } " / " a href=(b.task_type(&i.task_type)) { (shown(&i.task_type)) } " / " }
         div.title { h1.mono { (shown(&i.item)) } }
         div.grid {
             section.card {
@@ -1239,7 +1280,7 @@ pub async fn item(
                         tbody {
                             @for a in list {
                                 tr {
-                                    td { a.mono href=(worker_url(&i.task_type, &a.worker)) { (shown(&a.worker)) } }
+                                    td { a.mono href=(b.worker(&i.task_type, &a.worker)) { (shown(&a.worker)) } }
                                     td { span class=(status_class(&a.status)) { b { (a.status) } } }
                                     td { (time(a.deadline)) " UTC" }
                                     td { (time(a.updated_at)) " UTC" }
@@ -1252,7 +1293,14 @@ pub async fn item(
             }
         }
     };
-    Ok(layout(&i.item, "queue", Some(&viewer), Some(&p.meta), body))
+    Ok(layout(
+        b,
+        &i.item,
+        "queue",
+        Some(&viewer),
+        Some(&p.meta),
+        body,
+    ))
 }
 
 /// `?worker=` of the worker lookup form.
@@ -1263,13 +1311,15 @@ pub struct WorkerQuery {
 
 /// `GET /queue/{task_type}/workers?worker=W`: to the worker's page.
 pub async fn worker_lookup(
+    State(web): State<AppState>,
     Path(task_type): Path<String>,
     q: Result<Query<WorkerQuery>, QueryRejection>,
 ) -> Result<Redirect, HtmlError> {
+    let b = &web.base;
     let worker = html_query(q)?.worker;
     let worker = worker.trim();
     check_worker(worker)?;
-    Ok(Redirect::to(&worker_url(&task_type, worker)))
+    Ok(Redirect::to(&b.worker(&task_type, worker)))
 }
 
 /// `GET /queue/{task_type}/workers/{worker}`: the worker page.
@@ -1279,14 +1329,15 @@ pub async fn worker(
     Path((task_type, worker)): Path<(String, String)>,
     q: Result<Query<DoneQuery>, QueryRejection>,
 ) -> PageResult {
+    let b = &web.base;
     let q = html_query(q)?;
     let taken = q.taken.clone();
     let p = blocking(&web, move |w| {
         w.worker(&task_type, &worker, taken.as_deref())
     })
     .await?;
-    let viewer = Viewer::of(&web.auth, &headers);
-    let here = worker_url(&p.task_type, &p.worker);
+    let viewer = Viewer::of(&web, &headers);
+    let here = b.worker(&p.task_type, &p.worker);
     let hide_choices: [(u64, &str); 4] = [
         (300, "5 min"),
         (1800, "30 min"),
@@ -1294,7 +1345,7 @@ pub async fn worker(
         (86_400, "1 day"),
     ];
     let body = html! {
-        p.crumbs { a href="/queue" { "Work queue" } " / " a href=(type_url(&p.task_type)) { (shown(&p.task_type)) } " / worker" }
+        p.crumbs { a href=(b.at("/queue")) { "Work queue" } " / " a href=(b.task_type(&p.task_type)) { (shown(&p.task_type)) } " / worker" }
         div.title { h1 { "Worker " span.mono { (shown(&p.worker)) } } p.sub { "task type " (shown(&p.task_type)) } }
         (flash(q.done.as_deref()))
         section.card.worker {
@@ -1363,7 +1414,7 @@ pub async fn worker(
                         @for (n, i) in p.list.iter().enumerate() {
                             tr {
                                 td.num { (n + 1) }
-                                td { a.mono href=(item_url(&i.task_type, &i.item)) { (shown(&i.item)) } }
+                                td { a.mono href=(b.item(&i.task_type, &i.item)) { (shown(&i.item)) } }
                                 td { code { (shown(&record(i))) } }
                                 td { (time(i.available_at)) }
                                 td.num { (i.assignments) " / " (i.max_assignments) }
@@ -1375,6 +1426,7 @@ pub async fn worker(
         }
     };
     Ok(layout(
+        b,
         &format!("Worker {}", p.worker),
         "queue",
         Some(&viewer),
@@ -1396,10 +1448,11 @@ pub async fn worker_next(
     Path((task_type, worker)): Path<(String, String)>,
     f: Result<Form<CsrfForm>, FormRejection>,
 ) -> Result<Redirect, HtmlError> {
+    let b = &web.base;
     web.auth.check_origin(&headers)?;
     let f = html_form(f)?;
     web.auth.check_form(&headers, &f.csrf)?;
-    let here = worker_url(&task_type, &worker);
+    let here = b.worker(&task_type, &worker);
     let taken = blocking(&web, move |w| w.take_next(&task_type, &worker)).await?;
     Ok(Redirect::to(&match taken {
         Some(i) => format!("{here}?done=taken&taken={}", qv(&i.item)),
@@ -1422,11 +1475,12 @@ pub async fn worker_action(
     Path((task_type, worker, item, action)): Path<(String, String, String, String)>,
     f: Result<Form<WorkerForm>, FormRejection>,
 ) -> Result<Redirect, HtmlError> {
+    let b = &web.base;
     web.auth.check_origin(&headers)?;
     let action = WorkerAction::parse(&action)?;
     let f = html_form(f)?;
     web.auth.check_form(&headers, &f.csrf)?;
-    let here = worker_url(&task_type, &worker);
+    let here = b.worker(&task_type, &worker);
     let key = ExecutionKey::new(task_type, item);
     let hide_for = f.hide_for_secs.map(std::time::Duration::from_secs);
     blocking(&web, move |w| {
@@ -1448,8 +1502,9 @@ pub async fn login_form(
     headers: HeaderMap,
     q: Result<Query<NextQuery>, QueryRejection>,
 ) -> Result<Response, HtmlError> {
-    let next = local_path(html_query(q)?.next.as_deref());
-    let viewer = Viewer::of(&web.auth, &headers);
+    let b = &web.base;
+    let next = local_path(html_query(q)?.next.as_deref(), &web.base.root());
+    let viewer = Viewer::of(&web, &headers);
     let form = if viewer.read_only {
         None
     } else {
@@ -1460,7 +1515,7 @@ pub async fn login_form(
             h1 { "Sign in" }
             @if let Some((csrf, _)) = &form {
                 p { "Run now, reschedule, cancel and the worker actions need the token given to " code { "docket web --token-file" } "." }
-                form.stack method="post" action="/login" {
+                form.stack method="post" action=(b.at("/login")) {
                     input type="hidden" name="csrf" value=(csrf);
                     input type="hidden" name="next" value=(next);
                     label { "Token " input type="password" name="token" autocomplete="current-password" required autofocus; }
@@ -1471,7 +1526,7 @@ pub async fn login_form(
             }
         }
     };
-    let page = layout("Sign in", "", Some(&viewer), None, body);
+    let page = layout(b, "Sign in", "", Some(&viewer), None, body);
     Ok(match form {
         Some((_, cookie)) => ([(header::SET_COOKIE, cookie)], page).into_response(),
         None => page.into_response(),
@@ -1497,7 +1552,7 @@ pub async fn login(
     let f = html_form(f)?;
     web.auth.check_login_form(&headers, &f.csrf)?;
     web.auth.check_token(&f.token, client)?;
-    let to = local_path(f.next.as_deref());
+    let to = local_path(f.next.as_deref(), &web.base.root());
     let mut res = Redirect::to(&to).into_response();
     let cookie = web.auth.sign_in()?;
     set_cookie(&mut res, &cookie)?;
@@ -1514,7 +1569,7 @@ pub async fn logout(
     let f = html_form(f)?;
     web.auth.check_logout(&headers, &f.csrf)?;
     web.auth.sign_out(&headers);
-    let mut res = Redirect::to("/?done=signed%20out").into_response();
+    let mut res = Redirect::to(&format!("{}?done=signed%20out", web.base.root())).into_response();
     set_cookie(&mut res, &web.auth.clear_cookie())?;
     Ok(res)
 }
@@ -1528,7 +1583,13 @@ fn set_cookie(res: &mut Response, cookie: &str) -> Result<(), WebError> {
 
 impl IntoResponse for HtmlError {
     fn into_response(self) -> Response {
-        let res = (self.0.status(), error_page(&self.0)).into_response();
+        let page = ErrorPage {
+            status: self.0.status(),
+            title: self.0.title(),
+            message: self.0.to_string(),
+        };
+        let mut res = (page.status, page.message.clone()).into_response();
+        res.extensions_mut().insert(page);
         self.0.with_retry_after(res)
     }
 }
@@ -1536,13 +1597,6 @@ impl IntoResponse for HtmlError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn segments_are_percent_encoded() {
-        assert_eq!(seg("a b/c?d#e%"), "a%20b%2Fc%3Fd%23e%25");
-        assert_eq!(seg("rec-1_x.y~"), "rec-1_x.y~");
-        assert_eq!(seg("é"), "%C3%A9");
-    }
 
     #[test]
     fn spans_read_as_durations() {

@@ -7,8 +7,8 @@
 //!   (reading its body and the handler) takes longer. A database call already running in the
 //!   blocking pool finishes on its own; only the answer is given up.
 
-use super::error::WebError;
-use super::layers::error_response;
+use crate::error::WebError;
+use crate::layers::error_response;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;

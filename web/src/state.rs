@@ -1,53 +1,107 @@
-//! The state every handler shares ([`Web`]) and the blocking pool the synchronous client and
-//! work-queue APIs run on. Depends on `auth`, `hosts` and `error` only; `model` adds the
-//! reads and writes (`impl Web`), `pages` and `api` serve them.
+//! The state every handler shares ([`Web`]), who may do what ([`Access`]) and
+//! the blocking pool the synchronous client and work-queue APIs run on. Depends on `auth`,
+//! `hosts`, `links` and `error` only; `model` adds the reads and writes (`impl Web`), `pages`
+//! and `api` serve them.
 
-use super::auth;
-use super::error::WebError;
-use super::hosts;
-use crate::error::CliError;
+use crate::auth;
+use crate::error::{Error, WebError};
+use crate::hosts;
+use crate::links::BasePath;
 use docket_core::{Clock, QueueConfig, SchedulerClient, SchedulerConfig, Store, WorkQueue};
 use std::sync::Arc;
 
-/// Who may do what: the write token, the `Host` values answered to, cookie flags.
+/// Shortest token accepted in [`Access::Token`]: a short one could be guessed despite the
+/// sign-in rate limit.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// Who may do what.
 #[derive(Debug, Clone)]
-pub struct Access {
-    /// What writes need (`None`: read-only).
-    pub token: Option<String>,
-    /// `Host` values answered to.
-    pub hosts: hosts::Hosts,
-    /// Whether cookies get `Secure`.
-    pub secure_cookies: bool,
+pub enum Access {
+    /// `docket web`'s own: writes need `token` (`None`: read-only), browsers sign in at
+    /// `/login` and get a session cookie, API clients send `Authorization: Bearer <token>`,
+    /// wrong tokens are rate-limited, and only requests whose `Host` is in `hosts` are answered.
+    Token {
+        /// What writes need (`None`: read-only); at least [`MIN_TOKEN_LEN`] characters.
+        token: Option<String>,
+        /// `Host` values answered to.
+        hosts: hosts::Hosts,
+        /// Whether cookies get `Secure`.
+        secure_cookies: bool,
+    },
+    /// The application mounting the router authenticates every request before it reaches the
+    /// router (its own middleware): no token, no sign-in page, no session cookie, no `Host`
+    /// check. Forms still carry a CSRF value (a `docket_csrf` cookie under the base path,
+    /// derived with a per-router secret) and every write checks a same-origin `Origin`; API
+    /// writes need `Content-Type: application/json`.
+    Trusted {
+        /// Whether writes (run now, reschedule, cancel, pause, bulk and worker actions) are
+        /// allowed; `false`: a read-only dashboard.
+        writes: bool,
+        /// Whether the CSRF cookie gets `Secure` (set it when the application is served over
+        /// HTTPS).
+        secure_cookies: bool,
+    },
 }
 
 /// Everything a request handler needs; shared behind an `Arc`.
 #[derive(Debug)]
 pub struct Web {
-    pub(super) client: SchedulerClient,
+    pub(crate) client: SchedulerClient,
     /// `Err(reason)` when the table has no work-queue schema (or the backend none).
-    pub(super) queue: Result<WorkQueue, String>,
-    pub(super) queue_config: QueueConfig,
-    pub(super) clock: Arc<dyn Clock>,
-    pub(super) auth: auth::Secrets,
-    /// `Host` values answered to.
-    pub(super) hosts: hosts::Hosts,
+    pub(crate) queue: Result<WorkQueue, String>,
+    pub(crate) queue_config: QueueConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) auth: auth::Secrets,
+    /// `Host` values answered to; `None`: any (the application decides).
+    pub(crate) hosts: Option<hosts::Hosts>,
+    /// Where the router is mounted.
+    pub(crate) base: BasePath,
     /// Silence after which a picked execution counts as dead.
-    pub(super) dead_after: chrono::Duration,
-    pub(super) backend: &'static str,
-    pub(super) table: String,
+    pub(crate) dead_after: chrono::Duration,
+    pub(crate) backend: &'static str,
+    pub(crate) table: String,
 }
 
 /// The state of the router.
 pub type AppState = Arc<Web>;
 
 impl Web {
-    /// State over an open store.
-    pub fn new(
+    /// State over an open store (see [`crate::Dashboard`]).
+    pub(crate) fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         queue_config: QueueConfig,
         access: Access,
-    ) -> Result<Self, CliError> {
+        base_path: &str,
+    ) -> Result<Self, Error> {
+        let base = BasePath::new(base_path)?;
+        let (auth, hosts) = match access {
+            Access::Token {
+                token,
+                hosts,
+                secure_cookies,
+            } => {
+                if let Some(t) = &token {
+                    let len = t.chars().count();
+                    if len < MIN_TOKEN_LEN {
+                        return Err(Error::ShortToken {
+                            len,
+                            min: MIN_TOKEN_LEN,
+                        });
+                    }
+                }
+                let auth = auth::Secrets::for_mode(None, token, base.as_str(), secure_cookies)?;
+                (auth, Some(hosts))
+            }
+            Access::Trusted {
+                writes,
+                secure_cookies,
+            } => {
+                let auth =
+                    auth::Secrets::for_mode(Some(writes), None, base.as_str(), secure_cookies)?;
+                (auth, None)
+            }
+        };
         let client = SchedulerClient::with_clock(store.clone(), clock.clone())?;
         let queue = WorkQueue::with_clock(store.clone(), clock.clone(), queue_config.clone())
             .map_err(|e| e.to_string());
@@ -61,14 +115,35 @@ impl Web {
             queue,
             queue_config,
             clock,
-            auth: auth::Secrets::new(access.token, access.secure_cookies)?,
-            hosts: access.hosts,
+            auth,
+            hosts,
+            base,
             dead_after,
         })
     }
 
+    /// The table shown.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The backend's name (`postgres`, `sqlite`, ...).
+    pub fn backend(&self) -> &'static str {
+        self.backend
+    }
+
+    /// The `Host` values answered to (token mode); `None`: any.
+    pub fn hosts(&self) -> Option<&[String]> {
+        self.hosts.as_ref().map(hosts::Hosts::list)
+    }
+
+    /// The base path (`""` at the root).
+    pub fn base_path(&self) -> &str {
+        self.base.as_str()
+    }
+
     /// The work queue, or why there is none.
-    pub(super) fn queue(&self) -> Result<&WorkQueue, WebError> {
+    pub(crate) fn queue(&self) -> Result<&WorkQueue, WebError> {
         self.queue
             .as_ref()
             .map_err(|reason| WebError::NotFound(format!("this table has no work queue: {reason}")))
@@ -76,7 +151,7 @@ impl Web {
 }
 
 /// Runs `f` on the blocking pool (the store API is synchronous).
-pub(super) async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     web: &AppState,
     f: impl FnOnce(&Web) -> Result<T, WebError> + Send + 'static,
 ) -> Result<T, WebError> {

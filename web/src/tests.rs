@@ -1,7 +1,7 @@
 //! Handler tests: the router driven with `tower::ServiceExt::oneshot` against a SQLite store in
 //! a temporary directory; every write is checked in the database afterwards.
 
-use super::{router, AppState, Web};
+use super::{router, AppState};
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Request, StatusCode};
 use chrono::{Duration, Utc};
@@ -32,63 +32,10 @@ impl Fixture {
     /// report: `failing` (due, 2 failures), `running` (picked, heartbeat 1 min ago), `dead`
     /// (picked, heartbeat 2 h ago); work queue `label`: rec1..rec3, 2 assignments each.
     fn new(token: Option<&str>) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("web.db").display());
-        let store = docket_sqlite::connect(&url, StoreConfig::with_priority(true)).unwrap();
-        docket_sqlite::migrate(&store, None).unwrap();
-        let store: Arc<dyn Store> = Arc::new(store);
-        let now = Utc::now();
-        let client = SchedulerClient::new(store.clone()).unwrap();
-        for (id, p, at) in [
-            ("high", 90, now - Duration::minutes(5)),
-            ("low", 10, now - Duration::minutes(4)),
-            (XSS, 10, now - Duration::minutes(3)),
-            ("later", 50, now + Duration::hours(1)),
-        ] {
-            client
-                .schedule(EMAIL.instance(id).priority(p).scheduled_to(at))
-                .unwrap();
-        }
-        for id in ["failing", "running", "dead"] {
-            client
-                .schedule(
-                    REPORT
-                        .instance(id)
-                        .scheduled_to(now - Duration::minutes(10)),
-                )
-                .unwrap();
-        }
-        let failing = Changes {
-            last_failure: Some(now - Duration::minutes(1)),
-            consecutive_failures: Some(2),
-            ..Changes::default()
-        };
-        assert!(store
-            .execution_update(
-                &ExecutionKey::new("report", "failing"),
-                Guard::Any,
-                &failing
-            )
-            .unwrap());
-        for (id, beat) in [
-            ("running", now - Duration::minutes(1)),
-            ("dead", now - Duration::hours(2)),
-        ] {
-            claim(&*store, &ExecutionKey::new("report", id), beat);
-        }
-        WorkQueue::new(store.clone(), QueueConfig::default())
-            .unwrap()
-            .enqueue(&Batch {
-                task_type: "label".into(),
-                max_assignments: 2,
-                records: ["rec1", "rec2", "rec3"].map(Record::new).to_vec(),
-            })
-            .unwrap();
-        let web = Web::new(
+        let (dir, store) = seeded_store();
+        let web = super::Dashboard::new(
             store.clone(),
-            Arc::new(SystemClock),
-            QueueConfig::default(),
-            super::Access {
+            super::Access::Token {
                 token: token.map(str::to_owned),
                 hosts: super::hosts::Hosts::new(
                     "127.0.0.1:80".parse().unwrap(),
@@ -97,11 +44,13 @@ impl Fixture {
                 secure_cookies: false,
             },
         )
+        .clock(Arc::new(SystemClock))
+        .build()
         .unwrap();
         Self {
             _dir: dir,
             store,
-            web: Arc::new(web),
+            web,
         }
     }
 
@@ -219,6 +168,63 @@ impl Fixture {
     }
 }
 
+/// A migrated SQLite table with priority on, seeded as [`Fixture::new`] says.
+pub(super) fn seeded_store() -> (tempfile::TempDir, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("web.db").display());
+    let store = docket_sqlite::connect(&url, StoreConfig::with_priority(true)).unwrap();
+    docket_sqlite::migrate(&store, None).unwrap();
+    let store: Arc<dyn Store> = Arc::new(store);
+    let now = Utc::now();
+    let client = SchedulerClient::new(store.clone()).unwrap();
+    for (id, p, at) in [
+        ("high", 90, now - Duration::minutes(5)),
+        ("low", 10, now - Duration::minutes(4)),
+        (XSS, 10, now - Duration::minutes(3)),
+        ("later", 50, now + Duration::hours(1)),
+    ] {
+        client
+            .schedule(EMAIL.instance(id).priority(p).scheduled_to(at))
+            .unwrap();
+    }
+    for id in ["failing", "running", "dead"] {
+        client
+            .schedule(
+                REPORT
+                    .instance(id)
+                    .scheduled_to(now - Duration::minutes(10)),
+            )
+            .unwrap();
+    }
+    let failing = Changes {
+        last_failure: Some(now - Duration::minutes(1)),
+        consecutive_failures: Some(2),
+        ..Changes::default()
+    };
+    assert!(store
+        .execution_update(
+            &ExecutionKey::new("report", "failing"),
+            Guard::Any,
+            &failing
+        )
+        .unwrap());
+    for (id, beat) in [
+        ("running", now - Duration::minutes(1)),
+        ("dead", now - Duration::hours(2)),
+    ] {
+        claim(&*store, &ExecutionKey::new("report", id), beat);
+    }
+    WorkQueue::new(store.clone(), QueueConfig::default())
+        .unwrap()
+        .enqueue(&Batch {
+            task_type: "label".into(),
+            max_assignments: 2,
+            records: ["rec1", "rec2", "rec3"].map(Record::new).to_vec(),
+        })
+        .unwrap();
+    (dir, store)
+}
+
 /// The value of the first hidden `csrf` field in `html`.
 /// Marks `key` picked by `node-a`, its heartbeat at `beat`.
 pub(super) fn claim(
@@ -236,7 +242,7 @@ pub(super) fn claim(
     assert!(store.execution_update(key, Guard::Any, &claim).unwrap());
 }
 
-fn hidden_csrf(html: &str) -> Option<String> {
+pub(super) fn hidden_csrf(html: &str) -> Option<String> {
     let marker = "name=\"csrf\" value=\"";
     let at = html.find(marker)? + marker.len();
     let len = html[at..].find('"')?;
@@ -1194,28 +1200,6 @@ async fn sessions_are_per_sign_in_and_sign_out_revokes_them() {
     assert!(f.version("email", "later") > v);
 }
 
-/// A token shorter than 16 characters is refused at start-up with a clear error.
-#[test]
-fn short_tokens_are_refused_at_start_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("token");
-    for (text, ok) in [
-        ("", false),
-        ("short\n", false),
-        ("  fifteen-chars!  \n", false),
-        ("sixteen-chars-ok\n", true),
-    ] {
-        std::fs::write(&path, text).unwrap();
-        match super::read_token(&path) {
-            Ok(t) => assert!(ok && t == text.trim(), "{text:?}"),
-            Err(e) => {
-                assert!(!ok, "{text:?}: {e}");
-                assert!(e.to_string().contains("at least 16"), "{e}");
-            }
-        }
-    }
-}
-
 /// Wrong tokens are counted per client address: past 10 in the window, that address gets
 /// `429` with `Retry-After` (even with the right token), through the API and the sign-in
 /// form; another address is not blocked.
@@ -1822,7 +1806,7 @@ async fn bulk_actions_on_failing_executions_are_confirmed_and_bounded() {
         .contains(&format!("name=\"rows\" value=\"{version} failing\n\"")));
     let csrf = f.csrf_of(&cookie).await;
     let rows = format!("{version} failing\n");
-    let form = format!("csrf={csrf}&rows={}", super::pages::seg(&rows));
+    let form = format!("csrf={csrf}&rows={}", super::links::seg(&rows));
     let done = f
         .form_post("/tasks/report/bulk/cancel", Some(&cookie), None, &form)
         .await;

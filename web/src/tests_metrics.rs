@@ -141,19 +141,17 @@ async fn metrics_match_sql(harness: &dyn Harness) {
     let store = space.store(config, None);
     let clock = ManualClock::new(Utc::now() - Duration::days(1));
     let now = seed(&store, &clock);
-    let web = Arc::new(
-        Web::new(
-            store.clone(),
-            Arc::new(clock.clone()),
-            QueueConfig::default(),
-            Access {
-                token: Some("a-token-for-metrics-tests".into()),
-                hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
-                secure_cookies: false,
-            },
-        )
-        .unwrap(),
-    );
+    let web = super::Dashboard::new(
+        store.clone(),
+        Access::Token {
+            token: Some("a-token-for-metrics-tests".into()),
+            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
+            secure_cookies: false,
+        },
+    )
+    .clock(Arc::new(clock.clone()))
+    .build()
+    .unwrap();
 
     // No token: /metrics is a read, like every GET of the API.
     let (status, ctype, text) = get(&web, "/metrics").await;

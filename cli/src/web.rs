@@ -1,0 +1,146 @@
+//! `docket web`: the dashboard (`docket-web`) served by the docket binary on its own listener,
+//! in token mode (`--token-file`; without one the site is read-only). See `docs/WEB.md`.
+
+use crate::error::CliError;
+use crate::{backends, store_config, Target};
+use docket_core::{PrimaryOrder, QueueConfig};
+use docket_web::{serve, Access, Dashboard, Hosts, MIN_TOKEN_LEN};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Arguments of `docket web`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    target: Target,
+    /// Address to serve on (port 0: any free port; the address is printed).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// File holding the token that run now, reschedule, cancel and the worker actions need
+    /// (surrounding whitespace is ignored). Without it the site is read-only.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Read and hand out in priority order, as a scheduler or work queue with priority on does
+    /// (needs 0002_priority); the backlog chart then has one bar per priority level.
+    #[arg(long)]
+    priority: bool,
+    /// Custom order of a work-queue task type instead of FIFO: `TYPE=KEYS`, KEYS as in
+    /// `docket queue --order`. Repeatable.
+    #[arg(long = "order", value_name = "TYPE=KEYS", value_parser = parse_type_order)]
+    orders: Vec<(String, PrimaryOrder)>,
+    /// Another host name the dashboard is reached by (NAME or NAME:PORT), e.g. behind a proxy.
+    /// Requests with any other `Host` are refused (421). By default only the listen address and,
+    /// on loopback, localhost, 127.0.0.1 and `[::1]` with the port. Repeatable.
+    #[arg(long = "public-host", value_name = "NAME[:PORT]", value_parser = docket_web::parse_public_host)]
+    public_hosts: Vec<String>,
+    /// Mark the session cookie `Secure` (browsers then send it over HTTPS only). Use it when a
+    /// proxy serves the dashboard over HTTPS; docket web itself speaks plain HTTP.
+    #[arg(long)]
+    secure_cookies: bool,
+}
+
+fn parse_type_order(value: &str) -> Result<(String, PrimaryOrder), String> {
+    let (task, keys) = value
+        .split_once('=')
+        .ok_or_else(|| "expected TYPE=KEYS, e.g. label=team,score:number:desc".to_owned())?;
+    let order = PrimaryOrder::parse_custom(keys).map_err(|e| e.to_string())?;
+    Ok((task.to_owned(), order))
+}
+
+fn read_token(path: &PathBuf) -> Result<String, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CliError::File {
+        path: path.clone(),
+        source,
+    })?;
+    let token = text.trim();
+    let len = token.chars().count();
+    if len < MIN_TOKEN_LEN {
+        return Err(CliError::Web(format!(
+            "the token in {} has {len} characters; at least {MIN_TOKEN_LEN} are needed \
+             (e.g. head -c 24 /dev/urandom | base64 > {})",
+            path.display(),
+            path.display()
+        )));
+    }
+    Ok(token.to_owned())
+}
+
+/// Runs `docket web` until interrupted.
+pub fn run(args: &Args) -> Result<(), CliError> {
+    let backend = backends::for_url(&args.target.database_url)?;
+    let token = args.token_file.as_ref().map(read_token).transpose()?;
+    let store = backend.connect(
+        &args.target.database_url,
+        store_config(&args.target.table, args.priority),
+    )?;
+    let mut queue_config = QueueConfig::default();
+    queue_config.orders.extend(args.orders.iter().cloned());
+    let read_only = token.is_none();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        // Bound first: with port 0 the allowed `Host` values need the port picked.
+        let listener = tokio::net::TcpListener::bind(args.listen).await?;
+        let addr = listener.local_addr()?;
+        let access = Access::Token {
+            token,
+            hosts: Hosts::new(addr, &args.public_hosts),
+            secure_cookies: args.secure_cookies,
+        };
+        let web = Dashboard::new(store, access)
+            .queue_config(queue_config)
+            .build()
+            .map_err(|e| CliError::Web(e.to_string()))?;
+        say!(
+            "docket web: serving {} ({}) on http://{addr}/ ({}; host names: {})",
+            web.table(),
+            web.backend(),
+            if read_only {
+                "read-only: no --token-file"
+            } else {
+                "actions need the token"
+            },
+            web.hosts().unwrap_or_default().join(", ")
+        );
+        let shutdown = async {
+            // Without a signal handler the process is stopped by the signal itself.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        serve::serve(
+            listener,
+            docket_web::router(web),
+            serve::HEADER_READ_TIMEOUT,
+            shutdown,
+        )
+        .await;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    /// A token shorter than 16 characters is refused at start-up with a clear error.
+    #[test]
+    fn short_tokens_are_refused_at_start_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        for (text, ok) in [
+            ("", false),
+            ("short\n", false),
+            ("  fifteen-chars!  \n", false),
+            ("sixteen-chars-ok\n", true),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            match super::read_token(&path) {
+                Ok(t) => assert!(ok && t == text.trim(), "{text:?}"),
+                Err(e) => {
+                    assert!(!ok, "{text:?}: {e}");
+                    assert!(e.to_string().contains("at least 16"), "{e}");
+                }
+            }
+        }
+    }
+}
