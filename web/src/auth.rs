@@ -171,9 +171,11 @@ impl Secrets {
     }
 
     /// Secrets for a router under `base` (`""` or `/a/b`): token mode with `token`
-    /// (`trusted` = `None`), or trusted mode, writes allowed or not, its key drawn here.
+    /// (`trusted` = `None`), or trusted mode, writes allowed or not, with `key` (drawn here
+    /// when `None`).
     pub fn for_mode(
         trusted: Option<bool>,
+        key: Option<[u8; 32]>,
         token: Option<String>,
         base: &str,
         secure_cookies: bool,
@@ -181,8 +183,14 @@ impl Secrets {
         let mode = match trusted {
             None => Mode::Token(token),
             Some(writes) => {
-                let mut key = [0u8; 32];
-                getrandom::fill(&mut key).map_err(|e| Error::Random(e.to_string()))?;
+                let key = match key {
+                    Some(key) => key,
+                    None => {
+                        let mut key = [0u8; 32];
+                        getrandom::fill(&mut key).map_err(|e| Error::Random(e.to_string()))?;
+                        key
+                    }
+                };
                 Mode::Trusted { writes, key }
             }
         };

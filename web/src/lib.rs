@@ -68,6 +68,16 @@ pub struct Dashboard {
     clock: Arc<dyn Clock>,
     queue_config: QueueConfig,
     base_path: String,
+    csrf_key: Option<CsrfKey>,
+}
+
+/// A trusted mode's CSRF key, never shown by `Debug`.
+struct CsrfKey([u8; 32]);
+
+impl std::fmt::Debug for CsrfKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CsrfKey(..)")
+    }
 }
 
 impl Dashboard {
@@ -80,6 +90,7 @@ impl Dashboard {
             clock: Arc::new(SystemClock),
             queue_config: QueueConfig::default(),
             base_path: String::new(),
+            csrf_key: None,
         }
     }
 
@@ -104,6 +115,16 @@ impl Dashboard {
         self
     }
 
+    /// [`Access::Trusted`]: the secret the CSRF values are derived with (HMAC-SHA256 of each
+    /// browser's `docket_csrf` cookie). Default: 32 random bytes drawn when the router is built,
+    /// so a form rendered by one process is refused by another and by the next start. Give
+    /// every instance of a load-balanced application the same 32 secret random bytes (from its
+    /// secret store, not from source code). Ignored in token mode.
+    pub fn csrf_key(mut self, key: [u8; 32]) -> Self {
+        self.csrf_key = Some(CsrfKey(key));
+        self
+    }
+
     /// The shared state, for [`router`].
     pub fn build(self) -> Result<AppState, Error> {
         Ok(Arc::new(Web::new(
@@ -112,6 +133,7 @@ impl Dashboard {
             self.queue_config,
             self.access,
             &self.base_path,
+            self.csrf_key.map(|k| k.0),
         )?))
     }
 

@@ -1630,7 +1630,11 @@ impl Web {
     }
 
     /// `next_for`: claims the next item for `worker`; `None` when there is none.
-    pub(crate) fn take_next(&self, task_type: &str, worker: &str) -> Result<Option<ItemView>, WebError> {
+    pub(crate) fn take_next(
+        &self,
+        task_type: &str,
+        worker: &str,
+    ) -> Result<Option<ItemView>, WebError> {
         check_worker(worker)?;
         self.check_type_exists(task_type)?;
         let queue = self.queue()?;

@@ -73,6 +73,7 @@ impl Web {
         queue_config: QueueConfig,
         access: Access,
         base_path: &str,
+        csrf_key: Option<[u8; 32]>,
     ) -> Result<Self, Error> {
         let base = BasePath::new(base_path)?;
         let (auth, hosts) = match access {
@@ -90,15 +91,21 @@ impl Web {
                         });
                     }
                 }
-                let auth = auth::Secrets::for_mode(None, token, base.as_str(), secure_cookies)?;
+                let auth =
+                    auth::Secrets::for_mode(None, None, token, base.as_str(), secure_cookies)?;
                 (auth, Some(hosts))
             }
             Access::Trusted {
                 writes,
                 secure_cookies,
             } => {
-                let auth =
-                    auth::Secrets::for_mode(Some(writes), None, base.as_str(), secure_cookies)?;
+                let auth = auth::Secrets::for_mode(
+                    Some(writes),
+                    csrf_key,
+                    None,
+                    base.as_str(),
+                    secure_cookies,
+                )?;
                 (auth, None)
             }
         };

@@ -452,6 +452,70 @@ async fn token_mode_under_a_base_path_keeps_its_cookies_there() {
     assert!(urls(&r.body).iter().all(|u| under_base(u)), "{}", r.body);
 }
 
+/// Two instances of an application given the same CSRF key accept each other's forms (a
+/// load balancer may send the POST to another one); with their own random keys they do not.
+#[tokio::test]
+async fn instances_sharing_a_csrf_key_accept_each_others_forms() {
+    let (_dir, store) = seeded_store();
+    let mount = |key: Option<[u8; 32]>| {
+        let mut d = Dashboard::new(store.clone(), trusted(true)).base_path(BASE);
+        if let Some(k) = key {
+            d = d.csrf_key(k);
+        }
+        Router::new().nest(BASE, d.router().unwrap())
+    };
+    let page = format!("{BASE}/tasks/email");
+    for (key, status) in [
+        (Some([7u8; 32]), StatusCode::SEE_OTHER),
+        (None, StatusCode::FORBIDDEN),
+    ] {
+        let (a, b) = (mount(key), mount(key));
+        let r = get(&a, &page, None).await;
+        let cookie = r.headers[header::SET_COOKIE].to_str().unwrap();
+        let cookie = cookie.split(';').next().unwrap().to_owned();
+        let csrf = hidden_csrf(&r.body).unwrap();
+        let r = post(
+            &b,
+            &format!("{page}/pause"),
+            Some(&cookie),
+            "application/x-www-form-urlencoded",
+            Some("http://app.example"),
+            &format!("csrf={csrf}"),
+        )
+        .await;
+        assert_eq!(r.status, status, "key {key:?}: {}", r.body);
+        if status == StatusCode::SEE_OTHER {
+            assert_eq!(
+                r.headers[header::LOCATION],
+                format!("{page}?done=paused").as_str()
+            );
+            // The worker forms redirect under the prefix too.
+            let r = post(
+                &b,
+                &format!("{BASE}/queue/label/workers/bob/next"),
+                Some(&cookie),
+                "application/x-www-form-urlencoded",
+                Some("http://app.example"),
+                &format!("csrf={csrf}"),
+            )
+            .await;
+            let to = r.headers[header::LOCATION].to_str().unwrap();
+            assert!(
+                to.starts_with(&format!("{BASE}/queue/label/workers/bob?done=taken&taken=")),
+                "{to}"
+            );
+        }
+    }
+    let debug = format!(
+        "{:?}",
+        Dashboard::new(store.clone(), trusted(true)).csrf_key([7; 32])
+    );
+    assert!(
+        debug.contains("CsrfKey(..)") && !debug.contains("7, 7"),
+        "{debug}"
+    );
+}
+
 /// Base paths the links could not carry are refused when the router is built.
 #[test]
 fn bad_base_paths_are_refused() {
