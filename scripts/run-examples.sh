@@ -7,7 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/docket-target}"
-cargo build -q -p docket -p docket-web --examples
+# One package at a time: built together, cargo would unify their features (docket-web's
+# dev-dependencies turn on every backend of docket) and each `cargo run -p docket` below would
+# build docket again without them.
+cargo build -q -p docket --examples
+cargo build -q -p docket-web --examples
 
 status=0
 for file in docket/examples/*.rs web/examples/*.rs; do

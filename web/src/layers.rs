@@ -75,12 +75,15 @@ pub fn error_response(path: &str, e: WebError) -> Response {
     }
 }
 
-/// Trusted mode: a `GET` (or `HEAD`) without a usable `docket_csrf` cookie gets a fresh one,
-/// handed to the handler as if the browser had sent it (so the page's forms carry its value)
-/// and set in the response. A `POST` never gets one: its form must match the cookie it came with.
+/// Trusted mode: a page `GET` (or `HEAD`) without a usable `docket_csrf` cookie gets a fresh
+/// one, handed to the handler as if the browser had sent it (so the page's forms carry its
+/// value) and set in the response. A `POST` never gets one: its form must match the cookie it
+/// came with. The JSON API, `/metrics` and the stylesheet have no forms and get none.
 pub async fn csrf_cookie(State(web): State<AppState>, mut req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let page = !(path.starts_with("/api/") || path == "/metrics" || path == "/style.css");
     let reading = matches!(*req.method(), Method::GET | Method::HEAD);
-    if !reading || !web.auth.needs_csrf_cookie(req.headers()) {
+    if !page || !reading || !web.auth.needs_csrf_cookie(req.headers()) {
         return next.run(req).await;
     }
     match web.auth.csrf_cookie() {

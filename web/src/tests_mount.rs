@@ -220,8 +220,16 @@ async fn mounted_pages_link_under_the_base_path() {
     let r = get(&app, &format!("{BASE}/api/overview"), None).await;
     assert_eq!(r.status, StatusCode::OK);
     security_headers_present(&r, "api");
+    assert!(
+        r.headers.get(header::SET_COOKIE).is_none(),
+        "no CSRF cookie for the API"
+    );
     let r = get(&app, &format!("{BASE}/metrics"), None).await;
     assert!(r.body.contains("docket_oldest_due_age_seconds"));
+    assert!(
+        r.headers.get(header::SET_COOKIE).is_none(),
+        "no CSRF cookie for a scrape"
+    );
     let r = get(&app, &format!("{BASE}/style.css"), None).await;
     assert_eq!(r.status, StatusCode::OK);
 }
