@@ -394,9 +394,18 @@ async fn trusted_writes_need_csrf_origin_and_json() {
     assert_eq!(version(&store, "later"), v);
     // Error pages are rendered with the prefix too.
     assert!(r.body.contains("read-only"));
-    let r = get(&ro, &format!("{BASE}/tasks/no-such-task"), None).await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
-    assert!(urls(&r.body).iter().all(|u| under_base(u)), "{}", r.body);
+    for missing in ["tasks/no-such-task", "no/such/page"] {
+        let r = get(&ro, &format!("{BASE}/{missing}"), None).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND);
+        assert_eq!(r.headers[header::CONTENT_TYPE], "text/html; charset=utf-8");
+        assert!(
+            r.body.contains(&format!("href=\"{BASE}/style.css\""))
+                && r.body.contains(&format!("href=\"{BASE}\"")),
+            "{}",
+            r.body
+        );
+        assert!(urls(&r.body).iter().all(|u| under_base(u)), "{}", r.body);
+    }
     // A running execution stays as it is.
     claim(&*store, &ExecutionKey::new("email", "later"), Utc::now());
 }
