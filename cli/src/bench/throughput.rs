@@ -10,13 +10,20 @@
 //!    ORDER BY execution_time LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING` where the backend
 //!    claims in one statement, else `SELECT ... FOR UPDATE SKIP LOCKED` then `DELETE` by key in
 //!    one transaction (MySQL/MariaDB: no `RETURNING`, no subquery on the deleted table);
-//! 2. raw claim1 again on a store whose statement cache is off (each statement prepared and
+//! 2. **raw claim100** (`--raw-batch`): the same loop claiming up to 100 jobs per transaction
+//!    (`key IN (SELECT ... LIMIT 100 ...)`; MySQL/MariaDB delete the selected keys), the
+//!    ceiling of a batching claimer on this driver (at-most-once: a job claimed by a thread
+//!    that dies is gone); then **raw claim100 + complete**: the claim marks the rows picked
+//!    and a second transaction deletes them, the two writes per job an at-least-once
+//!    scheduler makes. docket's default run is reported against both (`ratio_batched` in the
+//!    summary);
+//! 3. raw claim1 again on a store whose statement cache is off (each statement prepared and
 //!    closed again every time, as before issue 12), the ratio of the two printed after it;
-//! 3. **docket** with its default [`SchedulerConfig`];
-//! 4. the same with the statement cache off, and the ratio;
-//! 5. each polling strategy with db-scheduler's limit fractions.
+//! 4. **docket** with its default [`SchedulerConfig`];
+//! 5. the same with the statement cache off, and the ratio;
+//! 6. each polling strategy with db-scheduler's limit fractions.
 //!
-//! With `--processes 1,2,4`, runs 2 to 5 give way to docket's default configuration in that
+//! With `--processes 1,2,4`, runs 3 to 6 give way to docket's default configuration in that
 //! many worker processes at once (module `processes`).
 //!
 //! Each docket run goes through a [`Recording`] connector, which counts every statement the
@@ -26,6 +33,7 @@
 //! The last line is the summary (see [`summary`]).
 
 use super::database_url;
+use crate::bench::latency::{server_cpu, server_processes};
 use crate::bench::load::Recording;
 use crate::error::CliError;
 use crate::{parse_table, progress, store_config};
@@ -74,6 +82,14 @@ pub struct ThroughputArgs {
     /// many worker processes at once, e.g. `1,2,4` (each process `--workers` threads).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=64))]
     processes: Vec<u32>,
+    /// Jobs per transaction of the batched raw claim loop run after raw claim1 (the ceiling a
+    /// batching claimer reaches on this driver).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(2..=10_000))]
+    raw_batch: u32,
+    /// docket's runs with the wake-up listener off (`SchedulerConfig::wake_listener`; polling
+    /// only), to see what listening costs under load.
+    #[arg(long)]
+    no_wake_listener: bool,
 }
 
 /// Creates the database a URL names when missing.
@@ -159,6 +175,8 @@ struct Figures {
     enqueue_rows_per_s: f64,
     statements_per_job: f64,
     cpu_us_per_job: f64,
+    /// The database server's CPU per job (its processes on this machine).
+    server_us_per_job: Option<f64>,
 }
 
 /// The process's user + system CPU time so far (all threads, ended ones included), from
@@ -174,11 +192,37 @@ fn cpu_time() -> Option<Duration> {
     Some(Duration::from_millis((utime + stime) * 10))
 }
 
-/// CPU microseconds per job between two readings.
-fn cpu_per_job(before: Option<Duration>, jobs: u64) -> f64 {
-    match (before, cpu_time()) {
-        (Some(b), Some(a)) => a.saturating_sub(b).as_secs_f64() * 1e6 / jobs as f64,
-        _ => f64::NAN,
+/// CPU readings at the start of a run: this process's and the database server's (its
+/// processes on this machine; none for SQLite).
+struct CpuStart {
+    client: Option<Duration>,
+    server: Option<Duration>,
+    names: &'static [&'static str],
+}
+
+impl CpuStart {
+    fn now(backend: &str) -> Self {
+        let names = server_processes(backend);
+        CpuStart {
+            client: cpu_time(),
+            server: server_cpu(names),
+            names,
+        }
+    }
+
+    /// Client and server CPU microseconds per job since the start (NaN / `None` where a
+    /// reading is missing).
+    fn per_job(&self, jobs: u64) -> (f64, Option<f64>) {
+        let per_job = |d: Duration| d.as_secs_f64() * 1e6 / jobs as f64;
+        let client = match (self.client, cpu_time()) {
+            (Some(b), Some(a)) => per_job(a.saturating_sub(b)),
+            _ => f64::NAN,
+        };
+        let server = self
+            .server
+            .zip(server_cpu(self.names))
+            .map(|(b, a)| per_job(a.saturating_sub(b)));
+        (client, server)
     }
 }
 
@@ -240,123 +284,206 @@ fn job_index(instance: &str, jobs: usize) -> Result<usize, StoreError> {
         .ok_or_else(|| StoreError::database(format!("unexpected instance {instance:?}")))
 }
 
-/// The statements of one raw claim: how the backend claims one job in one transaction.
-enum Claim1 {
-    /// One autocommit `DELETE ... WHERE key = (SELECT ... LIMIT 1 <skip locked>) RETURNING`.
-    Delete(Rendered),
-    /// `SELECT ... LIMIT 1 <skip locked>`, then `DELETE` by key, in one transaction.
-    SelectThenDelete(Rendered),
+/// The statements of one raw claim: how the backend claims `batch` jobs in one transaction.
+struct RawClaim {
+    shape: ClaimShape,
+    batch: u32,
+    /// At-least-once, as a scheduler must: the claim marks the rows picked, and a second
+    /// transaction deletes them (the job's completion); otherwise the claim deletes them.
+    completes: bool,
 }
 
-fn claim1<C: SqlConnector>(store: &SqlStore<C>, now: chrono::DateTime<Utc>) -> Claim1 {
-    let dialect = store.connector().dialect();
-    let table = &store.config().table;
-    let select = |w: &mut SqlWriter<'_>| {
-        w.push("SELECT task_name, task_instance FROM ")
-            .table(table)
-            .push(" WHERE picked = ")
-            .bind(false)
-            .push(" AND execution_time <= ")
-            .bind(now)
-            .push(" ORDER BY execution_time");
-        dialect.limit(w, 1, LimitAt::Tail);
-        w.push(dialect.syntax().skip_locked);
-    };
-    let mut w = SqlWriter::new(dialect);
-    match dialect.capabilities().lock_and_fetch {
-        Some(LockAndFetch::UpdateReturning) => {
-            w.push("DELETE FROM ")
+enum ClaimShape {
+    /// One autocommit `DELETE` (or, completing, `UPDATE ... SET picked`) `... WHERE key = (SELECT
+    /// ... LIMIT 1 <skip locked>) RETURNING` (`key IN (...)` for more than one).
+    Returning(Rendered),
+    /// `SELECT ... LIMIT n <skip locked>`, then `DELETE` (or `UPDATE ... SET picked`) by keys,
+    /// in one transaction.
+    SelectThen(Rendered),
+}
+
+impl RawClaim {
+    fn new<C: SqlConnector>(
+        store: &SqlStore<C>,
+        now: chrono::DateTime<Utc>,
+        batch: u32,
+        completes: bool,
+    ) -> Self {
+        let dialect = store.connector().dialect();
+        let table = &store.config().table;
+        let select = |w: &mut SqlWriter<'_>| {
+            w.push("SELECT task_name, task_instance FROM ")
                 .table(table)
-                .push(" WHERE (task_name, task_instance) = (");
-            select(&mut w);
-            w.push(") RETURNING task_instance");
-            Claim1::Delete(w.finish())
+                .push(" WHERE picked = ")
+                .bind(false)
+                .push(" AND execution_time <= ")
+                .bind(now)
+                .push(" ORDER BY execution_time");
+            dialect.limit(w, batch.into(), LimitAt::Tail);
+            w.push(dialect.syntax().skip_locked);
+        };
+        let mut w = SqlWriter::new(dialect);
+        let shape = match dialect.capabilities().lock_and_fetch {
+            Some(LockAndFetch::UpdateReturning) => {
+                Self::change(&mut w, table, completes);
+                let matches = if batch == 1 { " = (" } else { " IN (" };
+                w.push(" WHERE (task_name, task_instance)").push(matches);
+                select(&mut w);
+                w.push(") RETURNING task_instance");
+                ClaimShape::Returning(w.finish())
+            }
+            _ => {
+                select(&mut w);
+                ClaimShape::SelectThen(w.finish())
+            }
+        };
+        RawClaim {
+            shape,
+            batch,
+            completes,
         }
-        _ => {
-            select(&mut w);
-            Claim1::SelectThenDelete(w.finish())
+    }
+
+    /// `DELETE FROM table`, or `UPDATE table SET picked = true` when the claim only marks.
+    fn change(w: &mut SqlWriter<'_>, table: &TableName, marks: bool) {
+        if marks {
+            w.push("UPDATE ")
+                .table(table)
+                .push(" SET picked = ")
+                .bind(true);
+        } else {
+            w.push("DELETE FROM ").table(table);
         }
+    }
+
+    /// [`RawClaim::change`] of the claimed rows, by key.
+    fn by_keys<C: SqlConnector>(store: &SqlStore<C>, claimed: &[String], marks: bool) -> Rendered {
+        let mut w = SqlWriter::new(store.connector().dialect());
+        Self::change(&mut w, &store.config().table, marks);
+        w.push(" WHERE task_name = ")
+            .bind(JOB.name())
+            .push(" AND task_instance IN (");
+        for (i, instance) in claimed.iter().enumerate() {
+            if i > 0 {
+                w.push(", ");
+            }
+            w.bind(instance.as_str());
+        }
+        w.push(")");
+        w.finish()
+    }
+
+    /// Its name in the report: `raw claim1`, `raw claim100`, `raw claim100 + complete`.
+    fn label(&self) -> String {
+        let complete = if self.completes { " + complete" } else { "" };
+        format!("raw claim{}{complete}", self.batch)
+    }
+
+    /// What it sends, for the report.
+    fn describe(&self) -> String {
+        let (change, complete) = match self.completes {
+            true => ("UPDATE picked", "; DELETE by key; COMMIT"),
+            false => ("DELETE", ""),
+        };
+        match &self.shape {
+            ClaimShape::Returning(claim) => format!("{}{complete}", claim.sql),
+            ClaimShape::SelectThen(select) => {
+                format!("{}; {change} by key; COMMIT{complete}", select.sql)
+            }
+        }
+    }
+
+    /// Statements per job when every claim is full.
+    fn statements_per_job(&self) -> f64 {
+        let claim = match self.shape {
+            ClaimShape::Returning(_) => 1.0,
+            ClaimShape::SelectThen(_) => 2.0,
+        };
+        (claim + f64::from(u8::from(self.completes))) / f64::from(self.batch)
+    }
+
+    /// One claim in one transaction, then (completing) the deletion of what it claimed in
+    /// another; the instances claimed (none: the table is empty).
+    fn claim<C: SqlConnector>(&self, store: &SqlStore<C>) -> Result<Vec<String>, StoreError> {
+        let instances = |rows: Vec<Row>| -> Result<Vec<String>, StoreError> {
+            rows.into_iter()
+                .map(|mut r| r.text("task_instance"))
+                .collect()
+        };
+        let claimed = match &self.shape {
+            ClaimShape::Returning(claim) => store
+                .connector()
+                .with_session(&mut |s: &mut dyn SqlSession| instances(s.query(claim)?))?,
+            ClaimShape::SelectThen(select) => store.connector().in_transaction(&mut |s| {
+                let claimed = instances(s.query(select)?)?;
+                if !claimed.is_empty() {
+                    s.execute(&Self::by_keys(store, &claimed, self.completes))?;
+                }
+                Ok(claimed)
+            })?,
+        };
+        if self.completes && !claimed.is_empty() {
+            let delete = Self::by_keys(store, &claimed, false);
+            store
+                .connector()
+                .with_session(&mut |s: &mut dyn SqlSession| s.execute(&delete).map(|_| ()))?;
+        }
+        Ok(claimed)
     }
 }
 
-/// One claim in one transaction; the instance claimed, if any.
-fn claim_one<C: SqlConnector>(
-    store: &SqlStore<C>,
-    claim: &Claim1,
-) -> Result<Option<String>, StoreError> {
-    let first = |rows: Vec<Row>| -> Result<Option<String>, StoreError> {
-        rows.into_iter()
-            .next()
-            .map(|mut r| r.text("task_instance"))
-            .transpose()
-    };
-    match claim {
-        Claim1::Delete(delete) => store
-            .connector()
-            .with_session(&mut |s: &mut dyn SqlSession| first(s.query(delete)?)),
-        Claim1::SelectThenDelete(select) => store.connector().in_transaction(&mut |s| {
-            let Some(instance) = first(s.query(select)?)? else {
-                return Ok(None);
-            };
-            let mut w = SqlWriter::new(store.connector().dialect());
-            w.push("DELETE FROM ")
-                .table(&store.config().table)
-                .push(" WHERE task_name = ")
-                .bind(JOB.name())
-                .push(" AND task_instance = ")
-                .bind(instance.as_str());
-            s.execute(&w.finish())?;
-            Ok(Some(instance))
-        }),
-    }
-}
-
-/// Raw claim1: `workers` threads, one job per transaction, until none is left.
-fn raw_claim1<C: SqlConnector>(
+/// A raw claim loop: `workers` threads, `batch` jobs per transaction, until none is left.
+fn raw_claims<C: SqlConnector>(
     ops: &Ops<C>,
     store: &Arc<SqlStore<C>>,
     args: &ThroughputArgs,
+    batch: u32,
+    completes: bool,
 ) -> Result<(Figures, String), CliError> {
     let enqueue = fresh_table(ops, store, args.jobs)?;
     let jobs = args.jobs as usize;
     let runs: Arc<Vec<AtomicU32>> = Arc::new((0..jobs).map(|_| AtomicU32::new(0)).collect());
-    let claim = Arc::new(claim1(store, Utc::now().trunc_subsecs(6)));
-    let statements = match *claim {
-        Claim1::Delete(_) => 1.0,
-        Claim1::SelectThenDelete(_) => 2.0,
-    };
-    let shape = match &*claim {
-        Claim1::Delete(delete) => delete.sql.clone(),
-        Claim1::SelectThenDelete(select) => format!("{}; DELETE by key; COMMIT", select.sql),
-    };
-    let cpu = cpu_time();
+    let now = Utc::now().trunc_subsecs(6);
+    let claim = Arc::new(RawClaim::new(store, now, batch, completes));
+    let label = claim.label();
+    let cpu = CpuStart::now(&args.backend);
     let started = Instant::now();
     let threads: Vec<_> = (0..args.workers)
         .map(|_| {
             let (store, claim, runs) = (Arc::clone(store), Arc::clone(&claim), Arc::clone(&runs));
             std::thread::spawn(move || -> Result<(), StoreError> {
-                while let Some(instance) = claim_one(&store, &claim)? {
-                    runs[job_index(&instance, runs.len())?].fetch_add(1, Ordering::SeqCst);
+                loop {
+                    // A claim the database ended to break a deadlock wrote nothing: claim again.
+                    let claimed = match claim.claim(&store) {
+                        Err(StoreError::Contention { .. }) => continue,
+                        claimed => claimed?,
+                    };
+                    if claimed.is_empty() {
+                        return Ok(());
+                    }
+                    for instance in claimed {
+                        runs[job_index(&instance, runs.len())?].fetch_add(1, Ordering::SeqCst);
+                    }
                 }
-                Ok(())
             })
         })
         .collect();
     for t in threads {
         t.join()
-            .map_err(|_| CliError::Bench("a raw claim1 thread panicked".into()))??;
+            .map_err(|_| CliError::Bench(format!("a {label} thread panicked")))??;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let cpu_us_per_job = cpu_per_job(cpu, args.jobs);
-    check_exactly_once(store, &runs, "raw claim1")?;
+    let (cpu_us_per_job, server_us_per_job) = cpu.per_job(args.jobs);
+    check_exactly_once(store, &runs, &label)?;
     Ok((
         Figures {
             jobs_per_s: args.jobs as f64 / elapsed,
             enqueue_rows_per_s: enqueue,
-            statements_per_job: statements,
+            statements_per_job: claim.statements_per_job(),
             cpu_us_per_job,
+            server_us_per_job,
         },
-        shape,
+        claim.describe(),
     ))
 }
 
@@ -386,7 +513,7 @@ fn docket_run<C: SqlConnector + Clone>(
         .config(config)
         .build()?;
     recording.connector().take();
-    let cpu = cpu_time();
+    let cpu = CpuStart::now(&args.backend);
     let started = Instant::now();
     scheduler.start()?;
     // Every job ran; then wait (checking every millisecond) until their rows are gone.
@@ -409,7 +536,7 @@ fn docket_run<C: SqlConnector + Clone>(
         std::thread::sleep(Duration::from_millis(if n >= args.jobs { 1 } else { 5 }));
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let cpu_us_per_job = cpu_per_job(cpu, args.jobs);
+    let (cpu_us_per_job, server_us_per_job) = cpu.per_job(args.jobs);
     let statements = recording.connector().take().len();
     scheduler.stop();
     check_exactly_once(store, &runs, "docket")?;
@@ -418,6 +545,7 @@ fn docket_run<C: SqlConnector + Clone>(
         enqueue_rows_per_s: enqueue,
         statements_per_job: statements as f64 / args.jobs as f64,
         cpu_us_per_job,
+        server_us_per_job,
     })
 }
 
@@ -438,9 +566,21 @@ fn run_all<C: SqlConnector + Clone>(
         args.jobs,
         args.workers
     );
-    let (raw, shape) = progress::while_running("raw claim1", || raw_claim1(&ops, &store, args))?;
+    let (raw, shape) =
+        progress::while_running("raw claim1", || raw_claims(&ops, &store, args, 1, false))?;
     say!("raw claim1, one job per transaction: {shape}");
     say!("  {}", line(&raw, raw.jobs_per_s));
+    let batch = args.raw_batch;
+    let label = format!("raw claim{batch}");
+    let (batched, shape) =
+        progress::while_running(&label, || raw_claims(&ops, &store, args, batch, false))?;
+    say!("{label}, up to {batch} jobs per transaction: {shape}");
+    say!("  {}", line(&batched, raw.jobs_per_s));
+    let label = format!("raw claim{batch} + complete");
+    let (completing, shape) =
+        progress::while_running(&label, || raw_claims(&ops, &store, args, batch, true))?;
+    say!("{label}, marked picked, then deleted in a second transaction: {shape}");
+    say!("  {}", line(&completing, raw.jobs_per_s));
     if !args.processes.is_empty() {
         return by_processes(&ops, &store, args, url, &raw);
     }
@@ -450,13 +590,15 @@ fn run_all<C: SqlConnector + Clone>(
         store_config(&args.table, false),
     )?);
     let label = "raw claim1, statement cache off";
-    let (raw_off, _) = progress::while_running(label, || raw_claim1(&ops, &uncached, args))?;
+    let (raw_off, _) =
+        progress::while_running(label, || raw_claims(&ops, &uncached, args, 1, false))?;
     say!("{label}:");
     say!("  {}", line(&raw_off, raw.jobs_per_s));
     say!("  {}", on_off(&raw, &raw_off));
     let base = SchedulerConfig {
         threads: args.workers as usize,
         scheduler_name: "bench-throughput".into(),
+        wake_listener: !args.no_wake_listener,
         ..SchedulerConfig::default()
     };
     let mut default = None;
@@ -496,7 +638,14 @@ fn run_all<C: SqlConnector + Clone>(
         say!("{label} ({polling}):");
         say!("  {}", line(&f, raw.jobs_per_s));
         match default {
-            None => default = Some(f),
+            None => {
+                say!(
+                    "  {:.2} x raw claim{batch}, {:.2} x raw claim{batch} + complete",
+                    f.jobs_per_s / batched.jobs_per_s,
+                    f.jobs_per_s / completing.jobs_per_s
+                );
+                default = Some(f)
+            }
             Some(d) if !cached => say!("  {}", on_off(&d, &f)),
             Some(_) => {}
         }
@@ -504,7 +653,13 @@ fn run_all<C: SqlConnector + Clone>(
     (ops.drop)(&store)?;
     say!(
         "{}",
-        summary(name, args.jobs, &default.unwrap_or_default(), &raw)
+        summary(
+            name,
+            args.jobs,
+            &default.unwrap_or_default(),
+            &raw,
+            &batched
+        )
     );
     Ok(())
 }
@@ -519,9 +674,13 @@ fn on_off(on: &Figures, off: &Figures) -> String {
 }
 
 fn line(f: &Figures, raw: f64) -> String {
+    let server = f
+        .server_us_per_job
+        .map(|us| format!("  {us:.1} us server CPU/job"))
+        .unwrap_or_default();
     format!(
         "{:>8.0} jobs/s ({:.2} x raw claim1)  enqueue {:>8.0} rows/s  {:.3} statements/job  \
-         {:.1} us client CPU/job  every job ran exactly once, table empty",
+         {:.1} us client CPU/job{server}  every job ran exactly once, table empty",
         f.jobs_per_s,
         f.jobs_per_s / raw,
         f.enqueue_rows_per_s,
@@ -530,14 +689,18 @@ fn line(f: &Figures, raw: f64) -> String {
     )
 }
 
-/// The last line: docket's default run against raw claim1.
-fn summary(backend: &str, jobs: u64, docket: &Figures, raw: &Figures) -> String {
+/// The last line: docket's default run against raw claim1 (`ratio`) and the batched raw
+/// claim loop (`ratio_batched`).
+fn summary(backend: &str, jobs: u64, docket: &Figures, raw: &Figures, batched: &Figures) -> String {
     format!(
         "summary backend={backend} jobs={jobs} docket_jobs_per_s={:.0} raw_claim1_jobs_per_s={:.0} \
-         ratio={:.2} enqueue_rows_per_s={:.0} statements_per_job={:.3}",
+         ratio={:.2} raw_batched_jobs_per_s={:.0} ratio_batched={:.2} enqueue_rows_per_s={:.0} \
+         statements_per_job={:.3}",
         docket.jobs_per_s,
         raw.jobs_per_s,
         docket.jobs_per_s / raw.jobs_per_s,
+        batched.jobs_per_s,
+        docket.jobs_per_s / batched.jobs_per_s,
         docket.enqueue_rows_per_s,
         docket.statements_per_job
     )
