@@ -136,6 +136,15 @@ pub struct SchedulerConfig {
     /// ([`ShortPoll`]; default `Some(ShortPoll::default())`: 50 ms after work, doubling to 1 s).
     /// `None`: wait `polling_interval` between polls, as before.
     pub short_poll: Option<ShortPoll>,
+    /// How far claims grow with the backlog, as a fraction of `threads` like the polling
+    /// strategy's limits (default 10.0: up to 100 executions in flight for 10 threads). While
+    /// claims come back full and the workers run each batch faster than the poller claims the
+    /// next (short jobs, deep backlog: the poller is what holds the scheduler back), each claim
+    /// may hold twice as many as the last, up to this; a short claim (the backlog is gone)
+    /// brings it back to the strategy's upper limit, and slow handlers shrink it again, so slow
+    /// jobs are not held from other schedulers. At or below the upper limit: no growth.
+    /// Lock-and-fetch only.
+    pub claim_growth_limit: f64,
 }
 
 impl Default for SchedulerConfig {
@@ -156,6 +165,7 @@ impl Default for SchedulerConfig {
             completion_flush_interval: Duration::from_millis(5),
             wake_listener: true,
             short_poll: Some(ShortPoll::default()),
+            claim_growth_limit: 10.0,
         }
     }
 }
@@ -182,6 +192,12 @@ impl SchedulerConfig {
                 "limit fractions need 0 <= lower <= upper, upper > 0; got {lower} / {upper}"
             ));
         }
+        if !(self.claim_growth_limit >= 0.0 && self.claim_growth_limit.is_finite()) {
+            return bad(format!(
+                "claim_growth_limit must be a finite fraction >= 0, got {}",
+                self.claim_growth_limit
+            ));
+        }
         if self.completion_batch_size == 0 {
             return bad("completion_batch_size must be at least 1".into());
         }
@@ -197,6 +213,18 @@ impl SchedulerConfig {
             return bad("scheduler_name must not be empty".into());
         }
         Ok(())
+    }
+
+    /// The most executions claims may grow to hold in flight ([`Self::claim_growth_limit`]
+    /// x `threads`), never below the strategy's `upper` limit. Lock-and-fetch only: fetch
+    /// claims each execution as it starts, so reading more ahead claims nothing sooner.
+    pub fn claim_growth(&self, upper: usize) -> usize {
+        match self.polling {
+            PollingStrategy::LockAndFetch { .. } => {
+                ((self.threads as f64 * self.claim_growth_limit).floor() as usize).max(upper)
+            }
+            PollingStrategy::FetchAndLockOnExecute { .. } => upper,
+        }
     }
 
     /// `heartbeat_interval * missed_heartbeats_limit`: silence after which an execution is dead.

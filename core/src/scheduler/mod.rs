@@ -1,6 +1,7 @@
 //! The scheduler: worker threads, a polling thread and a housekeeping thread (heartbeats, dead
 //! detection, unknown-task report) around the steps in the private `engine` module.
 
+mod claim_size;
 pub mod client;
 pub mod config;
 mod engine;
@@ -11,6 +12,7 @@ use crate::error::{DocketError, Result};
 use crate::listener::SchedulerListener;
 use crate::store::{ExecutionStore, Instrumented, WakeSignals};
 use crate::task::Task;
+use claim_size::ClaimSize;
 use client::SchedulerClient;
 use config::SchedulerConfig;
 use crossbeam_channel::{unbounded, Sender};
@@ -223,6 +225,7 @@ impl Scheduler {
         let config = &self.engine.config;
         let (tx, rx) = unbounded::<Job>();
         let (lower, upper) = config.polling.limits(config.threads);
+        let size = ClaimSize::new(upper, config.claim_growth(upper));
         let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
         for i in 0..config.threads {
             let (engine, shared, rx) = (
@@ -250,7 +253,7 @@ impl Scheduler {
             tx.clone(),
         );
         threads.push(spawn("docket-poller".into(), move || {
-            poll_loop(&engine, &shared, &poll_tx, lower, upper)
+            poll_loop(&engine, &shared, &poll_tx, lower, size)
         })?);
         let (engine, shared) = (Arc::clone(&self.engine), Arc::clone(&self.shared));
         threads.push(spawn("docket-housekeeper".into(), move || {
@@ -375,7 +378,13 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<(
         .map_err(|e| DocketError::InvalidConfig(format!("cannot start a scheduler thread: {e}")))
 }
 
-fn poll_loop(engine: &Engine, shared: &Shared, tx: &Sender<Job>, lower: usize, upper: usize) {
+fn poll_loop(
+    engine: &Engine,
+    shared: &Shared,
+    tx: &Sender<Job>,
+    lower: usize,
+    mut size: ClaimSize,
+) {
     let interval = engine.config.polling_interval;
     // Without signals to wake it, the poller polls at a short interval that backs off while
     // idle; with a listener (or with the short poll off) it waits the polling interval.
@@ -386,12 +395,19 @@ fn poll_loop(engine: &Engine, shared: &Shared, tx: &Sender<Job>, lower: usize, u
     // Polls in a row that found nothing (capped: the wait stops doubling long before), and
     // whether the last poll failed (then the wait is the polling interval).
     let (mut idle_polls, mut failed) = (0u32, false);
+    // When the last poll ended: the time since is how long the workers took to run its batch.
+    let mut last_poll = Instant::now();
     while !shared.is_shutdown() {
         let in_flight = shared.in_flight.load(Ordering::SeqCst);
         if in_flight <= lower {
-            let room = upper - in_flight;
-            match engine.poll(room) {
+            let room = size.cap().saturating_sub(in_flight);
+            let started = Instant::now();
+            let drained = started - last_poll;
+            let polled = engine.poll(room);
+            last_poll = Instant::now();
+            match polled {
                 Ok(jobs) => {
+                    size.learn(jobs.len() >= room, last_poll - started, drained);
                     failed = false;
                     idle_polls = if jobs.is_empty() {
                         (idle_polls + 1).min(32)
