@@ -136,6 +136,14 @@ pub struct SchedulerConfig {
     /// ([`ShortPoll`]; default `Some(ShortPoll::default())`: 50 ms after work, doubling to 1 s).
     /// `None`: wait `polling_interval` between polls, as before.
     pub short_poll: Option<ShortPoll>,
+    /// Run on the database server's clock (default true): at start and every heartbeat round
+    /// the scheduler reads the server's time and corrects its own clock by the estimated
+    /// offset, so heartbeats, dead detection and due times agree between nodes whose clocks
+    /// disagree (docs/RELIABILITY.md, "Which clock"). Only the system clock is corrected: a
+    /// clock given to [`SchedulerBuilder::clock`](crate::scheduler::SchedulerBuilder::clock)
+    /// (a [`ManualClock`](crate::ManualClock) in tests) is used as given. `false`: the node's
+    /// clock as it is, one statement per heartbeat round fewer.
+    pub clock_correction: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -156,6 +164,7 @@ impl Default for SchedulerConfig {
             completion_flush_interval: Duration::from_millis(5),
             wake_listener: true,
             short_poll: Some(ShortPoll::default()),
+            clock_correction: true,
         }
     }
 }
@@ -231,6 +240,7 @@ mod tests {
         };
         assert!(no_batch.validate().is_err());
         assert!(c.wake_listener);
+        assert!(c.clock_correction);
         let zero_short = SchedulerConfig {
             short_poll: Some(ShortPoll {
                 min: Duration::ZERO,
