@@ -210,6 +210,11 @@ impl Dialect for MssqlDialect {
             }
         }
     }
+
+    /// `SYSUTCDATETIME()`: UTC, `datetime2(7)` (`GETDATE()` is local time and milliseconds).
+    fn server_time(&self, w: &mut SqlWriter<'_>) {
+        w.push("SELECT SYSUTCDATETIME() AS server_time");
+    }
 }
 
 #[cfg(test)]

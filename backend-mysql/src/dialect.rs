@@ -256,6 +256,14 @@ impl Dialect for MysqlDialect {
         }
         w.push(" END)");
     }
+
+    /// `UTC_TIMESTAMP(6)`: UTC with microseconds whatever the session's `time_zone`
+    /// ([`MysqlOptions::session_time_zone`](crate::MysqlOptions::session_time_zone) may set
+    /// another), read as a UTC `DATETIME` as docket's columns are; `NOW(6)` would give the
+    /// session zone's wall-clock time, and the statement's start rather than the call.
+    fn server_time(&self, w: &mut SqlWriter<'_>) {
+        w.push("SELECT UTC_TIMESTAMP(6) AS server_time");
+    }
 }
 
 #[cfg(test)]

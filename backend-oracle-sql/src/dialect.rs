@@ -178,6 +178,12 @@ impl Dialect for OracleDialect {
             }
         }
     }
+
+    /// `SYSTIMESTAMP` (the server's clock with its zone) as UTC, a plain `TIMESTAMP`
+    /// (`CURRENT_TIMESTAMP` is in the session's zone); `FROM DUAL` for 19c.
+    fn server_time(&self, w: &mut SqlWriter<'_>) {
+        w.push("SELECT SYS_EXTRACT_UTC(SYSTIMESTAMP) AS server_time FROM DUAL");
+    }
 }
 
 #[cfg(test)]

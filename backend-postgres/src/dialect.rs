@@ -193,6 +193,12 @@ impl Dialect for PgDialect {
                  SELECT level FROM levels WHERE level IS NOT NULL ORDER BY level DESC",
         );
     }
+
+    /// `clock_timestamp()`: the time when it is called (`now()` and `CURRENT_TIMESTAMP` give
+    /// the transaction's start), a `timestamptz`, so the session's time zone does not matter.
+    fn server_time(&self, w: &mut SqlWriter<'_>) {
+        w.push("SELECT clock_timestamp() AS server_time");
+    }
 }
 
 #[cfg(test)]

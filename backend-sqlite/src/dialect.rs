@@ -172,6 +172,17 @@ impl Dialect for SqliteDialect {
             }
         }
     }
+
+    /// SQLite runs in the process: its `'now'` is the node's own clock (to the millisecond),
+    /// so the correction the scheduler derives from it is zero within the measurement's
+    /// uncertainty. Kept as a statement anyway, so every backend answers the same operation;
+    /// returned in docket's SQLite encoding (integer microseconds since the Unix epoch).
+    fn server_time(&self, w: &mut SqlWriter<'_>) {
+        w.push(
+            "SELECT CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000 \
+             AS server_time",
+        );
+    }
 }
 
 /// `name(?[, ?])`: a table-valued pragma on `arg`, in `schema` (an attached database) if given.

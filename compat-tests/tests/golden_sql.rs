@@ -172,6 +172,7 @@ golden!(
     lock_and_fetch_excluding,
     table_columns,
     index_columns,
+    server_time,
 );
 
 fn parse(dialect: &dyn sqlparser::dialect::Dialect, what: &str, sql: &str) {

@@ -1,7 +1,10 @@
 //! Injectable time. Every time-dependent statement takes `now` from a [`Clock`] as a bind value,
-//! so tests drive time with a [`ManualClock`] and no statement reads the server clock.
+//! so tests drive time with a [`ManualClock`]. A scheduler on the system clock reads the
+//! server's clock once per heartbeat round and runs on a [`CorrectedClock`]: its own clock plus
+//! the estimated offset to the server's (docs/RELIABILITY.md, "Which clock").
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -63,6 +66,63 @@ impl Clock for ManualClock {
     }
 }
 
+/// A clock corrected by an offset: `inner.now() + offset`. The scheduler wraps the system
+/// clock in one and sets the offset to its estimate of `server clock - node clock`, so every
+/// node writes and compares times on (nearly) the database server's clock, whatever its own
+/// clock says. The offset starts at zero.
+#[derive(Debug)]
+pub struct CorrectedClock {
+    inner: Arc<dyn Clock>,
+    /// The offset in microseconds (the precision of every instant docket handles).
+    offset_micros: AtomicI64,
+}
+
+impl CorrectedClock {
+    /// `inner`, not corrected yet (offset zero).
+    pub fn new(inner: Arc<dyn Clock>) -> Self {
+        Self {
+            inner,
+            offset_micros: AtomicI64::new(0),
+        }
+    }
+
+    /// The clock it corrects.
+    pub fn inner(&self) -> &Arc<dyn Clock> {
+        &self.inner
+    }
+
+    /// The offset added to the inner clock.
+    pub fn offset(&self) -> TimeDelta {
+        TimeDelta::microseconds(self.offset_micros.load(Ordering::Relaxed))
+    }
+
+    /// Sets the offset added to the inner clock (truncated to microseconds; beyond about
+    /// 292,000 years it saturates).
+    pub fn set_offset(&self, offset: TimeDelta) {
+        let micros = offset
+            .num_microseconds()
+            .unwrap_or(if offset < TimeDelta::zero() {
+                i64::MIN
+            } else {
+                i64::MAX
+            });
+        self.offset_micros.store(micros, Ordering::Relaxed);
+    }
+}
+
+impl Clock for CorrectedClock {
+    fn now(&self) -> DateTime<Utc> {
+        let now = self.inner.now();
+        let offset = self.offset();
+        now.checked_add_signed(offset)
+            .unwrap_or(if offset < TimeDelta::zero() {
+                DateTime::<Utc>::MIN_UTC
+            } else {
+                DateTime::<Utc>::MAX_UTC
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +142,23 @@ mod tests {
             clock.now() - to_micros(start),
             TimeDelta::microseconds(10_000_001)
         );
+    }
+
+    #[test]
+    fn corrected_clock_adds_its_offset_and_saturates() {
+        let start = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .map(|t| t.with_timezone(&Utc))
+            .expect("valid literal");
+        let manual = ManualClock::new(start);
+        let corrected = CorrectedClock::new(Arc::new(manual.clone()));
+        assert_eq!(corrected.now(), start, "no offset until one is set");
+        corrected.set_offset(TimeDelta::minutes(-10));
+        assert_eq!(corrected.now(), start - TimeDelta::minutes(10));
+        manual.advance(Duration::from_secs(1));
+        assert_eq!(corrected.now() - start, TimeDelta::seconds(-599));
+        corrected.set_offset(TimeDelta::MAX);
+        assert_eq!(corrected.now(), DateTime::<Utc>::MAX_UTC);
+        corrected.set_offset(TimeDelta::MIN);
+        assert_eq!(corrected.now(), DateTime::<Utc>::MIN_UTC);
     }
 }

@@ -33,7 +33,7 @@ pub mod scheduler;
 pub mod store;
 pub mod task;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, CorrectedClock, ManualClock, SystemClock};
 pub use error::{DocketError, StoreError};
 pub use ident::TableName;
 pub use listener::{SchedulerEvent, SchedulerListener};

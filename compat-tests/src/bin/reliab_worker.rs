@@ -12,7 +12,8 @@
 //! counted from the worker's start): a fenced
 //! heartbeat is only a warning. Instances whose id starts with `fail-` fail every time (the
 //! task's default policy retries them 5 minutes later), so the tests see failures and
-//! reschedules written too. `RELIAB_PRIORITY=off` makes it a priority-off scheduler.
+//! reschedules written too. `RELIAB_PRIORITY=off` makes it a priority-off scheduler;
+//! `RELIAB_CLOCK_CORRECTION=off` one on its own clock, uncorrected by the server's.
 
 use docket_compat_tests::backends::connect;
 use docket_core::{
@@ -125,6 +126,8 @@ fn run() -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     // RELIAB_PRIORITY=off: a priority-off scheduler (due-queries without the priority order).
     let priority = std::env::var("RELIAB_PRIORITY").map_or(true, |v| v != "off");
+    // RELIAB_CLOCK_CORRECTION=off: the node's clock as it is (the skew test without the fix).
+    let clock_correction = std::env::var("RELIAB_CLOCK_CORRECTION").map_or(true, |v| v != "off");
     let store =
         connect(&backend, &url, StoreConfig::with_priority(priority)).map_err(|e| e.to_string())?;
     let me = name.clone();
@@ -162,6 +165,7 @@ fn run() -> Result<(), String> {
             shutdown_max_wait: Duration::from_secs(150),
             completion_batch_size: batch,
             completion_flush_interval: flush,
+            clock_correction,
             ..defaults
         })
         .build()

@@ -4,7 +4,10 @@ use super::{strings, WORK};
 use crate::harness::{Ctx, Harness, Need, Toggle};
 use chrono::Duration;
 use docket_core::store::ListFilter;
-use docket_core::{PollingStrategy, Schedule, Scheduler, SchedulerEvent, SystemClock, Task};
+use docket_core::{
+    PollingStrategy, Schedule, Scheduler, SchedulerClient, SchedulerConfig, SchedulerEvent,
+    SystemClock, Task,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
@@ -131,4 +134,104 @@ pub fn client_wakes_scheduler(h: &dyn Harness, t: Toggle) {
     scheduler.client().schedule(WORK.instance("now")).unwrap();
     assert_eq!(collect(&rx, 1), strings(&["now"]));
     assert!(scheduler.stop());
+}
+
+/// Whether `url` names a server on this machine (or SQLite, in this process): its clock is
+/// this machine's.
+fn local_server(url: &str) -> bool {
+    url.starts_with("sqlite:")
+        || url.contains("@127.0.0.1")
+        || url.contains("@localhost")
+        || url.contains("//127.0.0.1")
+        || url.contains("//localhost")
+}
+
+/// The scheduler runs on the database server's clock (docs/RELIABILITY.md, "Which clock"):
+/// the store reads the server's time; a scheduler on the system clock takes its first sample
+/// at its first step and corrects by the offset, which for a server on this machine (the
+/// same clock) is exactly zero, so work that a client on the system clock schedules for now
+/// runs at once; an injected clock, or `clock_correction: false`, is not corrected at all.
+pub fn scheduler_clock_follows_the_server(h: &dyn Harness, toggle: Toggle) {
+    let ctx = Ctx::new(h, toggle);
+    let before = chrono::Utc::now();
+    let server = ctx.store.server_time().expect("the server's clock reads");
+    let after = chrono::Utc::now();
+    let slack = Duration::seconds(1);
+    assert!(
+        server >= before - slack && server <= after + slack,
+        "the server says {server}, this machine {before} .. {after}"
+    );
+    // UTC whatever the session's time zone (MySQL's `NOW()` would read 5 hours off here). A
+    // fixed offset on MySQL/MariaDB: a named zone needs the server's zone tables loaded.
+    let zone = match ctx.store.backend() {
+        "mysql" => "-05:00",
+        _ => "America/New_York",
+    };
+    let zoned = ctx.space.store(ctx.config(), Some(zone));
+    let zoned = zoned.server_time().expect("the server's clock reads");
+    assert!(
+        (zoned - chrono::Utc::now()).abs() <= slack + Duration::seconds(1),
+        "with the session in {zone} the server says {zoned}"
+    );
+    let config = |correct: bool| SchedulerConfig {
+        scheduler_name: "clock".into(),
+        clock_correction: correct,
+        ..SchedulerConfig::default()
+    };
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let job = Task::one_time(WORK, move |e, _| {
+        tx.lock().unwrap().send(e.task_instance.clone()).ok();
+        Ok(())
+    });
+    let corrected = Scheduler::builder(ctx.store.clone())
+        .config(config(true))
+        .task(job)
+        .build()
+        .unwrap();
+    assert_eq!(
+        corrected.clock_offset(),
+        Some(Duration::zero()),
+        "not sampled yet"
+    );
+    // A client on the uncorrected system clock schedules work for now; the corrected
+    // scheduler's first step samples the server's clock and must find it due.
+    let client = SchedulerClient::new(ctx.store.clone()).unwrap();
+    client.schedule(WORK.instance("now")).unwrap();
+    assert_eq!(
+        corrected.run_due().unwrap(),
+        1,
+        "due now on the server's clock too"
+    );
+    assert_eq!(rx.try_recv().ok().as_deref(), Some("now"));
+    let offset = corrected
+        .sync_clock()
+        .unwrap()
+        .expect("the system clock is corrected");
+    assert!(
+        offset.abs() <= slack,
+        "offset {offset} to a server of this machine's time"
+    );
+    if local_server(&ctx.space.url()) {
+        assert_eq!(
+            offset,
+            Duration::zero(),
+            "the same clock: an offset within the round trip is no offset"
+        );
+    }
+    let uncorrected = Scheduler::builder(ctx.store.clone())
+        .config(config(false))
+        .build()
+        .unwrap();
+    assert_eq!(uncorrected.sync_clock().unwrap(), None);
+    assert_eq!(uncorrected.clock_offset(), None);
+    let injected = ctx
+        .scheduler("manual", PollingStrategy::fetch())
+        .build()
+        .unwrap();
+    assert_eq!(
+        injected.sync_clock().unwrap(),
+        None,
+        "an injected clock is used as given"
+    );
 }

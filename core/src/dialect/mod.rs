@@ -367,6 +367,16 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     fn ddl(&self, w: &mut SqlWriter<'_>, table: &TableName, change: Ddl<'_>) {
         common::ddl(w, table, change);
     }
+
+    /// Writes a query for the database server's current time: one row, one column
+    /// `server_time`, read when the statement runs (not frozen at a transaction's start) and
+    /// as UTC whatever the session's time zone. The scheduler corrects its clock by it
+    /// (docs/RELIABILITY.md, "Which clock"). Default: ANSI `SELECT CURRENT_TIMESTAMP AS
+    /// server_time`, which only a database whose session runs in UTC answers right; every
+    /// backend writes its own.
+    fn server_time(&self, w: &mut SqlWriter<'_>) {
+        w.push("SELECT CURRENT_TIMESTAMP AS server_time");
+    }
 }
 
 /// A dialect with every default, for core's own tests of rendering without a backend.

@@ -241,6 +241,10 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
         self.store.execution_delete_unresolved(known, before)
     }
 
+    fn server_time(&self) -> Result<DateTime<Utc>, StoreError> {
+        self.store.server_time()
+    }
+
     fn execution_poisoned(&self) -> Vec<PoisonRow> {
         self.planner.poisoned()
     }

@@ -145,6 +145,14 @@ pub struct SchedulerConfig {
     /// jobs are not held from other schedulers. At or below the upper limit: no growth.
     /// Lock-and-fetch only.
     pub claim_growth_limit: f64,
+    /// Run on the database server's clock (default true): at start and every heartbeat round
+    /// the scheduler reads the server's time and corrects its own clock by the estimated
+    /// offset, so heartbeats, dead detection and due times agree between nodes whose clocks
+    /// disagree (docs/RELIABILITY.md, "Which clock"). Only the system clock is corrected: a
+    /// clock given to [`SchedulerBuilder::clock`](crate::scheduler::SchedulerBuilder::clock)
+    /// (a [`ManualClock`](crate::ManualClock) in tests) is used as given. `false`: the node's
+    /// clock as it is, one statement per heartbeat round fewer.
+    pub clock_correction: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -166,6 +174,7 @@ impl Default for SchedulerConfig {
             wake_listener: true,
             short_poll: Some(ShortPoll::default()),
             claim_growth_limit: 10.0,
+            clock_correction: true,
         }
     }
 }
@@ -259,6 +268,7 @@ mod tests {
         };
         assert!(no_batch.validate().is_err());
         assert!(c.wake_listener);
+        assert!(c.clock_correction);
         let zero_short = SchedulerConfig {
             short_poll: Some(ShortPoll {
                 min: Duration::ZERO,

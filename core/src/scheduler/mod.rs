@@ -3,11 +3,12 @@
 
 mod claim_size;
 pub mod client;
+mod clock_sync;
 pub mod config;
 mod engine;
 mod report;
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, CorrectedClock, SystemClock};
 use crate::error::{DocketError, Result};
 use crate::listener::SchedulerListener;
 use crate::store::{ExecutionStore, Instrumented, WakeSignals};
@@ -16,7 +17,7 @@ use claim_size::ClaimSize;
 use client::SchedulerClient;
 use config::SchedulerConfig;
 use crossbeam_channel::{unbounded, Sender};
-use engine::{Engine, Job};
+use engine::{ClockSync, Engine, Job};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -30,6 +31,8 @@ pub struct SchedulerBuilder {
     tasks: Vec<Task>,
     config: SchedulerConfig,
     clock: Arc<dyn Clock>,
+    /// Whether `clock` was given ([`SchedulerBuilder::clock`]): then it is used as given.
+    clock_given: bool,
     listeners: Vec<Arc<dyn SchedulerListener>>,
 }
 
@@ -52,9 +55,12 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Injects a clock (default: the system clock).
+    /// Injects a clock (default: the system clock, corrected by the database server's as
+    /// [`SchedulerConfig::clock_correction`] says). An injected clock is used as given, never
+    /// corrected: a [`ManualClock`](crate::ManualClock) stays exactly where a test sets it.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self.clock_given = true;
         self
     }
 
@@ -85,7 +91,14 @@ impl SchedulerBuilder {
                 )));
             }
         }
-        let engine = Engine::new(self.store, self.clock, self.config, tasks, self.listeners);
+        let (clock, sync) = if self.config.clock_correction && !self.clock_given {
+            let corrected = Arc::new(CorrectedClock::new(self.clock));
+            let clock: Arc<dyn Clock> = Arc::clone(&corrected) as Arc<dyn Clock>;
+            (clock, Some(ClockSync::new(corrected)))
+        } else {
+            (self.clock, None)
+        };
+        let engine = Engine::new(self.store, clock, sync, self.config, tasks, self.listeners);
         Ok(Scheduler {
             engine: Arc::new(engine),
             shared: Arc::new(Shared::default()),
@@ -184,6 +197,7 @@ impl Scheduler {
             tasks: Vec::new(),
             config: SchedulerConfig::default(),
             clock: Arc::new(SystemClock),
+            clock_given: false,
             listeners: Vec::new(),
         }
     }
@@ -216,11 +230,14 @@ impl Scheduler {
         Ok(self.engine.create_recurring()?)
     }
 
-    /// Creates recurring executions and starts the worker, polling and housekeeping threads.
+    /// Reads the server's clock and starts on it (see [`Scheduler::sync_clock`]), creates
+    /// recurring executions and starts the worker, polling and housekeeping threads. Fails
+    /// when the database cannot be read.
     pub fn start(&self) -> Result<()> {
         if self.started.swap(true, Ordering::SeqCst) {
             return Err(DocketError::State("the scheduler was already started"));
         }
+        self.sync_clock()?;
         self.create_recurring()?;
         let config = &self.engine.config;
         let (tx, rx) = unbounded::<Job>();
@@ -345,6 +362,22 @@ impl Scheduler {
             // Written before the next poll, as one batch.
             self.engine.flush_completions();
         }
+    }
+
+    /// Reads the database server's clock once and corrects this scheduler's clock by the
+    /// estimated offset (done at [`Scheduler::start`] and before every heartbeat round; a
+    /// scheduler driven step by step takes its first sample at its first step). Returns the
+    /// offset now applied (zero when it cannot be told from zero), `None` when the clock is not
+    /// corrected ([`SchedulerConfig::clock_correction`] off, an injected clock, a store that
+    /// cannot read the server's clock). See docs/RELIABILITY.md, "Which clock".
+    pub fn sync_clock(&self) -> Result<Option<chrono::TimeDelta>> {
+        Ok(self.engine.sync_clock()?)
+    }
+
+    /// The offset by which this scheduler corrects its clock (see [`Scheduler::sync_clock`]),
+    /// `None` when it does not.
+    pub fn clock_offset(&self) -> Option<chrono::TimeDelta> {
+        self.engine.clock_offset()
     }
 
     /// Sends heartbeats for executions running in this scheduler.
@@ -499,6 +532,10 @@ fn completion_loop(engine: &Engine) {
 fn housekeeping_loop(engine: &Engine, shared: &Shared) {
     let interval = engine.config.heartbeat_interval;
     while !shared.is_shutdown() {
+        // A failed sample keeps the offset of the last one.
+        if let Err(err) = engine.sync_clock() {
+            warn!(%err, "could not read the server's clock; keeping the last correction");
+        }
         if let Err(err) = engine.heartbeat() {
             error!(%err, "heartbeat failed");
         }

@@ -104,6 +104,7 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn execution_name_lag(&self, q: &LagQuery<'_>) -> NameLag;
         fn execution_unresolved_names(&self, known: &[String]) -> Vec<String>;
         fn execution_delete_unresolved(&self, known: &[String], before: DateTime<Utc>) -> u64;
+        fn server_time(&self) -> DateTime<Utc>;
     }
 
     fn execution_heartbeat_batch(

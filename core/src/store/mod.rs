@@ -204,6 +204,17 @@ pub trait ExecutionStore: StoreInfo {
         known: &[String],
         before: DateTime<Utc>,
     ) -> Result<u64, StoreError>;
+    /// The database server's current time, read by one statement when it runs (UTC, to the
+    /// server clock's precision, truncated to microseconds). The scheduler estimates how far
+    /// its own clock is from it and corrects every time it writes or compares by that
+    /// (docs/RELIABILITY.md, "Which clock"). Default: [`StoreError::Unsupported`] (the
+    /// scheduler then uses its clock uncorrected).
+    fn server_time(&self) -> Result<DateTime<Utc>, StoreError> {
+        Err(StoreError::Unsupported {
+            backend: self.backend(),
+            capability: "reading the server's clock",
+        })
+    }
     /// The poison rows (rows that do not decode) the due and dead queries skipped since the
     /// last call, each reported once while the store holds it back. Default: none.
     fn execution_poisoned(&self) -> Vec<PoisonRow> {

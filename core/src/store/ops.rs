@@ -161,6 +161,8 @@ pub trait ExecutionOps: StoreInfo + DueSource {
         known: &[String],
         before: DateTime<Utc>,
     ) -> Result<u64, StoreError>;
+    /// [`ExecutionStore::server_time`].
+    fn server_time(&self) -> Result<DateTime<Utc>, StoreError>;
 }
 
 /// The work queue's operations (see [`QueueStore`] for each).

@@ -215,8 +215,18 @@ impl Statements<'_> {
             // Adopting an existing table (`docket migrate --adopt`): its columns and indexes.
             ("table_columns", self.table_columns()),
             ("index_columns", self.index_columns()),
+            // The server's clock, which the scheduler corrects its own by.
+            ("server_time", self.server_time()),
         ]);
         all
+    }
+
+    /// The database server's current time, one row with one column `server_time`
+    /// ([`Dialect::server_time`]).
+    pub fn server_time(&self) -> Rendered {
+        let mut w = self.writer();
+        self.dialect.server_time(&mut w);
+        w.finish()
     }
 
     /// The table's columns (`name`, `data_type`), none when it does not exist.

@@ -13,6 +13,7 @@ impl Engine {
     /// Revives (or cancels) executions of known tasks whose heartbeat is older than the dead
     /// window. Returns how many were handled.
     pub fn detect_dead(&self) -> Result<usize, StoreError> {
+        self.ensure_synced()?;
         let now = self.clock.now();
         let older_than = now - chrono(self.config.dead_after());
         let mut handled = 0;

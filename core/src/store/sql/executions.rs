@@ -331,4 +331,14 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         let items = self.has_column("max_assignments")?;
         self.execute(self.statements.delete_unresolved(known, before, items))
     }
+    fn server_time(&self) -> Result<DateTime<Utc>, StoreError> {
+        let rows = self.rows(&self.statements.server_time())?;
+        decode_all(rows, |r| r.timestamp("server_time"))?
+            .into_iter()
+            .next()
+            .map(crate::clock::to_micros)
+            .ok_or_else(|| StoreError::NotFound {
+                source: "the server-time query returned no row".into(),
+            })
+    }
 }
