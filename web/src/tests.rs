@@ -67,17 +67,7 @@ impl Fixture {
     }
 
     async fn send(&self, req: Request<Body>) -> Reply {
-        let res = router(self.web.clone()).oneshot(req).await.unwrap();
-        let status = res.status();
-        let headers = res.headers().clone();
-        let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
-            .await
-            .unwrap();
-        Reply {
-            status,
-            headers,
-            body: String::from_utf8(bytes.to_vec()).unwrap(),
-        }
+        send(&router(self.web.clone()), req).await
     }
 
     async fn get(&self, uri: &str) -> Reply {
@@ -258,10 +248,26 @@ type Case<'a> = (
     &'a str,
 );
 
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: String,
+/// A router's answer, its body read whole.
+pub(super) struct Reply {
+    pub(super) status: StatusCode,
+    pub(super) headers: HeaderMap,
+    pub(super) body: String,
+}
+
+/// Sends `req` to `app` and reads the whole answer.
+pub(super) async fn send(app: &axum::Router, req: Request<Body>) -> Reply {
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+        .await
+        .unwrap();
+    Reply {
+        status,
+        headers,
+        body: String::from_utf8(bytes.to_vec()).unwrap(),
+    }
 }
 
 impl Reply {

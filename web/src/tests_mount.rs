@@ -2,25 +2,18 @@
 //! user mounts it: every URL the pages emit carries the prefix, trusted mode has no sign-in
 //! and still checks CSRF and `Origin`, and token mode's cookies live under the prefix.
 
-use super::tests::{claim, seeded_store};
+use super::tests::{claim, seeded_store, send, Reply};
 use super::{Access, Dashboard};
 use axum::body::Body;
-use axum::http::{header, HeaderMap, Request, StatusCode};
+use axum::http::{header, Request, StatusCode};
 use axum::Router;
 use chrono::Utc;
 use docket_core::{ExecutionKey, Store};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
-use tower::ServiceExt;
 
 const BASE: &str = "/ops/docket";
 const HOST: &str = "app.example";
-
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: String,
-}
 
 /// The application: the dashboard nested under [`BASE`], and a page of its own.
 fn app(store: Arc<dyn Store>, access: Access) -> Router {
@@ -37,20 +30,6 @@ fn trusted(writes: bool) -> Access {
     Access::Trusted {
         writes,
         secure_cookies: false,
-    }
-}
-
-async fn send(app: &Router, req: Request<Body>) -> Reply {
-    let res = app.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let headers = res.headers().clone();
-    let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
-        .await
-        .unwrap();
-    Reply {
-        status,
-        headers,
-        body: String::from_utf8(bytes.to_vec()).unwrap(),
     }
 }
 
