@@ -326,6 +326,68 @@ pub fn contention_without_failures(h: &dyn Harness, exe: &str, priority: bool) {
     report_of(h.name(), "contention", n, workers.len(), elapsed, &figures);
 }
 
+/// A pause holds across processes: two running scheduler processes (lock-and-fetch and
+/// fetch, priority on) claim nothing of a paused task from the poll after the pause on, though
+/// its executions are due, and run every one of them, once, after it is resumed.
+pub fn pause_holds_across_processes(h: &dyn Harness, exe: &str) {
+    let (space, store) = migrated(h);
+    let client = SchedulerClient::new(store.clone()).expect("schema migrated");
+    let started = Instant::now();
+    let workers = [
+        Launch::new("worker-0", "lock-and-fetch"),
+        Launch::new("worker-1", "fetch"),
+    ];
+    let mut cluster = Cluster::launch(h.name(), &space.url(), exe, &workers, 1_000, 0, None);
+    let named = |prefix: &str, n: usize| -> Vec<String> {
+        (0..n).map(|i| format!("{prefix}-{i:04}")).collect()
+    };
+    // Both are polling: a first batch runs.
+    let warm = named("warm", 20);
+    schedule_ids(&*space, &warm);
+    cluster.wait("the first batch to run", || remaining(&*store) == 0);
+    assert!(client.pause(RELIAB.name(), Some("faults")).expect("paused"));
+    let held = named("held", 200);
+    schedule_ids(&*space, &held);
+    // Several polls of both: the short poll waits at most 1 s; on PostgreSQL the schedule's
+    // wake-up makes them poll at once.
+    std::thread::sleep(Duration::from_secs(3));
+    let ran_while_paused: Vec<String> = (0..workers.len())
+        .flat_map(|i| cluster.started(i))
+        .filter(|i| i.starts_with("held-"))
+        .collect();
+    assert!(
+        ran_while_paused.is_empty(),
+        "{} executions of the paused task ran: {:?}",
+        ran_while_paused.len(),
+        &ran_while_paused[..ran_while_paused.len().min(5)]
+    );
+    assert_eq!(
+        remaining(&*store),
+        held.len() as i64,
+        "nothing claimed while paused"
+    );
+    assert!(client.resume(RELIAB.name()).expect("resumed"));
+    cluster.wait("the held executions to run once resumed", || {
+        remaining(&*store) == 0
+    });
+    for i in 0..workers.len() {
+        cluster.stop(i);
+    }
+    let runs = cluster.finish();
+    assert_eq!(runs.len(), warm.len() + held.len(), "every execution ran");
+    let twice = duplicates(&runs);
+    assert!(twice.is_empty(), "ran more than once: {twice:?}");
+    let figures = ", paused for 3 s: 0 of 200 due executions claimed; all ran once resumed";
+    report_of(
+        h.name(),
+        "pause",
+        runs.len(),
+        workers.len(),
+        started.elapsed(),
+        figures,
+    );
+}
+
 /// Every `kind` event of every worker of `cluster` (`n` workers), as `(worker, instance)`.
 fn all_events(cluster: &Cluster, n: usize, kind: &str) -> Vec<(String, String)> {
     (0..n)
@@ -878,6 +940,10 @@ macro_rules! faults_suite {
         #[test]
         fn partition_longer_than_dead_window() {
             $crate::faults::partition(&$harness, $exe, std::time::Duration::from_secs(20));
+        }
+        #[test]
+        fn pause_holds_across_processes() {
+            $crate::faults::pause_holds_across_processes(&$harness, $exe);
         }
         #[test]
         fn clock_skew_within_tolerance() {
