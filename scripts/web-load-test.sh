@@ -44,7 +44,10 @@ psql -q "$admin" -c "CREATE DATABASE $db" >/dev/null || not_run "cannot create a
 scratch="$(mktemp -d)"
 server=""
 cleanup() {
-  [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+  if [ -n "$server" ]; then
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true # killed by us: status 143, not the test's
+  fi
   psql -q "$admin" -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
   rm -rf "$scratch"
 }
