@@ -30,9 +30,8 @@ pub struct SchedulerBuilder {
     store: Arc<dyn ExecutionStore>,
     tasks: Vec<Task>,
     config: SchedulerConfig,
-    clock: Arc<dyn Clock>,
-    /// Whether `clock` was given ([`SchedulerBuilder::clock`]): then it is used as given.
-    clock_given: bool,
+    /// The clock given by [`SchedulerBuilder::clock`], used as given; `None`: the system clock.
+    clock: Option<Arc<dyn Clock>>,
     listeners: Vec<Arc<dyn SchedulerListener>>,
 }
 
@@ -59,8 +58,7 @@ impl SchedulerBuilder {
     /// [`SchedulerConfig::clock_correction`] says). An injected clock is used as given, never
     /// corrected: a [`ManualClock`](crate::ManualClock) stays exactly where a test sets it.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self.clock_given = true;
+        self.clock = Some(clock);
         self
     }
 
@@ -91,12 +89,14 @@ impl SchedulerBuilder {
                 )));
             }
         }
-        let (clock, sync) = if self.config.clock_correction && !self.clock_given {
-            let corrected = Arc::new(CorrectedClock::new(self.clock));
-            let clock: Arc<dyn Clock> = Arc::clone(&corrected) as Arc<dyn Clock>;
-            (clock, Some(ClockSync::new(corrected)))
-        } else {
-            (self.clock, None)
+        let (clock, sync) = match self.clock {
+            Some(given) => (given, None),
+            None if self.config.clock_correction => {
+                let corrected = Arc::new(CorrectedClock::new(Arc::new(SystemClock)));
+                let clock: Arc<dyn Clock> = Arc::clone(&corrected) as Arc<dyn Clock>;
+                (clock, Some(ClockSync::new(corrected)))
+            }
+            None => (Arc::new(SystemClock) as Arc<dyn Clock>, None),
         };
         let engine = Engine::new(self.store, clock, sync, self.config, tasks, self.listeners);
         Ok(Scheduler {
@@ -196,8 +196,7 @@ impl Scheduler {
             store: Arc::new(Instrumented::new(store)),
             tasks: Vec::new(),
             config: SchedulerConfig::default(),
-            clock: Arc::new(SystemClock),
-            clock_given: false,
+            clock: None,
             listeners: Vec::new(),
         }
     }
