@@ -137,17 +137,10 @@ fn pump(mut from: TcpStream, mut to: TcpStream, latency: Option<Latency>) {
 /// Namespaces made by this process so far (for unique names and subnets).
 static MADE: AtomicU32 = AtomicU32::new(0);
 
-/// Held by each [`Netns`] while it exists.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// A network namespace linked to this host by a veth pair: the host end has `host_ip`, the
 /// namespace end `ns_ip` (one /30 under 10.200.0.0/16). Dropping it deletes the namespace
 /// (which deletes the pair).
 pub struct Netns {
-    /// One namespace at a time in this process: two partition cases cutting and healing
-    /// their namespaces at once made the longer one's survivors revive nothing (seen in CI,
-    /// cause in the kernel's or iptables-nft's handling not found); serialized, both pass.
-    _one_at_a_time: std::sync::MutexGuard<'static, ()>,
     name: String,
     host_if: String,
     /// The host end's address (what processes inside connect to).
@@ -195,16 +188,12 @@ impl Netns {
         if !crate::servers::running_as_root() {
             return Err("network namespaces need root (CAP_NET_ADMIN)".into());
         }
-        let one_at_a_time = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let n = MADE.fetch_add(1, Ordering::SeqCst);
         let pid = std::process::id();
         // 16,384 /30 subnets in 10.200.0.0/16; neighbours in time get neighbouring subnets.
         let slot = (pid.wrapping_mul(16).wrapping_add(n)) % 16_384;
         let (third, fourth) = ((slot / 64) as u8, ((slot % 64) * 4) as u8);
         let ns = Self {
-            _one_at_a_time: one_at_a_time,
             name: format!("docket-{pid}-{n}"),
             host_if: format!("dkh{}{n}", pid % 100_000),
             host_ip: Ipv4Addr::new(10, 200, third, fourth + 1),
