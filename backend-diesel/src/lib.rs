@@ -88,6 +88,15 @@ where
     Ok(connections)
 }
 
+/// How long the server waits for the next statement of a docket transaction before it ends the
+/// transaction and its session, where the database can be told (PostgreSQL on every docket
+/// transaction, MariaDB on the sessions of a pool docket opens). docket sends a transaction's
+/// statements back to back, so only a client that was cut off, paused or killed mid-transaction
+/// waits that long; its row locks would otherwise hold until the server noticed the lost
+/// connection (hours, with default TCP keepalive), and every other scheduler's dead detection
+/// would wait behind them. What such a transaction wrote is rolled back.
+pub const IDLE_IN_TRANSACTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Carries a store error through diesel's transaction closure.
 #[derive(Debug)]
 pub enum TxError {

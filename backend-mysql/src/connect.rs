@@ -9,7 +9,7 @@ use diesel::sql_types::Text;
 use diesel::{MysqlConnection, QueryableByName, RunQueryDsl};
 use docket_core::backend::SqlStore;
 use docket_core::{StoreConfig, StoreError};
-use docket_diesel::{db, pool, DieselConnector};
+use docket_diesel::{db, pool, DieselConnector, IDLE_IN_TRANSACTION_TIMEOUT};
 use std::time::Duration;
 
 /// Pool and session settings.
@@ -44,7 +44,8 @@ impl Default for MysqlOptions {
 }
 
 /// Runs docket's session set-up on every new pooled connection: strict SQL mode (so an
-/// over-long value fails instead of being truncated, whatever the server's default), and the
+/// over-long value fails instead of being truncated, whatever the server's default), on
+/// MariaDB the [`IDLE_IN_TRANSACTION_TIMEOUT`] (`idle_transaction_timeout`), and the
 /// configured session time zone.
 #[derive(Debug)]
 struct SessionSetup {
@@ -59,9 +60,12 @@ struct Version {
 
 impl CustomizeConnection<MysqlConnection, diesel::r2d2::Error> for SessionSetup {
     fn on_acquire(&self, conn: &mut MysqlConnection) -> Result<(), diesel::r2d2::Error> {
-        conn.batch_execute(
-            "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES')",
-        )
+        // `/*M!100300 ... */` runs on MariaDB 10.3 and later only (MySQL has no such timeout).
+        conn.batch_execute(&format!(
+            "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES') \
+             /*M!100300 , SESSION idle_transaction_timeout = {} */",
+            IDLE_IN_TRANSACTION_TIMEOUT.as_secs()
+        ))
         .map_err(diesel::r2d2::Error::QueryError)?;
         if let Some(tz) = &self.time_zone {
             diesel::sql_query("SET time_zone = ?")
@@ -113,7 +117,10 @@ pub fn connect_with(
 /// docket relies on strict SQL mode (an over-long value fails instead of being truncated);
 /// [`connect`] adds `STRICT_ALL_TABLES` to every session. A pool of your own must run in a
 /// strict mode too (`STRICT_TRANS_TABLES`, the servers' default, or `STRICT_ALL_TABLES`): a
-/// pool whose connection is not is refused with [`StoreError::Unsupported`].
+/// pool whose connection is not is refused with [`StoreError::Unsupported`]. On MariaDB, give
+/// its sessions an `idle_transaction_timeout` too (docket's pools use
+/// [`IDLE_IN_TRANSACTION_TIMEOUT`]), or a client cut off mid-transaction holds its row locks
+/// until the server notices the lost connection.
 pub fn from_pool(
     connections: Pool<ConnectionManager<MysqlConnection>>,
     config: StoreConfig,

@@ -4,6 +4,7 @@
 use crate::migrate::MIGRATIONS;
 use crate::wake::{ListenFrom, PgSignals};
 use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::connection::SimpleConnection;
 use diesel::deserialize::{self, FromSql};
 use diesel::pg::{Pg, PgConnection, PgValue};
 use diesel::query_builder::AstPass;
@@ -20,7 +21,10 @@ use docket_core::store::sql::SqlSession;
 use docket_core::store::Cell;
 use docket_core::store::WakeSignals;
 use docket_core::StoreError;
-use docket_diesel::{push_scalar, Cells, DieselSession, Family, Prepare, Statement, TxError};
+use docket_diesel::{
+    push_scalar, Cells, DieselSession, Family, Prepare, Statement, TxError,
+    IDLE_IN_TRANSACTION_TIMEOUT,
+};
 use std::sync::Arc;
 
 /// One typed array parameter (`text[]`, `bytea[]`, `timestamptz[]`, ...): the columns of the
@@ -93,11 +97,22 @@ impl Family for PgFamily {
         q.execute(conn)
     }
 
+    /// Every docket transaction tells the server to end it (and its session) once it has
+    /// waited [`IDLE_IN_TRANSACTION_TIMEOUT`] for the client's next statement (see there why).
+    /// The retry of what it wrote finds the connection closed and takes a new one.
     fn transaction<T>(
         conn: &mut PgConnection,
         f: impl FnOnce(&mut PgConnection) -> Result<T, TxError>,
     ) -> Result<T, TxError> {
-        conn.transaction(f)
+        conn.transaction(|conn| {
+            // For this transaction only: a connection shared with the application keeps its
+            // own setting outside docket's transactions.
+            conn.batch_execute(&format!(
+                "SET LOCAL idle_in_transaction_session_timeout = {}",
+                IDLE_IN_TRANSACTION_TIMEOUT.as_millis()
+            ))?;
+            f(conn)
+        })
     }
 
     fn wake_signals(

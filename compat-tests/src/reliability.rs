@@ -95,6 +95,27 @@ impl Launch {
     }
 }
 
+/// A failed case shows what its workers logged (warnings, errors and counted events): a CI log
+/// is all there is to go on for a fault that shows one run in several.
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for i in 0..self.workers.len() {
+            let events = self.events(i);
+            let from = events.len().saturating_sub(60);
+            eprintln!(
+                "--- {} (last {} of {} event lines) ---\n{}",
+                self.name(i),
+                events.len() - from,
+                events.len(),
+                events[from..].join("\n")
+            );
+        }
+    }
+}
+
 impl Cluster {
     /// Starts [`WORKERS`] processes; worker `i` polls with `polling[i % polling.len()]`.
     fn start(

@@ -13,7 +13,8 @@
 //! heartbeat is only a warning. Instances whose id starts with `fail-` fail every time (the
 //! task's default policy retries them 5 minutes later), so the tests see failures and
 //! reschedules written too. `RELIAB_PRIORITY=off` makes it a priority-off scheduler;
-//! `RELIAB_CLOCK_CORRECTION=off` one on its own clock, uncorrected by the server's.
+//! `RELIAB_CLOCK_CORRECTION=off` one on its own clock, uncorrected by the server's;
+//! `RELIAB_DEBUG` (any value) adds docket's debug lines (polls, clock samples) to the events.
 
 use docket_compat_tests::backends::connect;
 use docket_core::{
@@ -65,6 +66,7 @@ impl tracing::field::Visit for Fields {
 impl tracing::Subscriber for Warnings {
     fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
         *metadata.level() <= tracing::Level::WARN
+            || (std::env::var("RELIAB_DEBUG").is_ok() && metadata.target().starts_with("docket"))
     }
     fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         tracing::span::Id::from_u64(1)
