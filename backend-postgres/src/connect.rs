@@ -71,9 +71,9 @@ pub fn connect_with(
 /// pool cannot hand out a connection.
 ///
 /// docket needs nothing of the pool's connections beyond what [`connect`] sets up: size the
-/// pool for the application's own use plus the scheduler's threads (its polling, completion
-/// and housekeeping threads each hold a connection only for the length of a statement or a
-/// short transaction).
+/// pool for the application's own use plus the scheduler's threads (its polling, completion,
+/// heartbeat and housekeeping threads each hold a connection only for the length of a
+/// statement or a short transaction).
 ///
 /// docket's statements are kept prepared on the pool's connections
 /// ([`PgOptions::statement_cache`] on). Where they cannot be (PgBouncer in transaction pooling

@@ -272,6 +272,10 @@ impl Scheduler {
             poll_loop(&engine, &shared, &poll_tx, lower, size)
         })?);
         let (engine, shared) = (Arc::clone(&self.engine), Arc::clone(&self.shared));
+        threads.push(spawn("docket-heartbeat".into(), move || {
+            heartbeat_loop(&engine, &shared)
+        })?);
+        let (engine, shared) = (Arc::clone(&self.engine), Arc::clone(&self.shared));
         threads.push(spawn("docket-housekeeper".into(), move || {
             housekeeping_loop(&engine, &shared)
         })?);
@@ -528,15 +532,26 @@ fn completion_loop(engine: &Engine) {
     }
 }
 
+/// Sends the heartbeats of the executions held here every `heartbeat_interval`, counted from
+/// the start of each round (a round that took long is not followed by a full interval). On a
+/// thread of its own: behind a slow link (MariaDB, 200 ms round trips) the rounds of the
+/// housekeeper took most of the 4 s dead window, and a long dead-detection pass would hold
+/// back this scheduler's own heartbeats until its peers took its executions for dead.
+fn heartbeat_loop(engine: &Engine, shared: &Shared) {
+    every_interval(engine, shared, || {
+        if let Err(err) = engine.heartbeat() {
+            error!(%err, "heartbeat failed");
+        }
+    });
+}
+
+/// Samples the server's clock, detects dead executions and checks for unknown tasks every
+/// `heartbeat_interval`.
 fn housekeeping_loop(engine: &Engine, shared: &Shared) {
-    let interval = engine.config.heartbeat_interval;
-    while !shared.is_shutdown() {
+    every_interval(engine, shared, || {
         // A failed sample keeps the offset of the last one.
         if let Err(err) = engine.sync_clock() {
             warn!(%err, "could not read the server's clock; keeping the last correction");
-        }
-        if let Err(err) = engine.heartbeat() {
-            error!(%err, "heartbeat failed");
         }
         if let Err(err) = engine.detect_dead() {
             error!(%err, "dead-execution detection failed");
@@ -544,6 +559,15 @@ fn housekeeping_loop(engine: &Engine, shared: &Shared) {
         if let Err(err) = engine.check_unresolved() {
             error!(%err, "unknown-task check failed");
         }
-        shared.sleep(interval);
+    });
+}
+
+/// Runs `round` every `heartbeat_interval` from the start of the last round until shutdown.
+fn every_interval(engine: &Engine, shared: &Shared, mut round: impl FnMut()) {
+    let interval = engine.config.heartbeat_interval;
+    while !shared.is_shutdown() {
+        let started = Instant::now();
+        round();
+        shared.sleep(interval.saturating_sub(started.elapsed()));
     }
 }
