@@ -124,6 +124,7 @@ fn child(args: &str) {
         now: t0(),
         task_names: &names,
         limit: BATCH,
+        claim_for: None,
     };
     let mut mine = Vec::new();
     let mut by_mode = [0usize; 2];

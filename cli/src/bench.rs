@@ -359,6 +359,7 @@ fn due_figures<C: SqlConnector + Clone>(
         now: s.now,
         task_names: &names,
         limit: batch,
+        claim_for: None,
     };
     let recording = |priority| -> Result<_, CliError> {
         Ok(SqlStore::new(
@@ -821,6 +822,7 @@ fn fairness<C: SqlConnector>(
             now,
             task_names: &names,
             limit: args.threads as i64,
+            claim_for: None,
         };
         for e in store.execution_lock_and_fetch_due(&p, "bench-fair")? {
             let Some(level) = fed.iter_mut().find(|f| Some(f.0) == e.priority) else {

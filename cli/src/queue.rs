@@ -67,6 +67,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             now,
             task_names: &names,
             limit: args.limit,
+            claim_for: None,
         };
         let items = store
             .item_counts()?

@@ -953,8 +953,10 @@ macro_rules! faults_suite {
         fn clock_skew_of_10_minutes() {
             $crate::faults::clock_skew(&$harness, $exe, 600);
         }
-        // Not in the suite while its defect is open (docs/RELIABILITY.md, "Found"):
-        // `slow_link` (MariaDB).
+        #[test]
+        fn slow_link() {
+            $crate::faults::slow_link(&$harness, $exe);
+        }
     };
 }
 

@@ -96,9 +96,18 @@ impl Launch {
 }
 
 /// A failed case shows what its workers logged (warnings, errors and counted events): a CI log
-/// is all there is to go on for a fault that shows one run in several.
+/// is all there is to go on for a fault that shows one run in several. With `RELIAB_KEEP=DIR`
+/// every case copies its workers' events files to `DIR/<worker>.events` (with `RELIAB_DEBUG`,
+/// see the worker, they hold each poll and heartbeat round too).
 impl Drop for Cluster {
     fn drop(&mut self) {
+        if let Ok(dir) = std::env::var("RELIAB_KEEP") {
+            for (name, _, log) in &self.workers {
+                let mut p = log.clone().into_os_string();
+                p.push(".events");
+                let _ = std::fs::copy(&p, format!("{dir}/{name}.events"));
+            }
+        }
         if !std::thread::panicking() {
             return;
         }

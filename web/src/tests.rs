@@ -1370,6 +1370,7 @@ async fn lists_are_capped_whatever_the_table_size() {
                 now: now - Duration::hours(2),
                 task_names: &ghost,
                 limit: 5000,
+                claim_for: None,
             },
             "node-x",
         )

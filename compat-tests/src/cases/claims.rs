@@ -62,6 +62,7 @@ pub fn lock_and_fetch_claims_in_order(h: &dyn Harness, t: Toggle) {
         now,
         task_names: &names,
         limit,
+        claim_for: None,
     };
     let first = ctx
         .store
@@ -155,6 +156,7 @@ pub fn concurrent_fetch_claimers_never_double_claim(h: &dyn Harness, t: Toggle) 
             now: Ctx::t0(),
             task_names: &names,
             limit: 50,
+            claim_for: None,
         };
         let candidates = store.execution_fetch_due(&params).unwrap();
         if candidates.is_empty() {
@@ -191,6 +193,7 @@ pub fn concurrent_lock_and_fetch_claimers_never_double_claim(h: &dyn Harness, t:
             now: Ctx::t0(),
             task_names: &names,
             limit: 25,
+            claim_for: None,
         };
         let claimed: Vec<_> = store
             .execution_lock_and_fetch_due(&params, me)

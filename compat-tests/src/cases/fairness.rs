@@ -86,6 +86,7 @@ fn poll(
         now,
         task_names: &names,
         limit: BATCH as i64,
+        claim_for: None,
     };
     match strategy {
         "fetch" => store.execution_fetch_due(&p),

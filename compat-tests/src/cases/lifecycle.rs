@@ -248,6 +248,7 @@ pub fn revived_execution_fences_old_owner(h: &dyn Harness, t: Toggle) {
             now: ctx.clock.now(),
             task_names: &names,
             limit: 1,
+            claim_for: None,
         };
         assert_eq!(
             ctx.store
@@ -632,6 +633,7 @@ pub fn dead_detection_reads_past_rows_it_leaves_alone(h: &dyn Harness, t: Toggle
                 now: ctx.clock.now(),
                 task_names: &["ghost".to_owned()],
                 limit: 1000,
+                claim_for: None,
             },
             "gone",
         )

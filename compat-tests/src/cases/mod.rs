@@ -62,6 +62,7 @@ pub fn due(
             now,
             task_names: &names,
             limit: 1000,
+            claim_for: None,
         })
         .expect("due-query runs")
 }

@@ -37,6 +37,7 @@ pub fn due_order_reference(h: &dyn Harness, t: Toggle) {
                 now,
                 task_names: &names,
                 limit: 10,
+                claim_for: None,
             },
             "me",
         )
@@ -181,6 +182,7 @@ pub fn due_batches_span_levels_in_order(h: &dyn Harness, t: Toggle) {
         now,
         task_names: &names,
         limit,
+        claim_for: None,
     };
     assert_eq!(
         ids(&ctx.store.execution_fetch_due(&params(4)).unwrap()),
@@ -219,6 +221,7 @@ pub fn many_priority_levels_keep_order(h: &dyn Harness, t: Toggle) {
             now,
             task_names: &names,
             limit: 3,
+            claim_for: None,
         })
         .unwrap();
     assert_eq!(ids(&got), expected);

@@ -11,9 +11,10 @@ use crate::dialect::Due;
 use crate::error::StoreError;
 use crate::ordering::{Aging, Level, PriorityMode, Stride, Weights};
 use crate::records::{DueParams, Execution, ExecutionKey};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::HashSet;
 use std::sync::MutexGuard;
+use std::time::Instant;
 
 /// Times a claim ended by contention is run again before the poll fails
 /// ([`StoreError::Contention`]).
@@ -112,6 +113,7 @@ struct Poll<'p, 'n, F> {
     rows: Vec<Execution>,
     seen: HashSet<ExecutionKey>,
     learned: Vec<(Level, Next)>,
+    began: Instant,
 }
 
 impl<F> Poll<'_, '_, F>
@@ -120,6 +122,16 @@ where
 {
     fn room(&self) -> i64 {
         self.p.limit - self.rows.len() as i64
+    }
+
+    /// Whether another level may be read: there is room, and a claiming poll that holds rows
+    /// has not run past [`DueParams::claim_for`] (its rows get heartbeats only once it
+    /// returns).
+    fn open(&self) -> bool {
+        let late = self.claims
+            && !self.rows.is_empty()
+            && self.p.claim_for.is_some_and(|d| self.began.elapsed() >= d);
+        self.room() > 0 && !late
     }
 
     /// Reads up to the room at `level`, due by `due_by`. Returns how many rows it added and
@@ -173,9 +185,19 @@ impl Planner {
         if p.task_names.is_empty() || p.limit <= 0 {
             return Ok(Vec::new());
         }
+        // Each claim is stamped (its rows' heartbeat) as of its own start: a poll's probes and
+        // earlier levels took 4 s of round trips over a slow link, and rows stamped with the
+        // poll's start were dead to the other schedulers the moment they were claimed.
+        let began = Instant::now();
         let mut rows = self.by_level(src, p, true, |level, limit, due_by| {
             self.without_poison(p.now, limit, |exclude, room| {
-                retried(|| src.claim_rows(&due_of(p, level, room, due_by, exclude), picked_by))
+                retried(|| {
+                    let due = Due {
+                        now: p.now + TimeDelta::from_std(began.elapsed()).unwrap_or_default(),
+                        ..due_of(p, level, room, due_by, exclude)
+                    };
+                    src.claim_rows(&due, picked_by)
+                })
             })
         })?;
         if self.policy.mode == PriorityMode::Strict {
@@ -248,6 +270,7 @@ impl Planner {
             rows: Vec::new(),
             seen: HashSet::new(),
             learned: Vec::new(),
+            began: Instant::now(),
         };
         match &self.policy.mode {
             PriorityMode::Strict => self.strict(&mut poll, &plan)?,
@@ -278,7 +301,7 @@ impl Planner {
     {
         let now = poll.p.now;
         for &(level, next) in plan {
-            if poll.room() <= 0 {
+            if !poll.open() {
                 break;
             }
             if self.before_locking(poll, level, next)?.skips(now) {
@@ -313,7 +336,7 @@ impl Planner {
                 .iter()
                 .find(|(l, _)| *l == level)
                 .map_or(Next::Probe, |(_, n)| *n);
-            if poll.room() > 0 && !self.before_locking(poll, level, next)?.skips(now) {
+            if poll.open() && !self.before_locking(poll, level, next)?.skips(now) {
                 received = poll.take(level, now)?.0;
                 if received == 0 {
                     poll.learned
@@ -355,7 +378,7 @@ impl Planner {
             .map(|(band, _)| band)
             .collect();
         for _ in 0..MAX_AGING_PROBES {
-            if poll.room() <= 0 {
+            if !poll.open() {
                 break;
             }
             let Some(i) = bands::highest(&bands, aging, now) else {

@@ -217,6 +217,7 @@ fn strict_batches_follow_the_sorted_table() {
                 now: t0(),
                 task_names: &names,
                 limit,
+                claim_for: None,
             };
             loop {
                 let all = Due::new(Level::Any, t0(), &names, 10_000);
@@ -263,6 +264,7 @@ fn the_level_cache_skips_drained_levels() {
         now: t0(),
         task_names: &names,
         limit: 5,
+        claim_for: None,
     };
     assert_eq!(planner.claim(&memory, &p, "me").unwrap().len(), 5);
     // The next poll finds level 9 drained and level 5 not due yet (plain probes first).
@@ -301,6 +303,7 @@ fn poison_rows_are_skipped_held_back_and_reported_once() {
             now: t0(),
             task_names: &names,
             limit: 2,
+            claim_for: None,
         };
         let poll = || match claims {
             true => planner.claim(&memory, &p, "me").unwrap(),
@@ -339,6 +342,7 @@ fn weighted_shares_follow_the_weights() {
         now: t0(),
         task_names: &names,
         limit: 1,
+        claim_for: None,
     };
     let mut high = 0;
     for _ in 0..200 {
@@ -366,6 +370,7 @@ fn aging_lets_old_low_rows_pass_fresh_high_ones() {
         now: t0(),
         task_names: &names,
         limit: 3,
+        claim_for: None,
     };
     assert_eq!(
         ids(&planner.claim(&memory, &p, "me").unwrap()),
@@ -420,6 +425,7 @@ fn contended_claims_are_retried_a_bounded_number_of_times() {
             now: t0(),
             task_names: &names,
             limit: 1,
+            claim_for: None,
         };
         match planner.claim(&memory, &p, "me") {
             Ok(rows) => {

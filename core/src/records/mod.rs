@@ -16,6 +16,7 @@ use crate::ordering::OrderingPolicy;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use std::cmp::Ordering;
+use std::time::Duration;
 
 /// Identifies an execution.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -338,6 +339,12 @@ pub struct DueParams<'a> {
     pub task_names: &'a [String],
     /// At most this many rows.
     pub limit: i64,
+    /// A claiming poll (lock-and-fetch) over several priority levels that holds rows stops
+    /// reading further levels once it has run this long (the scheduler gives its heartbeat
+    /// interval): its rows are stamped when claimed and get heartbeats only once the poll
+    /// returns, and over a slow link one poll of every level took longer than the dead
+    /// window. `None`: every level is read.
+    pub claim_for: Option<Duration>,
 }
 
 #[cfg(test)]

@@ -297,6 +297,7 @@ impl SchedulerClient {
             now: self.clock.now(),
             task_names,
             limit: cap + 1,
+            claim_for: None,
         })?;
         let capped = rows.len() as i64 > cap;
         let by_priority = self.config().ordering.priority;

@@ -183,6 +183,7 @@ impl Engine {
             now: self.clock.now(),
             task_names: &self.task_names,
             limit: i64::try_from(limit).unwrap_or(i64::MAX),
+            claim_for: Some(self.config.heartbeat_interval),
         };
         let (rows, job): (_, fn(Execution) -> Job) = match self.config.polling {
             PollingStrategy::FetchAndLockOnExecute { .. } => {
@@ -615,7 +616,9 @@ impl Engine {
             .collect();
         running.sort_unstable();
         let mut first_error = None;
+        let round = Instant::now();
         let answers = self.store.execution_heartbeat_batch(&running, now);
+        debug!(executions = running.len(), took = ?round.elapsed(), "heartbeat round");
         for ((key, version), answer) in running.into_iter().zip(answers) {
             match answer {
                 Ok(true) => {}

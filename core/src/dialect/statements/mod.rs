@@ -385,6 +385,20 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
+    /// The keys of `rows` that are picked at the given version, in one statement: which rows a
+    /// [`Statements::heartbeat_versions`] that changed fewer rows than it named did reach.
+    pub fn picked_at_versions(&self, rows: &[(&ExecutionKey, i64)]) -> Rendered {
+        let mut w = self.writer();
+        w.push("SELECT task_name, task_instance FROM ")
+            .table(&self.table)
+            .push(" WHERE picked = ")
+            .bind(true)
+            .push(" AND (");
+        self.push_keys(&mut w, rows.iter().map(|(k, v)| (*k, Some(*v))).collect());
+        w.push(")");
+        w.finish()
+    }
+
     /// Applies each row's changes to its execution, each only if it still has the given
     /// version, bumping `version`: one statement. A column every row sets to the same value is
     /// set plainly; one that differs reads its value per row with `CASE WHEN <key> THEN ? ...

@@ -151,6 +151,17 @@ impl<C: SqlConnector> SqlOps<C> {
         decode_all(self.rows(&stmt)?, Execution::from_row)
     }
 
+    /// The execution keys `stmt` returns (`task_name`, `task_instance`).
+    fn keys_of(&self, stmt: &Rendered) -> Result<HashSet<ExecutionKey>, StoreError> {
+        decode_all(self.rows(stmt)?, |r| {
+            Ok(ExecutionKey {
+                task_name: r.text("task_name")?,
+                task_instance: r.text("task_instance")?,
+            })
+        })
+        .map(|keys| keys.into_iter().collect())
+    }
+
     fn execute(&self, stmt: Rendered) -> Result<u64, StoreError> {
         self.connector.with_session(&mut |s| s.execute(&stmt))
     }
