@@ -125,6 +125,7 @@ fn child(args: &str) {
         task_names: &names,
         limit: BATCH,
         claim_for: None,
+        clock: None,
     };
     let mut mine = Vec::new();
     let mut by_mode = [0usize; 2];

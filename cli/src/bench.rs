@@ -360,6 +360,7 @@ fn due_figures<C: SqlConnector + Clone>(
         task_names: &names,
         limit: batch,
         claim_for: None,
+        clock: None,
     };
     let recording = |priority| -> Result<_, CliError> {
         Ok(SqlStore::new(
@@ -823,6 +824,7 @@ fn fairness<C: SqlConnector>(
             task_names: &names,
             limit: args.threads as i64,
             claim_for: None,
+            clock: None,
         };
         for e in store.execution_lock_and_fetch_due(&p, "bench-fair")? {
             let Some(level) = fed.iter_mut().find(|f| Some(f.0) == e.priority) else {

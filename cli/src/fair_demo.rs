@@ -70,6 +70,7 @@ fn starve_or_serve(store: &dyn ExecutionStore) -> Result<Option<i64>, CliError> 
             task_names: &names,
             limit: PER_SECOND as i64,
             claim_for: None,
+            clock: None,
         };
         let claimed = store.execution_lock_and_fetch_due(&p, "fair-demo")?;
         for e in &claimed {

@@ -68,6 +68,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             task_names: &names,
             limit: args.limit,
             claim_for: None,
+            clock: None,
         };
         let items = store
             .item_counts()?

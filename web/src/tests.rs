@@ -1371,6 +1371,7 @@ async fn lists_are_capped_whatever_the_table_size() {
                 task_names: &ghost,
                 limit: 5000,
                 claim_for: None,
+                clock: None,
             },
             "node-x",
         )

@@ -63,6 +63,7 @@ pub fn lock_and_fetch_claims_in_order(h: &dyn Harness, t: Toggle) {
         task_names: &names,
         limit,
         claim_for: None,
+        clock: None,
     };
     let first = ctx
         .store
@@ -157,6 +158,7 @@ pub fn concurrent_fetch_claimers_never_double_claim(h: &dyn Harness, t: Toggle) 
             task_names: &names,
             limit: 50,
             claim_for: None,
+            clock: None,
         };
         let candidates = store.execution_fetch_due(&params).unwrap();
         if candidates.is_empty() {
@@ -194,6 +196,7 @@ pub fn concurrent_lock_and_fetch_claimers_never_double_claim(h: &dyn Harness, t:
             task_names: &names,
             limit: 25,
             claim_for: None,
+            clock: None,
         };
         let claimed: Vec<_> = store
             .execution_lock_and_fetch_due(&params, me)

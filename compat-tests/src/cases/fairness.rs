@@ -87,6 +87,7 @@ fn poll(
         task_names: &names,
         limit: BATCH as i64,
         claim_for: None,
+        clock: None,
     };
     match strategy {
         "fetch" => store.execution_fetch_due(&p),

@@ -249,6 +249,7 @@ pub fn revived_execution_fences_old_owner(h: &dyn Harness, t: Toggle) {
             task_names: &names,
             limit: 1,
             claim_for: None,
+            clock: None,
         };
         assert_eq!(
             ctx.store
@@ -634,6 +635,7 @@ pub fn dead_detection_reads_past_rows_it_leaves_alone(h: &dyn Harness, t: Toggle
                 task_names: &["ghost".to_owned()],
                 limit: 1000,
                 claim_for: None,
+                clock: None,
             },
             "gone",
         )

@@ -63,6 +63,7 @@ pub fn due(
             task_names: &names,
             limit: 1000,
             claim_for: None,
+            clock: None,
         })
         .expect("due-query runs")
 }

@@ -38,6 +38,7 @@ pub fn due_order_reference(h: &dyn Harness, t: Toggle) {
                 task_names: &names,
                 limit: 10,
                 claim_for: None,
+                clock: None,
             },
             "me",
         )
@@ -183,6 +184,7 @@ pub fn due_batches_span_levels_in_order(h: &dyn Harness, t: Toggle) {
         task_names: &names,
         limit,
         claim_for: None,
+        clock: None,
     };
     assert_eq!(
         ids(&ctx.store.execution_fetch_due(&params(4)).unwrap()),
@@ -222,6 +224,7 @@ pub fn many_priority_levels_keep_order(h: &dyn Harness, t: Toggle) {
             task_names: &names,
             limit: 3,
             claim_for: None,
+            clock: None,
         })
         .unwrap();
     assert_eq!(ids(&got), expected);

@@ -11,7 +11,7 @@ use crate::dialect::Due;
 use crate::error::StoreError;
 use crate::ordering::{Aging, Level, PriorityMode, Stride, Weights};
 use crate::records::{DueParams, Execution, ExecutionKey};
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 use std::sync::MutexGuard;
 use std::time::Instant;
@@ -185,15 +185,15 @@ impl Planner {
         if p.task_names.is_empty() || p.limit <= 0 {
             return Ok(Vec::new());
         }
-        // Each claim is stamped (its rows' heartbeat) as of its own start: a poll's probes and
-        // earlier levels took 4 s of round trips over a slow link, and rows stamped with the
-        // poll's start were dead to the other schedulers the moment they were claimed.
-        let began = Instant::now();
+        // Each claim is stamped (its rows' heartbeat) as of its own start when the params give
+        // a clock: a poll's probes and earlier levels took 4 s of round trips over a slow
+        // link, and rows stamped with the poll's start were dead to the other schedulers the
+        // moment they were claimed.
         let mut rows = self.by_level(src, p, true, |level, limit, due_by| {
             self.without_poison(p.now, limit, |exclude, room| {
                 retried(|| {
                     let due = Due {
-                        now: p.now + TimeDelta::from_std(began.elapsed()).unwrap_or_default(),
+                        now: p.clock.map_or(p.now, |c| c.now()),
                         ..due_of(p, level, room, due_by, exclude)
                     };
                     src.claim_rows(&due, picked_by)

@@ -218,6 +218,7 @@ fn strict_batches_follow_the_sorted_table() {
                 task_names: &names,
                 limit,
                 claim_for: None,
+                clock: None,
             };
             loop {
                 let all = Due::new(Level::Any, t0(), &names, 10_000);
@@ -265,6 +266,7 @@ fn the_level_cache_skips_drained_levels() {
         task_names: &names,
         limit: 5,
         claim_for: None,
+        clock: None,
     };
     assert_eq!(planner.claim(&memory, &p, "me").unwrap().len(), 5);
     // The next poll finds level 9 drained and level 5 not due yet (plain probes first).
@@ -304,6 +306,7 @@ fn poison_rows_are_skipped_held_back_and_reported_once() {
             task_names: &names,
             limit: 2,
             claim_for: None,
+            clock: None,
         };
         let poll = || match claims {
             true => planner.claim(&memory, &p, "me").unwrap(),
@@ -343,6 +346,7 @@ fn weighted_shares_follow_the_weights() {
         task_names: &names,
         limit: 1,
         claim_for: None,
+        clock: None,
     };
     let mut high = 0;
     for _ in 0..200 {
@@ -371,6 +375,7 @@ fn aging_lets_old_low_rows_pass_fresh_high_ones() {
         task_names: &names,
         limit: 3,
         claim_for: None,
+        clock: None,
     };
     assert_eq!(
         ids(&planner.claim(&memory, &p, "me").unwrap()),
@@ -426,6 +431,7 @@ fn contended_claims_are_retried_a_bounded_number_of_times() {
             task_names: &names,
             limit: 1,
             claim_for: None,
+            clock: None,
         };
         match planner.claim(&memory, &p, "me") {
             Ok(rows) => {

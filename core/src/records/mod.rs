@@ -11,6 +11,7 @@ pub use item::{
 };
 pub use record_key::{format_record_date, parse_record_date, RecordKey};
 
+use crate::clock::Clock;
 use crate::error::DocketError;
 use crate::ordering::OrderingPolicy;
 use chrono::{DateTime, Utc};
@@ -345,6 +346,9 @@ pub struct DueParams<'a> {
     /// returns, and over a slow link one poll of every level took longer than the dead
     /// window. `None`: every level is read.
     pub claim_for: Option<Duration>,
+    /// The clock a claim reads its stamp (the claimed rows' heartbeat) from as it starts;
+    /// `None`: every claim of the poll is stamped `now`.
+    pub clock: Option<&'a dyn Clock>,
 }
 
 #[cfg(test)]

@@ -298,6 +298,7 @@ impl SchedulerClient {
             task_names,
             limit: cap + 1,
             claim_for: None,
+            clock: None,
         })?;
         let capped = rows.len() as i64 > cap;
         let by_priority = self.config().ordering.priority;

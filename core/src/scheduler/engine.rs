@@ -184,6 +184,7 @@ impl Engine {
             task_names: &self.task_names,
             limit: i64::try_from(limit).unwrap_or(i64::MAX),
             claim_for: Some(self.config.heartbeat_interval),
+            clock: Some(&*self.clock),
         };
         let (rows, job): (_, fn(Execution) -> Job) = match self.config.polling {
             PollingStrategy::FetchAndLockOnExecute { .. } => {

@@ -5,8 +5,6 @@ use super::poison::{decode_executions, Bad};
 use super::*;
 use crate::dialect::{Due, LockAndFetch};
 use crate::store::{DueSource, Probe};
-use chrono::TimeDelta;
-use std::time::Instant;
 
 impl<C: SqlConnector> DueSource for SqlOps<C> {
     fn levels_below(&self, below: Option<i16>) -> Result<Vec<i16>, StoreError> {
@@ -87,18 +85,14 @@ impl<C: SqlConnector> SqlOps<C> {
     ) -> Result<(Vec<Execution>, Vec<poison::Bad>), StoreError> {
         let select = self.statements.due_for_update(due);
         self.connector.in_transaction(&mut |s| {
-            let began = Instant::now();
             let (mut rows, bad) = decode_executions(s.query(&select)?);
             if rows.is_empty() {
                 return Ok((rows, bad));
             }
-            // Stamped as of the update, not the poll's start: over a slow link the locking
-            // read alone took a second of a 4 s dead window.
-            let now = due.now + TimeDelta::from_std(began.elapsed()).unwrap_or_default();
             let keys: Vec<_> = rows.iter().map(Execution::key).collect();
             let mut claimed = 0;
             for chunk in keys.chunks(self.connector.dialect().syntax().max_key_terms.max(1)) {
-                claimed += s.execute(&self.statements.claim_keys(chunk, picked_by, now))?;
+                claimed += s.execute(&self.statements.claim_keys(chunk, picked_by, due.now))?;
             }
             if claimed != rows.len() as u64 {
                 return Err(StoreError::conflict(format!(
@@ -109,7 +103,7 @@ impl<C: SqlConnector> SqlOps<C> {
             for row in &mut rows {
                 row.picked = true;
                 row.picked_by = Some(picked_by.to_owned());
-                row.last_heartbeat = Some(now);
+                row.last_heartbeat = Some(due.now);
                 row.version += 1;
             }
             Ok((rows, bad))
