@@ -376,12 +376,8 @@ impl<'d> Statements<'d> {
         w.push("UPDATE ")
             .table(&self.table)
             .push(" SET last_heartbeat = ")
-            .bind(now)
-            .push(" WHERE picked = ")
-            .bind(true)
-            .push(" AND (");
-        self.push_keys(&mut w, rows.iter().map(|(k, v)| (*k, Some(*v))).collect());
-        w.push(")");
+            .bind(now);
+        self.push_picked_at(&mut w, rows);
         w.finish()
     }
 
@@ -390,13 +386,16 @@ impl<'d> Statements<'d> {
     pub fn picked_at_versions(&self, rows: &[(&ExecutionKey, i64)]) -> Rendered {
         let mut w = self.writer();
         w.push("SELECT task_name, task_instance FROM ")
-            .table(&self.table)
-            .push(" WHERE picked = ")
-            .bind(true)
-            .push(" AND (");
-        self.push_keys(&mut w, rows.iter().map(|(k, v)| (*k, Some(*v))).collect());
-        w.push(")");
+            .table(&self.table);
+        self.push_picked_at(&mut w, rows);
         w.finish()
+    }
+
+    /// ` WHERE picked = ? AND (<each key at its version>)`.
+    fn push_picked_at(&self, w: &mut SqlWriter<'_>, rows: &[(&ExecutionKey, i64)]) {
+        w.push(" WHERE picked = ").bind(true).push(" AND (");
+        self.push_keys(w, rows.iter().map(|(k, v)| (*k, Some(*v))).collect());
+        w.push(")");
     }
 
     /// Applies each row's changes to its execution, each only if it still has the given
