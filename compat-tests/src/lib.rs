@@ -56,6 +56,7 @@ macro_rules! compat_cases {
             due_excludes_future_and_picked,
             fetch_claim_is_optimistic,
             lock_and_fetch_claims_in_order,
+            heartbeat_batch_answers_each_execution,
             complete_batch_is_fenced_per_execution,
             concurrent_fetch_claimers_never_double_claim,
             concurrent_lock_and_fetch_claimers_never_double_claim,

@@ -44,6 +44,63 @@ pub fn fetch_claim_is_optimistic(h: &dyn Harness, t: Toggle) {
     );
 }
 
+/// A heartbeat batch answers for each execution: one still held at its version gets the
+/// heartbeat; one completed meanwhile and one claimed again since (a new version) answer
+/// `false`, and the others in the chunk still get theirs (the chunk changed fewer rows than
+/// it named: its reach is read back, not rewritten row by row).
+pub fn heartbeat_batch_answers_each_execution(h: &dyn Harness, t: Toggle) {
+    let ctx = Ctx::new(h, t);
+    let now = Ctx::t0();
+    for id in ["a", "b", "c", "d"] {
+        ctx.client()
+            .schedule(WORK.instance(id).scheduled_to(now))
+            .unwrap();
+    }
+    let claim = |by: &str| Changes {
+        pick: Some(PickChange::Claim {
+            by: by.into(),
+            at: now,
+        }),
+        ..Changes::default()
+    };
+    let mut held = Vec::new();
+    for e in super::due(&*ctx.store, now, &["work"]) {
+        let key = e.key();
+        assert!(ctx
+            .store
+            .execution_update(&key, Guard::Version(e.version), &claim("s1"))
+            .unwrap());
+        held.push((key, e.version + 1));
+    }
+    held.sort();
+    let (b, c) = (&held[1], &held[2]);
+    assert!(ctx
+        .store
+        .execution_remove(&b.0, Guard::Version(b.1))
+        .unwrap());
+    assert!(ctx
+        .store
+        .execution_update(&c.0, Guard::Version(c.1), &claim("s2"))
+        .unwrap());
+    let later = now + Duration::seconds(30);
+    let answers: Vec<bool> = ctx
+        .store
+        .execution_heartbeat_batch(&held, later)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(answers, [true, false, false, true]);
+    for (key, _) in [&held[0], &held[3]] {
+        let e = ctx.store.execution_get(key).unwrap().unwrap();
+        assert_eq!(e.last_heartbeat, Some(later), "{key:?}");
+    }
+    let e = ctx.store.execution_get(&c.0).unwrap().unwrap();
+    assert_eq!(
+        (e.picked_by.as_deref(), e.last_heartbeat),
+        (Some("s2"), Some(now))
+    );
+}
+
 /// Lock-and-fetch claims a batch in policy order and marks it picked by the claimer.
 pub fn lock_and_fetch_claims_in_order(h: &dyn Harness, t: Toggle) {
     let ctx = Ctx::new(h, t);
