@@ -144,6 +144,7 @@ golden!(
     update_client,
     heartbeat,
     heartbeat_versions,
+    picked_at_versions,
     delete,
     delete_versions,
     update_versions,

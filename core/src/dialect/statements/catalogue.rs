@@ -144,6 +144,10 @@ impl Statements<'_> {
                 "heartbeat_versions",
                 self.heartbeat_versions(&[(&keys[0], 2), (&keys[1], 5)], now),
             ),
+            (
+                "picked_at_versions",
+                self.picked_at_versions(&[(&keys[0], 2), (&keys[1], 5)]),
+            ),
             ("delete", self.delete(&key, Guard::Version(2))),
             (
                 "delete_versions",
