@@ -9,7 +9,8 @@
 //! connections) and the table's executions (work-queue items, kept as history, are not
 //! counted); at the end it stops feeding, lets the
 //! schedulers drain, counts the runs and prints the verdict line: every gauge flat within 10%
-//! after the warm-up (the first fifth of the run), no execution lost, duplicates counted.
+//! after the warm-up (the first fifth of the run), no execution lost, no error of the queue
+//! taker (each is printed as it happens), duplicates counted.
 
 use super::database_url;
 use crate::error::CliError;
@@ -287,23 +288,41 @@ pub fn run(args: &SoakArgs) -> Result<(), CliError> {
         })
     };
     // The work-queue taker: takes and submits items until the feeder stopped and none is left.
+    // An error is printed, counted (the verdict fails on any) and the taker goes on, as an
+    // application's would: one that ended the thread hid itself until the run was over.
     let taken = Arc::new(AtomicU64::new(0));
+    let queue_errors = Arc::new(AtomicU64::new(0));
+    let began = Instant::now();
     let taker = {
-        let (stop, taken) = (Arc::clone(&stop), Arc::clone(&taken));
+        let (stop, taken, errors) = (
+            Arc::clone(&stop),
+            Arc::clone(&taken),
+            Arc::clone(&queue_errors),
+        );
         let queue = WorkQueue::new(
             Arc::clone(&store) as Arc<dyn QueueStore>,
             QueueConfig::default(),
         )?;
-        std::thread::spawn(move || -> Result<(), CliError> {
+        std::thread::spawn(move || {
             let worker = "soak-taker";
             loop {
-                match queue.next_for(worker, QUEUE_TYPE)? {
-                    Some(item) => {
-                        queue.submit(worker, &item.key)?;
+                let took = queue
+                    .next_for(worker, QUEUE_TYPE)
+                    .and_then(|item| item.map(|i| queue.submit(worker, &i.key)).transpose());
+                match took {
+                    Ok(Some(())) => {
                         taken.fetch_add(1, Ordering::Relaxed);
                     }
-                    None if stop.load(Ordering::SeqCst) => return Ok(()),
-                    None => std::thread::sleep(Duration::from_millis(50)),
+                    Ok(None) if stop.load(Ordering::SeqCst) => return,
+                    Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+                    Err(err) => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        eprintln!(
+                            "soak t={:>5}s queue taker error: {err}",
+                            began.elapsed().as_secs()
+                        );
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
                 }
             }
         })
@@ -355,7 +374,7 @@ pub fn run(args: &SoakArgs) -> Result<(), CliError> {
     }
     taker
         .join()
-        .map_err(|_| CliError::Bench("the queue taker panicked".into()))??;
+        .map_err(|_| CliError::Bench("the queue taker panicked".into()))?;
     for s in &schedulers {
         s.stop();
     }
@@ -391,10 +410,12 @@ pub fn run(args: &SoakArgs) -> Result<(), CliError> {
             if ok { "" } else { " GROWING" }
         ));
     }
-    let pass = flat && lost == 0;
+    let errors = queue_errors.load(Ordering::Relaxed);
+    let pass = flat && lost == 0 && errors == 0;
     println!(
         "soak verdict: {} after {} s ({} samples after a {} s warm-up): {}; {} executions, {lost} \
-         lost, {duplicates} duplicates; {} recurring runs; queue {} of {} items taken",
+         lost, {duplicates} duplicates; {} recurring runs; queue {} of {} items taken, {errors} \
+         taker errors",
         if pass { "PASS" } else { "FAIL" },
         started.elapsed().as_secs(),
         steady.len(),

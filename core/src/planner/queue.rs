@@ -40,8 +40,11 @@ impl Planner {
         deadline: DateTime<Utc>,
     ) -> Result<Option<Item>, StoreError> {
         let q = &ForWorker { key: None, ..*q };
+        // A claim the database ends to break a deadlock is run again, as the scheduler's are.
         let claim = |q: &ForWorker<'_>| {
-            self.with_order_index(src, q, |index| src.item_claim(q, deadline, index))
+            self.with_order_index(src, q, |index| {
+                super::levels::retried(|| src.item_claim(q, deadline, index))
+            })
         };
         if !self.policy.priority || *q.mode == PriorityMode::Strict {
             return claim(q);
