@@ -100,6 +100,15 @@ pub trait Family: Sized + Send + Sync + 'static {
     ) -> Result<T, TxError> {
         diesel::Connection::transaction(conn, f)
     }
+    /// [`Family::transaction`] for a transaction paced by its caller (see
+    /// `SqlConnector::in_caller_paced_transaction`): without the idle timeout a family gives
+    /// docket's other transactions. Default: [`Family::transaction`].
+    fn caller_paced_transaction<T>(
+        conn: &mut Self::Connection,
+        f: impl FnOnce(&mut Self::Connection) -> Result<T, TxError>,
+    ) -> Result<T, TxError> {
+        Self::transaction(conn, f)
+    }
     /// The database's wake-ups across processes for `table`, for a connector on `pool` (see
     /// [`WakeSignals`]). Default: none (the database cannot signal; schedulers poll).
     fn wake_signals(

@@ -187,20 +187,14 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
         &self,
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut conn = self.connection()?;
-        let mut unfit = false;
-        let out = F::transaction(&mut conn, |c| {
-            let mut session = self.session(c);
-            let out = f(&mut session).map_err(TxError::Store);
-            unfit = session.unfit;
-            out
-        });
-        // After the rollback: the transaction ends cleanly, then the pool drops the connection.
-        discard_if_unfit::<F>(&mut *conn, unfit);
-        out.map_err(|e| match e {
-            TxError::Store(s) => s,
-            TxError::Diesel(d) => F::error(d),
-        })
+        self.transact(false, f)
+    }
+
+    fn in_caller_paced_transaction<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.transact(true, f)
     }
 
     fn migrations(&self) -> &'static [MigrationFile] {
@@ -222,5 +216,35 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
     ) -> Result<Vec<String>, StoreError> {
         let steps = F::prepare_migrations(&self.meta, table, steps);
         crate::run(&mut *self.connection()?, steps, F::ONE_STATEMENT_PER_CALL)
+    }
+}
+
+impl<F: Family> DieselConnector<F> {
+    /// Runs `f` in one of the family's transactions (caller-paced or not), on one pooled
+    /// connection that is dropped afterwards if a statement found it unfit.
+    fn transact<T>(
+        &self,
+        caller_paced: bool,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.connection()?;
+        let mut unfit = false;
+        let run = |c: &mut F::Connection| {
+            let mut session = self.session(c);
+            let out = f(&mut session).map_err(TxError::Store);
+            unfit = session.unfit;
+            out
+        };
+        let out = if caller_paced {
+            F::caller_paced_transaction(&mut conn, run)
+        } else {
+            F::transaction(&mut conn, run)
+        };
+        // After the rollback: the transaction ends cleanly, then the pool drops the connection.
+        discard_if_unfit::<F>(&mut *conn, unfit);
+        out.map_err(|e| match e {
+            TxError::Store(s) => s,
+            TxError::Diesel(d) => F::error(d),
+        })
     }
 }

@@ -125,4 +125,25 @@ impl Family for MysqlFamily {
         conn.batch_execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")?;
         conn.transaction(f)
     }
+
+    /// Without MariaDB's `idle_transaction_timeout` (the sessions of docket's pools have
+    /// `docket_diesel::IDLE_IN_TRANSACTION_TIMEOUT`, see `connect`) for the transaction: its caller may be slow to give the
+    /// next statement (a stream). `/*M!100300 ... */` runs on MariaDB 10.3 and later only.
+    fn caller_paced_transaction<T>(
+        conn: &mut MysqlConnection,
+        f: impl FnOnce(&mut MysqlConnection) -> Result<T, TxError>,
+    ) -> Result<T, TxError> {
+        conn.batch_execute(
+            "SET @docket_idle = 0 /*M!100300 , @docket_idle = @@SESSION.idle_transaction_timeout, \
+             SESSION idle_transaction_timeout = 0 */",
+        )?;
+        let out = Self::transaction(conn, f);
+        // The session's own setting again. The transaction has ended either way; a failure
+        // here (a lost connection, which the pool drops) must not turn a commit into an error.
+        let _ = conn.batch_execute(
+            "SET @docket_idle = @docket_idle \
+             /*M!100300 , SESSION idle_transaction_timeout = @docket_idle */",
+        );
+        out
+    }
 }

@@ -115,6 +115,14 @@ impl Family for PgFamily {
         })
     }
 
+    /// A plain transaction: its caller may be slow to give the next statement (a stream).
+    fn caller_paced_transaction<T>(
+        conn: &mut PgConnection,
+        f: impl FnOnce(&mut PgConnection) -> Result<T, TxError>,
+    ) -> Result<T, TxError> {
+        conn.transaction(f)
+    }
+
     fn wake_signals(
         pool: &Pool<ConnectionManager<PgConnection>>,
         meta: &PgMeta,

@@ -72,6 +72,16 @@ pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
         &self,
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError>;
+    /// [`SqlConnector::in_transaction`] for a transaction that waits for its caller between
+    /// statements (a stream of items read as they are inserted): exempt from the idle timeout
+    /// a backend gives docket's other transactions (`docket_diesel::IDLE_IN_TRANSACTION_TIMEOUT`),
+    /// which a slow producer would run into. Default: [`SqlConnector::in_transaction`].
+    fn in_caller_paced_transaction<T>(
+        &self,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.in_transaction(f)
+    }
     /// The migrations the backend ships, in order. [`SqlOps`] plans them for its table
     /// ([`plan`](crate::migrate::plan), then the adaptation when adopting a table: see
     /// [`AdoptPlan`]) and hands the steps to [`SqlConnector::apply`].

@@ -286,7 +286,7 @@ impl<C: SqlConnector> SqlOps<C> {
     ) -> Result<u64, StoreError> {
         let mut chunk = Vec::with_capacity(per);
         let mut read = 0u64;
-        let result = self.connector.in_transaction(&mut |s| {
+        let result = self.connector.in_caller_paced_transaction(&mut |s| {
             let mut inserted = 0;
             loop {
                 chunk.clear();
