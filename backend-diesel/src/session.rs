@@ -105,6 +105,15 @@ impl<F: Family> std::fmt::Debug for DieselConnector<F> {
     }
 }
 
+/// Who paces a transaction's statements (see `SqlConnector::in_caller_paced_transaction`).
+#[derive(Debug, Clone, Copy)]
+enum Pace {
+    /// docket sends them back to back: the family's idle timeout applies.
+    Docket,
+    /// The caller's stream between them: exempt from it.
+    Caller,
+}
+
 impl<F: Family> DieselConnector<F> {
     /// A connector on `pool` speaking `dialect`, with the statement cache on.
     pub fn new(
@@ -157,6 +166,33 @@ impl<F: Family> DieselConnector<F> {
     pub fn meta(&self) -> &F::Meta {
         &self.meta
     }
+
+    /// Runs `f` in one of the family's transactions, as `pace` says, on one pooled connection
+    /// that is dropped afterwards if a statement found it unfit.
+    fn transact<T>(
+        &self,
+        pace: Pace,
+        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.connection()?;
+        let mut unfit = false;
+        let run = |c: &mut F::Connection| {
+            let mut session = self.session(c);
+            let out = f(&mut session).map_err(TxError::Store);
+            unfit = session.unfit;
+            out
+        };
+        let out = match pace {
+            Pace::Docket => F::transaction(&mut conn, run),
+            Pace::Caller => F::caller_paced_transaction(&mut conn, run),
+        };
+        // After the rollback: the transaction ends cleanly, then the pool drops the connection.
+        discard_if_unfit::<F>(&mut *conn, unfit);
+        out.map_err(|e| match e {
+            TxError::Store(s) => s,
+            TxError::Diesel(d) => F::error(d),
+        })
+    }
 }
 
 /// Plans go out with the statement cache off (see [`DieselConnector::with_statement_cache`]).
@@ -187,14 +223,14 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
         &self,
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.transact(false, f)
+        self.transact(Pace::Docket, f)
     }
 
     fn in_caller_paced_transaction<T>(
         &self,
         f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.transact(true, f)
+        self.transact(Pace::Caller, f)
     }
 
     fn migrations(&self) -> &'static [MigrationFile] {
@@ -216,35 +252,5 @@ impl<F: Family> SqlConnector for DieselConnector<F> {
     ) -> Result<Vec<String>, StoreError> {
         let steps = F::prepare_migrations(&self.meta, table, steps);
         crate::run(&mut *self.connection()?, steps, F::ONE_STATEMENT_PER_CALL)
-    }
-}
-
-impl<F: Family> DieselConnector<F> {
-    /// Runs `f` in one of the family's transactions (caller-paced or not), on one pooled
-    /// connection that is dropped afterwards if a statement found it unfit.
-    fn transact<T>(
-        &self,
-        caller_paced: bool,
-        f: &mut dyn FnMut(&mut dyn SqlSession) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.connection()?;
-        let mut unfit = false;
-        let run = |c: &mut F::Connection| {
-            let mut session = self.session(c);
-            let out = f(&mut session).map_err(TxError::Store);
-            unfit = session.unfit;
-            out
-        };
-        let out = if caller_paced {
-            F::caller_paced_transaction(&mut conn, run)
-        } else {
-            F::transaction(&mut conn, run)
-        };
-        // After the rollback: the transaction ends cleanly, then the pool drops the connection.
-        discard_if_unfit::<F>(&mut *conn, unfit);
-        out.map_err(|e| match e {
-            TxError::Store(s) => s,
-            TxError::Diesel(d) => F::error(d),
-        })
     }
 }

@@ -127,8 +127,9 @@ impl Family for MysqlFamily {
     }
 
     /// Without MariaDB's `idle_transaction_timeout` (the sessions of docket's pools have
-    /// `docket_diesel::IDLE_IN_TRANSACTION_TIMEOUT`, see `connect`) for the transaction: its caller may be slow to give the
-    /// next statement (a stream). `/*M!100300 ... */` runs on MariaDB 10.3 and later only.
+    /// `docket_diesel::IDLE_IN_TRANSACTION_TIMEOUT`, see `connect`) for the transaction: its
+    /// caller may be slow to give the next statement (a stream). `/*M!100300 ... */` runs on
+    /// MariaDB 10.3 and later only.
     fn caller_paced_transaction<T>(
         conn: &mut MysqlConnection,
         f: impl FnOnce(&mut MysqlConnection) -> Result<T, TxError>,
