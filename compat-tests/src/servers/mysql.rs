@@ -44,19 +44,7 @@ pub static SERVER: Server = Server::new(ENV_VAR, Backend::Mysql, Some(start_thro
 
 /// Starts a throwaway server; the error completes the sentence "DOCKET_MYSQL_URL unset and ...".
 fn start_throwaway() -> Result<Resolved, String> {
-    let tools = Tools::find()?;
-    let dir = keep_temp_dir("docket-mysql-")?;
-    let server = Throwaway {
-        data: dir.join("data"),
-        log: dir.join("error.log"),
-        socket: dir.join("mysqld.sock"),
-        pid_file: dir.join("server.pid"),
-        dir,
-        tools,
-        as_root: running_as_root(),
-        child: Mutex::new(None),
-    };
-    launch("mysql", server)
+    launch("mysql", Throwaway::new(Tools::find()?)?)
 }
 
 /// The local binaries a throwaway server needs.
@@ -127,6 +115,23 @@ struct Throwaway {
     child: Mutex<Option<Child>>,
 }
 
+impl Throwaway {
+    /// A throwaway server's layout in a fresh temporary directory (nothing started yet).
+    fn new(tools: Tools) -> Result<Self, String> {
+        let dir = keep_temp_dir("docket-mysql-")?;
+        Ok(Self {
+            data: dir.join("data"),
+            log: dir.join("error.log"),
+            socket: dir.join("mysqld.sock"),
+            pid_file: dir.join("server.pid"),
+            dir,
+            tools,
+            as_root: running_as_root(),
+            child: Mutex::new(None),
+        })
+    }
+}
+
 impl ThrowawayServer for Throwaway {
     fn dir(&self) -> &Path {
         &self.dir
@@ -146,15 +151,22 @@ impl ThrowawayServer for Throwaway {
         spawn_watchdog(&stop, &self.dir)
     }
 
-    /// Creates the data directory with a passwordless `root`.
+    /// Creates the data directory with a passwordless `root`. The bootstrap server gets the
+    /// throwaway's own `--tmpdir` as the running server does: a MariaDB server starting up
+    /// deletes every `#sql*` file in its tmpdir as left over from an earlier run, and with the
+    /// default `/tmp` those were the live temporary tables of the machine's own MariaDB (its
+    /// queries failed with `Error on delete of '/tmp/#sql-temptable-...MAI' (Errcode: 2)`
+    /// whenever the suite started a throwaway server).
     fn prepare(&self) -> Result<(), String> {
+        let tmpdir = format!("--tmpdir={}", self.dir.display());
         let mut cmd = match &self.tools.install_db {
             Some(install_db) => {
                 let mut cmd = Command::new(install_db);
                 cmd.arg("--no-defaults")
                     .arg(format!("--datadir={}", self.data.display()))
                     .args(self.user_args())
-                    .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
+                    .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
+                    .arg(&tmpdir);
                 cmd
             }
             None => {
@@ -162,7 +174,8 @@ impl ThrowawayServer for Throwaway {
                 cmd.arg("--no-defaults")
                     .arg("--initialize-insecure")
                     .arg(format!("--datadir={}", self.data.display()))
-                    .args(self.user_args());
+                    .args(self.user_args())
+                    .arg(&tmpdir);
                 cmd
             }
         };
@@ -313,5 +326,34 @@ impl Throwaway {
 
     fn log_since(&self, from: u64) -> String {
         log_tail(&self.log, from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Creating a throwaway's data directory starts a bootstrap server; it must not delete the
+    /// temporary tables of other servers sharing the system temp dir (the machine's own
+    /// MariaDB keeps them in `/tmp`).
+    #[test]
+    fn preparing_a_throwaway_leaves_other_servers_temporary_tables_alone() {
+        let tools = Tools::find().unwrap_or_else(|e| panic!("NOT RUN: {e}"));
+        let canary = std::env::temp_dir().join(format!(
+            "#sql-temptable-docket-canary-{}.MAI",
+            std::process::id()
+        ));
+        fs::write(&canary, b"").expect("canary written");
+        let server = Throwaway::new(tools).expect("directory");
+        let prepared = server.prepare();
+        let survived = canary.exists();
+        let _ = fs::remove_file(&canary);
+        let _ = fs::remove_dir_all(&server.dir);
+        prepared.expect("data directory created");
+        assert!(
+            survived,
+            "the bootstrap server deleted {}",
+            canary.display()
+        );
     }
 }
