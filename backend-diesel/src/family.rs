@@ -157,15 +157,6 @@ impl<F: Family> QueryableByName<F::Backend> for Cells<F> {
     }
 }
 
-/// Statements with more binds than this are never cached. The statements of a fixed shape
-/// (claims, updates, single-row inserts) bind at most about 20 values and repeat endlessly,
-/// so caching them saves a prepare on every call. Statements that bind many values are the
-/// ones whose shape varies with their input (multi-row inserts, lists of keys): each new
-/// length would be one more entry in the connection's cache (which diesel never evicts) and
-/// one more statement held by the server (MySQL refuses statements beyond
-/// `max_prepared_stmt_count`, shared by all sessions).
-pub const MAX_CACHED_BINDS: usize = 64;
-
 /// Why a statement could not be built or bound.
 #[derive(Debug, thiserror::Error)]
 pub enum StatementError {
@@ -196,7 +187,7 @@ impl From<StatementError> for StoreError {
 pub struct Prepare {
     /// The dialect the statements are rendered in.
     pub dialect: &'static dyn Dialect,
-    /// Whether statements of at most [`MAX_CACHED_BINDS`] binds are cached.
+    /// Whether statements whose text repeats (not [`Rendered::sized_by_input`]) are cached.
     pub statement_cache: bool,
 }
 
@@ -210,9 +201,18 @@ impl std::fmt::Debug for Prepare {
 }
 
 impl Prepare {
-    /// Whether a statement binding `binds` values is cached: the one rule, in one place.
-    pub fn caches(&self, binds: usize) -> bool {
-        self.statement_cache && binds <= MAX_CACHED_BINDS
+    /// Whether `stmt` is cached: the one rule, in one place. Statements of a fixed shape
+    /// (claims, updates, single-row inserts, PostgreSQL's array-bound batches) repeat
+    /// endlessly, so caching them saves a prepare on every call. A statement whose text
+    /// follows its input's length (key lists as `OR` terms, multi-row `VALUES`) would be one
+    /// more entry per length in the connection's cache, which diesel never evicts, and one
+    /// more statement held by the server (MySQL refuses statements beyond
+    /// `max_prepared_stmt_count`, shared by all sessions): it is prepared and closed each
+    /// time instead. On a MariaDB soak the lengths kept turning up for half an hour, the
+    /// server's prepared statements climbing from 200 to 600 and the client's memory with
+    /// them (docs/RELIABILITY.md, "Found").
+    pub fn caches(&self, stmt: &Rendered) -> bool {
+        self.statement_cache && !stmt.sized_by_input()
     }
 
     /// `stmt` as a diesel query, cached by [`Prepare::caches`].
@@ -220,7 +220,7 @@ impl Prepare {
         &self,
         stmt: &'a Rendered,
     ) -> Result<Statement<'a, F>, StatementError> {
-        Statement::new(stmt, self.dialect, self.caches(stmt.binds.len()))
+        Statement::new(stmt, self.dialect, self.caches(stmt))
     }
 }
 
@@ -369,6 +369,7 @@ pub fn unbindable(what: &'static str) -> diesel::result::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use docket_core::dialect::SqlWriter;
 
     #[derive(Debug)]
     struct Dollar;
@@ -424,17 +425,24 @@ mod tests {
     }
 
     #[test]
-    fn only_statements_of_few_binds_are_cached_and_only_when_the_switch_is_on() {
+    fn only_statements_whose_text_repeats_are_cached_and_only_when_the_switch_is_on() {
         let on = Prepare {
             dialect: &Question,
             statement_cache: true,
         };
-        assert!(on.caches(0) && on.caches(MAX_CACHED_BINDS));
-        assert!(!on.caches(MAX_CACHED_BINDS + 1));
+        let one = |n: usize| {
+            let mut w = SqlWriter::new(&Question);
+            w.push("SELECT 1 WHERE x IN ").bind_list(0..n as i64);
+            w
+        };
+        assert!(on.caches(&one(100).finish()), "a fixed list of any length");
+        let mut listed = one(2);
+        listed.sized_by_input();
+        assert!(!on.caches(&listed.finish()));
         let off = Prepare {
             statement_cache: false,
             ..on
         };
-        assert!(!off.caches(1));
+        assert!(!off.caches(&one(1).finish()));
     }
 }

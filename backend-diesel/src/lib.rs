@@ -11,7 +11,7 @@ pub mod family;
 pub mod session;
 pub mod transactional;
 
-pub use family::{push_scalar, unbindable, Prepare, Statement, StatementError, MAX_CACHED_BINDS};
+pub use family::{push_scalar, unbindable, Prepare, Statement, StatementError};
 pub use family::{Cells, Family};
 pub use session::{DieselConnector, DieselSession};
 pub use transactional::ScheduleInTransaction;

@@ -7,7 +7,7 @@ use diesel::backend::Backend;
 use diesel::query_builder::{QueryBuilder, QueryFragment};
 use docket_compat_tests::statements::every_statement;
 use docket_core::dialect::{Dialect, Rendered};
-use docket_diesel::{Family, Prepare, Statement, MAX_CACHED_BINDS};
+use docket_diesel::{Family, Prepare, Statement};
 
 /// The text `q` is sent as, built by the backend's own query builder.
 fn sent<F: Family>(
@@ -48,7 +48,7 @@ fn check<F: Family>(
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(sent(&q, builder(), backend), expected(r), "{name}");
         let cached = q.is_safe_to_cache_prepared(backend).expect("walks");
-        assert_eq!(cached, r.binds.len() <= MAX_CACHED_BINDS, "{name}");
+        assert_eq!(cached, !r.sized_by_input(), "{name}");
         let q = off.statement::<F>(r).expect("cuts");
         assert!(
             !q.is_safe_to_cache_prepared(backend).expect("walks"),
@@ -108,4 +108,41 @@ fn oracle_is_sent_the_rendered_text_with_diesel_oci_bind_names() {
             })
         },
     );
+}
+
+/// A statement is marked sized by its input exactly where its text follows how many keys,
+/// rows or ids the caller passed: rendered with two and with three items, the text differs
+/// for the marked ones only. So the cache keeps every statement whose text repeats
+/// (PostgreSQL's array-bound batches among them) and never one that would add an entry per
+/// length seen.
+#[test]
+fn only_statements_whose_text_follows_their_input_are_marked_sized_by_it() {
+    let dialects: [&'static dyn Dialect; 6] = [
+        &docket_postgres::PgDialect,
+        &docket_mysql::MysqlDialect::MARIADB,
+        &docket_mysql::MysqlDialect::MYSQL,
+        &docket_sqlite::SqliteDialect,
+        &docket_oracle::OracleDialect,
+        &docket_mssql::MssqlDialect,
+    ];
+    let mut marked = 0;
+    for dialect in dialects {
+        for priority in [false, true] {
+            let policy = docket_core::OrderingPolicy {
+                priority,
+                ..Default::default()
+            };
+            let table = docket_core::TableName::parse("app.jobs").expect("valid");
+            let s = docket_core::dialect::Statements::new(dialect, table, policy);
+            for ((name, two), (_, three)) in s.list_catalogue(2).iter().zip(s.list_catalogue(3)) {
+                let varies = two.sql != three.sql;
+                let at = format!("{} {name} (priority {priority})", dialect.name());
+                assert_eq!(two.sized_by_input(), varies, "{at}: {}", two.sql);
+                assert_eq!(three.sized_by_input(), varies, "{at}");
+                marked += usize::from(varies);
+            }
+        }
+    }
+    // Key lists are OR terms and rows are VALUES lists outside PostgreSQL: both kinds occur.
+    assert!(marked > 20, "{marked} marked");
 }

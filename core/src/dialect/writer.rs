@@ -157,6 +157,9 @@ pub struct Rendered {
     /// wrote them: a session that sends text and values apart cuts the text here instead of
     /// searching it again.
     placeholders: Vec<std::ops::Range<usize>>,
+    /// Whether the text follows how many items the caller passed (see
+    /// [`SqlWriter::sized_by_input`]).
+    sized_by_input: bool,
 }
 
 impl Rendered {
@@ -166,7 +169,16 @@ impl Rendered {
             sql: sql.into(),
             binds: Vec::new(),
             placeholders: Vec::new(),
+            sized_by_input: false,
         }
+    }
+
+    /// Whether the text follows how many items the caller passed (a key list written as
+    /// `OR` terms, a multi-row `VALUES`): each length is another statement. Drivers keep only
+    /// statements whose text repeats prepared; a statement cache holding one entry per length
+    /// seen grows for as long as new lengths turn up (docs/DESIGN.md, "Prepared statements").
+    pub fn sized_by_input(&self) -> bool {
+        self.sized_by_input
     }
 
     /// Where each placeholder stands in the text, one byte range per bind, in order.
@@ -185,6 +197,7 @@ impl Rendered {
                 .iter()
                 .map(|r| r.start + shift..r.end + shift)
                 .collect(),
+            sized_by_input: self.sized_by_input,
         }
     }
 }
@@ -199,6 +212,8 @@ pub struct SqlWriter<'d> {
     ddl: bool,
     /// In DDL mode, the first value that cannot be written as a literal.
     refused: Option<Value>,
+    /// Set by [`SqlWriter::sized_by_input`].
+    sized_by_input: bool,
 }
 
 /// Whether `text` may be written as a literal in DDL: the characters of validated identifiers
@@ -220,6 +235,7 @@ impl<'d> SqlWriter<'d> {
             placeholders: Vec::new(),
             ddl: false,
             refused: None,
+            sized_by_input: false,
         }
     }
 
@@ -238,6 +254,13 @@ impl<'d> SqlWriter<'d> {
     /// The dialect being written.
     pub fn dialect(&self) -> &'d dyn Dialect {
         self.dialect
+    }
+
+    /// Marks the statement's text as following the length of a list the caller passed: called
+    /// by whatever writes a second item of such a list ([`Rendered::sized_by_input`]).
+    pub fn sized_by_input(&mut self) -> &mut Self {
+        self.sized_by_input = true;
+        self
     }
 
     /// Appends SQL text written by docket itself (never user input).
@@ -319,7 +342,7 @@ impl<'d> SqlWriter<'d> {
                 self.push(" VALUES ");
                 for (i, row) in rows.into_iter().enumerate() {
                     if i > 0 {
-                        self.push(", ");
+                        self.push(", ").sized_by_input();
                     }
                     self.bind_list(row);
                 }
@@ -357,6 +380,7 @@ impl<'d> SqlWriter<'d> {
             sql: self.sql,
             binds: self.binds,
             placeholders: self.placeholders,
+            sized_by_input: self.sized_by_input,
         }
     }
 

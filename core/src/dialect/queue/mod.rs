@@ -235,6 +235,9 @@ impl Statements<'_> {
             .bind(task_type)
             .push(" AND task_instance IN ")
             .bind_list(ids.iter().copied());
+        if ids.len() > 1 {
+            w.sized_by_input();
+        }
         w.finish()
     }
 
@@ -583,7 +586,7 @@ impl Statements<'_> {
 }
 
 /// The sample arguments of the catalogues: a fixed `now`, an item key and the item.
-fn sample_item() -> (DateTime<Utc>, ExecutionKey, NewItem) {
+pub(crate) fn sample_item() -> (DateTime<Utc>, ExecutionKey, NewItem) {
     let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 1, 1, 0, 0, 0)
         .single()
         .unwrap_or_default();

@@ -225,6 +225,66 @@ impl Statements<'_> {
         all
     }
 
+    /// The statements whose callers pass a list (keys, rows, ids: what batches and streams
+    /// carry), each rendered with `n` items (n >= 1) under a stable name: for the rule that
+    /// only statements whose text repeats are kept prepared ([`Rendered::sized_by_input`]).
+    /// A test renders them at two lengths: the text differs exactly where it is marked.
+    pub fn list_catalogue(&self, n: usize) -> Vec<(&'static str, Rendered)> {
+        let (now, _, item) = crate::dialect::queue::sample_item();
+        let keys: Vec<ExecutionKey> = (0..n)
+            .map(|i| ExecutionKey::new("report", i.to_string()))
+            .collect();
+        let versioned: Vec<(&ExecutionKey, i64)> = keys.iter().map(|k| (k, 2)).collect();
+        let later = |i: usize| Changes {
+            pick: Some(PickChange::Release),
+            execution_time: Some(now + chrono::Duration::seconds(i as i64)),
+            ..Changes::default()
+        };
+        let changes: Vec<Changes> = (0..n).map(later).collect();
+        let updates: Vec<_> = keys.iter().zip(&changes).map(|(k, c)| (k, 2, c)).collect();
+        let same = later(0);
+        let same_updates: Vec<_> = keys.iter().map(|k| (k, 2, &same)).collect();
+        let rows: Vec<NewExecution> = keys
+            .iter()
+            .map(|k| NewExecution {
+                task_name: k.task_name.clone(),
+                task_instance: k.task_instance.clone(),
+                task_data: None,
+                execution_time: now,
+                priority: Some(5),
+            })
+            .collect();
+        let items: Vec<_> = keys
+            .iter()
+            .map(|k| crate::records::NewItem {
+                key: k.clone(),
+                ..item.clone()
+            })
+            .collect();
+        let ids: Vec<&str> = keys.iter().map(|k| k.task_instance.as_str()).collect();
+        let tasks = ["report".to_owned()];
+        let due = Due {
+            exclude: &keys,
+            ..Due::new(Level::Any, now, &tasks, 10)
+        };
+        vec![
+            ("insert_many", self.insert_many(&rows)),
+            ("insert_many_new", self.insert_many_new(&rows)),
+            ("claim_keys", self.claim_keys(&keys, "node-1", now)),
+            (
+                "heartbeat_versions",
+                self.heartbeat_versions(&versioned, now),
+            ),
+            ("picked_at_versions", self.picked_at_versions(&versioned)),
+            ("delete_versions", self.delete_versions(&versioned)),
+            ("update_versions", self.update_versions(&updates)),
+            ("update_versions_same", self.update_versions(&same_updates)),
+            ("due_excluding", self.due(&due)),
+            ("item_insert_rows", self.item_insert_rows(&items)),
+            ("item_ids_present", self.item_ids_present("review", &ids)),
+        ]
+    }
+
     /// The database server's current time, one row with one column `server_time`
     /// ([`Dialect::server_time`]).
     pub fn server_time(&self) -> Rendered {

@@ -185,7 +185,7 @@ impl<'d> Statements<'d> {
     ) {
         for (i, (key, version)) in keys.into_iter().enumerate() {
             if i > 0 {
-                w.push(" OR ");
+                w.push(" OR ").sized_by_input();
             }
             Self::key_term(w, key);
             if let Some(v) = version {

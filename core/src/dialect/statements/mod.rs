@@ -428,8 +428,13 @@ impl<'d> Statements<'d> {
                 }
                 _ => {
                     w.push("CASE");
+                    let mut whens = 0;
                     for ((key, _, _), value) in rows.iter().zip(&values) {
                         if let Some(value) = value {
+                            whens += 1;
+                            if whens > 1 {
+                                w.sized_by_input();
+                            }
                             w.push(" WHEN ");
                             Self::key_term(&mut w, key);
                             w.push(") THEN ").bind((*value).clone());
