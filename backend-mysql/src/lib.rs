@@ -34,7 +34,9 @@ mod family;
 mod file_load;
 mod migrate;
 
-pub use connect::{connect, connect_with, from_pool, MysqlConnector, MysqlOptions};
+pub use connect::{
+    connect, connect_with, from_pool, MysqlConnector, MysqlOptions, MARIADB_OPTIMIZER_SWITCH,
+};
 pub use dialect::{Flavor, MysqlDialect};
 pub use family::{MysqlFamily, MysqlMeta};
 pub use migrate::{migrate, MIGRATIONS};
