@@ -50,9 +50,7 @@ fn mariadb_sessions_keep_the_claims_assignment_check_a_key_probe() {
         .expect("holds a session");
     for setting in [outer, read(&connector)] {
         assert!(
-            setting
-                .split(',')
-                .any(|flag| flag == "exists_to_in=off"),
+            setting.split(',').any(|flag| flag == "exists_to_in=off"),
             "{setting}"
         );
     }
