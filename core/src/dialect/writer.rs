@@ -174,9 +174,10 @@ impl Rendered {
     }
 
     /// Whether the text follows how many items the caller passed (a key list written as
-    /// `OR` terms, a multi-row `VALUES`): each length is another statement. Drivers keep only
-    /// statements whose text repeats prepared; a statement cache holding one entry per length
-    /// seen grows for as long as new lengths turn up (docs/DESIGN.md, "Prepared statements").
+    /// `OR` terms, a multi-row `VALUES`): each length is another statement. docket's diesel
+    /// backends keep such a statement out of their statement cache, which would otherwise hold
+    /// one entry per length seen for as long as new lengths turn up (docs/DESIGN.md,
+    /// "Prepared statements").
     pub fn sized_by_input(&self) -> bool {
         self.sized_by_input
     }
