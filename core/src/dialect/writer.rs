@@ -318,6 +318,19 @@ impl<'d> SqlWriter<'d> {
         self.push(")")
     }
 
+    /// [`SqlWriter::bind_list`] for a list the caller passed (ids, keys), whose length varies
+    /// from call to call: more than one value marks the statement
+    /// [`SqlWriter::sized_by_input`].
+    pub fn bind_input_list<V: Into<Value>>(&mut self, values: &[V]) -> &mut Self
+    where
+        V: Clone,
+    {
+        if values.len() > 1 {
+            self.sized_by_input();
+        }
+        self.bind_list(values.iter().cloned())
+    }
+
     /// Appends ` (<columns>) VALUES (?, ...), (?, ...)`: one entry of `rows` per row, each
     /// naming its columns, in the same order in every row (the first row's names are written).
     /// Several rows, where the dialect binds arrays ([`Syntax::binds_arrays`](crate::dialect::Syntax::binds_arrays)), are appended

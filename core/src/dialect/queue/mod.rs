@@ -234,10 +234,7 @@ impl Statements<'_> {
             .push(" WHERE task_name = ")
             .bind(task_type)
             .push(" AND task_instance IN ")
-            .bind_list(ids.iter().copied());
-        if ids.len() > 1 {
-            w.sized_by_input();
-        }
+            .bind_input_list(ids);
         w.finish()
     }
 
