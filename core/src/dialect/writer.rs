@@ -321,10 +321,7 @@ impl<'d> SqlWriter<'d> {
     /// [`SqlWriter::bind_list`] for a list the caller passed (ids, keys), whose length varies
     /// from call to call: more than one value marks the statement
     /// [`SqlWriter::sized_by_input`].
-    pub fn bind_input_list<V: Into<Value>>(&mut self, values: &[V]) -> &mut Self
-    where
-        V: Clone,
-    {
+    pub fn bind_input_list<V: Into<Value> + Clone>(&mut self, values: &[V]) -> &mut Self {
         if values.len() > 1 {
             self.sized_by_input();
         }
