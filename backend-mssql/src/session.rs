@@ -17,24 +17,64 @@ use tiberius::{ColumnData, FromSql, ToSql};
 /// One pooled connection seen as a [`SqlSession`].
 pub(crate) struct MssqlSession<'c>(pub &'c mut Conn);
 
-/// The values of a statement as tiberius parameters, each with its SQL type even when NULL.
-fn params(stmt: &Rendered) -> Vec<Box<dyn ToSql>> {
-    stmt.binds
+/// The SQL Server type of a NULL that tiberius 0.13 cannot send typed: it writes a NULL
+/// text, binary or `DATETIME2` parameter as TDS's untyped NULL (type `0x1F`), which real SQL
+/// Server accepts and Babelfish refuses ("Data type 0x1F is unknown"). Only its integer, bit,
+/// float and GUID NULLs keep their type on the wire, and tiberius offers no way to send
+/// another encoding.
+fn untyped_null(value: &Value) -> Option<&'static str> {
+    match value {
+        Value::Text(None) => Some("NVARCHAR(4000)"),
+        Value::Bytes(None) => Some("VARBINARY(MAX)"),
+        Value::Timestamp(None) => Some("DATETIME2(7)"),
+        _ => None,
+    }
+}
+
+/// A statement as tiberius sends it: its text and its parameters, every one typed on the
+/// wire. A NULL that tiberius would send untyped ([`untyped_null`]) is written into the text
+/// as the typed NULL of its SQL type, `CAST(NULL AS NVARCHAR(4000))`, at its placeholder
+/// (the writer recorded where), and its parameter becomes a typed `INT` NULL that nothing
+/// reads, so the numbering of the others stays. The text stays a constant of docket's:
+/// nothing a caller passes is written into it.
+fn typed(stmt: &Rendered) -> (std::borrow::Cow<'_, str>, Vec<Box<dyn ToSql>>) {
+    let params = stmt.binds.iter().map(param).collect();
+    let casts: Vec<_> = stmt
+        .binds
         .iter()
-        .map(|value| -> Box<dyn ToSql> {
-            match value {
-                Value::Text(v) => Box::new(v.clone()),
-                Value::Bytes(v) => Box::new(v.clone()),
-                Value::Timestamp(v) => Box::new(v.as_ref().map(DateTime::naive_utc)),
-                Value::SmallInt(v) => Box::new(*v),
-                Value::Int(v) => Box::new(*v),
-                Value::BigInt(v) => Box::new(*v),
-                Value::Bool(v) => Box::new(*v),
-                // The SQL Server dialect binds no arrays: the server refuses a statement with one.
-                Value::Array(_) => Box::new(None::<String>),
-            }
-        })
-        .collect()
+        .zip(stmt.placeholders())
+        .filter_map(|(value, at)| untyped_null(value).map(|ty| (at.clone(), ty)))
+        .collect();
+    if casts.is_empty() {
+        return (stmt.sql.as_str().into(), params);
+    }
+    let mut sql = String::with_capacity(stmt.sql.len() + 32 * casts.len());
+    let mut from = 0;
+    for (at, ty) in casts {
+        sql.push_str(&stmt.sql[from..at.start]);
+        sql.push_str("CAST(NULL AS ");
+        sql.push_str(ty);
+        sql.push(')');
+        from = at.end;
+    }
+    sql.push_str(&stmt.sql[from..]);
+    (sql.into(), params)
+}
+
+/// One value as a tiberius parameter of its SQL Server type.
+fn param(value: &Value) -> Box<dyn ToSql> {
+    match value {
+        _ if untyped_null(value).is_some() => Box::new(None::<i32>),
+        Value::Text(v) => Box::new(v.clone()),
+        Value::Bytes(v) => Box::new(v.clone()),
+        Value::Timestamp(v) => Box::new(v.as_ref().map(DateTime::naive_utc)),
+        Value::SmallInt(v) => Box::new(*v),
+        Value::Int(v) => Box::new(*v),
+        Value::BigInt(v) => Box::new(*v),
+        Value::Bool(v) => Box::new(*v),
+        // The SQL Server dialect binds no arrays: the server refuses a statement with one.
+        Value::Array(_) => Box::new(None::<i32>),
+    }
 }
 
 /// One column value by its TDS type. `SUM` of an `INT` is `INT`; a `DECIMAL` (e.g. a `SUM`
@@ -96,12 +136,12 @@ impl MssqlSession<'_> {
 
     /// Runs a query and returns the driver's rows of its first result set.
     pub(crate) fn rows(&mut self, stmt: &Rendered) -> Result<Vec<tiberius::Row>, StoreError> {
-        let owned = params(stmt);
+        let (sql, owned) = typed(stmt);
         let refs: Vec<&dyn ToSql> = owned.iter().map(AsRef::as_ref).collect();
         let conn = &mut *self.0;
         let result = conn.rt.block_on(async {
             conn.client
-                .query(stmt.sql.as_str(), &refs)
+                .query(sql.as_ref(), &refs)
                 .await?
                 .into_first_result()
                 .await
@@ -114,12 +154,12 @@ impl SqlSession for MssqlSession<'_> {
     /// Runs a statement. A duplicate key (2627, 2601) is [`StoreError::Duplicate`]; with
     /// `XACT_ABORT OFF` it ends only the statement, so the transaction can carry on.
     fn execute(&mut self, stmt: &Rendered) -> Result<u64, StoreError> {
-        let owned = params(stmt);
+        let (sql, owned) = typed(stmt);
         let refs: Vec<&dyn ToSql> = owned.iter().map(AsRef::as_ref).collect();
         let conn = &mut *self.0;
         let result = conn
             .rt
-            .block_on(async { conn.client.execute(stmt.sql.as_str(), &refs).await });
+            .block_on(async { conn.client.execute(sql.as_ref(), &refs).await });
         match result {
             Ok(done) => Ok(done.total()),
             Err(e) => Err(self.fail(e).into()),
@@ -181,5 +221,67 @@ mod tests {
             .unwrap();
         let data = tiberius::IntoSql::into_sql(t);
         assert_eq!(read(data), Cell::Timestamp(t.and_utc()));
+    }
+
+    /// Whether tiberius 0.13 writes `data` with its own TDS type when it is NULL: integers,
+    /// bits, floats and GUIDs do (`INTN`, `BITN`, `FLTN`, `GUID` with length 0); a NULL of any
+    /// other type goes out as the untyped NULL, `0x1F` (`column_data.rs`, the `(_, None)` arm
+    /// of its RPC encoding).
+    fn typed_on_the_wire(data: &ColumnData<'_>) -> bool {
+        use ColumnData as D;
+        match data {
+            D::U8(_) | D::I16(_) | D::I32(_) | D::I64(_) | D::F32(_) | D::F64(_) | D::Bit(_) => {
+                true
+            }
+            D::Guid(_) => true,
+            D::String(v) => v.is_some(),
+            D::Binary(v) => v.is_some(),
+            D::DateTime2(v) => v.is_some(),
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn nulls_go_out_typed() {
+        let dialect = crate::MssqlDialect;
+        let mut w = docket_core::dialect::SqlWriter::new(&dialect);
+        let now = chrono::DateTime::<Utc>::from_timestamp(1_700_000_000, 0).unwrap();
+        w.push("UPDATE t SET a = ")
+            .bind(Value::Text(None))
+            .push(", b = ")
+            .bind(Value::Bytes(None))
+            .push(", c = ")
+            .bind(Value::Timestamp(None))
+            .push(", d = ")
+            .bind(Value::SmallInt(None))
+            .push(", e = ")
+            .bind("x")
+            .push(", f = ")
+            .bind(now)
+            .push(" WHERE g = ")
+            .bind(Value::Text(None));
+        let stmt = w.finish();
+        let (sql, params) = typed(&stmt);
+        assert_eq!(
+            sql,
+            "UPDATE t SET a = CAST(NULL AS NVARCHAR(4000)), b = CAST(NULL AS VARBINARY(MAX)), \
+             c = CAST(NULL AS DATETIME2(7)), d = @P4, e = @P5, f = @P6 WHERE g = \
+             CAST(NULL AS NVARCHAR(4000))"
+        );
+        assert_eq!(params.len(), stmt.binds.len(), "numbering kept");
+        for (i, p) in params.iter().enumerate() {
+            let data = p.to_sql();
+            assert!(typed_on_the_wire(&data), "parameter {} is {data:?}", i + 1);
+        }
+        // Without the rewrite, these four would go out untyped.
+        let untyped = stmt
+            .binds
+            .iter()
+            .filter(|v| untyped_null(v).is_some())
+            .count();
+        assert_eq!(untyped, 4);
+        // A statement without such NULLs is sent as written.
+        let plain = docket_core::dialect::Rendered::text("SELECT 1");
+        assert_eq!(typed(&plain).0, "SELECT 1");
     }
 }
