@@ -25,20 +25,22 @@ const TEXT_KEY_HEAD: &str = "CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), ";
 /// - `@P1, @P2, ...` placeholders (tiberius' numbered parameters), `[bracketed]` identifiers
 ///   (independent of the session's `QUOTED_IDENTIFIER` setting).
 /// - Row limits are `TOP (@Pn)` right after `SELECT`: T-SQL has no `LIMIT`, and `TOP` is the
-///   limit an updatable CTE may carry, which the claim needs.
+///   limit a derived table may carry, which the claim needs.
 /// - NULL sorts lowest in SQL Server, so plain `priority DESC` already ranks NULL last.
-/// - Claims are one statement: `WITH due AS (SELECT TOP (@Pn) ... FROM t WITH (UPDLOCK,
-///   READPAST, ROWLOCK) WHERE ... ORDER BY ...) UPDATE due SET ... OUTPUT inserted...`.
-///   `READPAST` skips rows other claimers hold, `UPDLOCK` holds the rows read until the update
+/// - Claims are one statement: `UPDATE x SET ... OUTPUT inserted... FROM t x JOIN (SELECT TOP
+///   (@Pn) task_name, task_instance FROM t WITH (UPDLOCK, READPAST, ROWLOCK) WHERE ... ORDER BY
+///   ...) due ON <key> WHERE x.picked = 0`, standard T-SQL that Babelfish runs too. `READPAST` skips rows other claimers hold, `UPDLOCK` holds the rows read until the update
 ///   (so no shared-to-exclusive lock conversion between two claimers, db-scheduler's deadlock),
 ///   and `ROWLOCK` keeps the locks on rows, not pages.
 /// - No `ON CONFLICT`: the insert is plain, the session reports a duplicate key (errors 2627
 ///   and 2601) as `StoreError::Duplicate`, and the shared store counts that as "already exists".
 /// - Work queue: the claim reads its candidates without locks, then locks one by key `WITH
 ///   (UPDLOCK, READPAST, ROWLOCK)` (two-phase: a locking read that sorts would lock every
-///   eligible row it examines). Custom keys are read with `JSON_VALUE` (see
-///   [`Dialect::json_attribute`] below), indexed through computed columns of the same
-///   expressions.
+///   eligible row it examines). Custom keys of a task type without an order index are read
+///   with `OUTER APPLY OPENJSON(custom_attributes) WITH (...)` ([`Dialect::json_keys_source`]),
+///   as WorkSpace reads them; an order index holds computed columns of `JSON_VALUE` (see
+///   [`Dialect::json_attribute`] below: a computed column cannot hold `OPENJSON`) and the
+///   queries of an indexed task type sort by those columns. Both give one order.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MssqlDialect;
 
@@ -49,9 +51,9 @@ impl Dialect for MssqlDialect {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            // One statement: an ordered TOP CTE with a READPAST/UPDLOCK/ROWLOCK hint, updated
-            // through, OUTPUT returning the claimed rows.
-            lock_and_fetch: Some(LockAndFetch::CteUpdateOutput),
+            // One statement: an update joined to an ordered TOP select of keys with a
+            // READPAST/UPDLOCK/ROWLOCK hint, OUTPUT returning the claimed rows.
+            lock_and_fetch: Some(LockAndFetch::UpdateJoinOutput),
             // CREATE/ALTER TABLE and CREATE INDEX take part in transactions.
             transactional_ddl: true,
             work_queue: true,
@@ -87,7 +89,7 @@ impl Dialect for MssqlDialect {
         }
     }
 
-    /// `TOP (n)` right after `SELECT`, the limit an updatable CTE may carry.
+    /// `TOP (n)` right after `SELECT`, the limit a derived table may carry.
     fn limit(&self, w: &mut SqlWriter<'_>, n: i64, at: LimitAt) {
         if at == LimitAt::Head {
             w.push("TOP (").bind(n).push(") ");
@@ -122,34 +124,44 @@ impl Dialect for MssqlDialect {
     /// mode); text compares by its first [`TEXT_KEY_BYTES`] UTF-8 bytes.
     fn json_attribute(&self, w: &mut SqlWriter<'_>, key: &CustomKey) {
         let path = key.attribute.json_path();
-        let value = |w: &mut SqlWriter<'_>| {
+        key_value(w, key.kind, &|w| {
             w.push("JSON_VALUE(custom_attributes, ")
                 .bind(path.clone())
                 .push(")");
-        };
-        let text = |w: &mut SqlWriter<'_>| {
-            w.push(TEXT_KEY_HEAD);
-            value(w);
-            w.push(" COLLATE Latin1_General_100_BIN2_UTF8))");
-        };
-        match key.kind {
-            KeyType::Text => text(w),
-            KeyType::Timestamp => {
-                w.push("(CASE WHEN ");
-                value(w);
-                w.push(" LIKE '").push(TIMESTAMP_LIKE).push("' THEN ");
-                text(w);
-                w.push(" END)");
-            }
-            // `TRY_CAST` alone would also take spaces around the digits.
-            KeyType::Number => {
-                w.push("(CASE WHEN ");
-                value(w);
-                w.push(" NOT LIKE '%[^0-9.+-]%' THEN TRY_CAST(");
-                value(w);
-                w.push(" AS DECIMAL(38, 10)) END)");
-            }
+        });
+    }
+
+    /// `OUTER APPLY OPENJSON(i.custom_attributes) WITH (k0 NVARCHAR(4000) '$."team"', ...) AS
+    /// j`: each key's member as the text `JSON_VALUE` reads (NULL for an absent member, JSON
+    /// `null`, an object or an array), typed by [`Dialect::json_key_column`] as in
+    /// [`Dialect::json_attribute`], so both reads give one order. `OPENJSON`'s `WITH` takes
+    /// literal paths only: the path is built from a validated
+    /// [`AttributeName`](docket_core::AttributeName) (`[A-Za-z_][A-Za-z0-9_]*`). Not typed in
+    /// `WITH` itself: a member that does not convert must read as missing, where a typed
+    /// column would fail the statement. `OUTER`, not `CROSS`: `OPENJSON` of a NULL
+    /// `custom_attributes` gives no row, and an item without attributes is still handed out
+    /// (its keys missing, so last), as on every backend.
+    fn json_keys_source(&self, w: &mut SqlWriter<'_>, keys: &[CustomKey]) -> bool {
+        if keys.is_empty() {
+            return false;
         }
+        w.push(" OUTER APPLY OPENJSON(i.custom_attributes) WITH (");
+        for (n, key) in keys.iter().enumerate() {
+            if n > 0 {
+                w.push(", ");
+            }
+            w.push(&format!("k{n} NVARCHAR(4000) '"))
+                .push(&key.attribute.json_path())
+                .push("'");
+        }
+        w.push(") AS j");
+        true
+    }
+
+    fn json_key_column(&self, w: &mut SqlWriter<'_>, key: &CustomKey, n: usize) {
+        key_value(w, key.kind, &|w| {
+            w.push(&format!("j.k{n}"));
+        });
     }
 
     /// `DROP INDEX i ON t`: index names are per table.
@@ -214,6 +226,34 @@ impl Dialect for MssqlDialect {
     /// `SYSUTCDATETIME()`: UTC, `datetime2(7)` (`GETDATE()` is local time and milliseconds).
     fn server_time(&self, w: &mut SqlWriter<'_>) {
         w.push("SELECT SYSUTCDATETIME() AS server_time");
+    }
+}
+
+/// A custom key of `kind` from its JSON text, which `value` writes (`JSON_VALUE`, or an
+/// `OPENJSON` column): see [`Dialect::json_attribute`].
+fn key_value(w: &mut SqlWriter<'_>, kind: KeyType, value: &dyn Fn(&mut SqlWriter<'_>)) {
+    let text = |w: &mut SqlWriter<'_>| {
+        w.push(TEXT_KEY_HEAD);
+        value(w);
+        w.push(" COLLATE Latin1_General_100_BIN2_UTF8))");
+    };
+    match kind {
+        KeyType::Text => text(w),
+        KeyType::Timestamp => {
+            w.push("(CASE WHEN ");
+            value(w);
+            w.push(" LIKE '").push(TIMESTAMP_LIKE).push("' THEN ");
+            text(w);
+            w.push(" END)");
+        }
+        // `TRY_CAST` alone would also take spaces around the digits.
+        KeyType::Number => {
+            w.push("(CASE WHEN ");
+            value(w);
+            w.push(" NOT LIKE '%[^0-9.+-]%' THEN TRY_CAST(");
+            value(w);
+            w.push(" AS DECIMAL(38, 10)) END)");
+        }
     }
 }
 

@@ -79,7 +79,7 @@ fn unsent(dialect: &dyn Dialect, name: &str) -> bool {
     }
     match dialect.capabilities().lock_and_fetch {
         Some(LockAndFetch::SelectThenUpdate) => lock_and_fetch,
-        Some(LockAndFetch::UpdateReturning | LockAndFetch::CteUpdateOutput) => select_then_update,
+        Some(LockAndFetch::UpdateReturning | LockAndFetch::UpdateJoinOutput) => select_then_update,
         None => lock_and_fetch || select_then_update,
     }
 }
@@ -369,7 +369,7 @@ fn oracle_migrations_parse_as_oracle_sql() {
     );
 }
 
-/// The parsers are a real check: a claim with its CTE cut short, or Oracle's row limit placed
+/// The parsers are a real check: a statement with its CTE cut short, or Oracle's row limit placed
 /// before `ORDER BY`, is rejected.
 #[test]
 fn parsers_reject_broken_statements() {
@@ -409,8 +409,8 @@ fn queue_statements() {
     }
 }
 
-/// SQL Server reads custom keys with JSON_VALUE (the path bound), as UTF-8 bytes or an exact
-/// DECIMAL (numeric text included); Oracle with JSON_VALUE ... RETURNING and an item method
+/// SQL Server reads the custom keys of an unindexed order with OPENJSON, as UTF-8 bytes or an
+/// exact DECIMAL (numeric text included); Oracle with JSON_VALUE ... RETURNING and an item method
 /// that leaves values of another JSON type (text that holds no number) missing; Oracle's keyed lock carries no row limit.
 #[test]
 fn queue_custom_keys_per_dialect() {
@@ -424,10 +424,10 @@ fn queue_custom_keys_per_dialect() {
     };
     let mssql = lock_one(&docket_mssql::MssqlDialect);
     assert!(
-        mssql.contains("TRY_CAST(JSON_VALUE(custom_attributes, @P")
-            && mssql.contains(
-                "CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), JSON_VALUE(custom_attributes, @P"
-            ),
+        mssql.contains(
+            r#"OUTER APPLY OPENJSON(i.custom_attributes) WITH (k0 NVARCHAR(4000) '$."team"', k1 NVARCHAR(4000) '$."score"') AS j"#
+        ) && mssql.contains("TRY_CAST(j.k1 AS DECIMAL(38, 10))")
+            && mssql.contains("CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), j.k0"),
         "{mssql}"
     );
     assert!(
@@ -672,7 +672,7 @@ fn order_index_mssql_and_oracle() {
 
 /// The custom order's `ORDER BY` of the unindexed queries is the indexed expressions: the
 /// sort and the index agree. SQL Server sorts by the computed columns once they exist (its
-/// unindexed query binds the path the DDL writes); PostgreSQL and Oracle match the index by its
+/// unindexed query reads the same members with OPENJSON); PostgreSQL and Oracle match the index by its
 /// expressions, so their query holds them verbatim, nothing bound: a plan made without the
 /// values (PostgreSQL's generic plan of a cached statement) matches it too.
 #[test]
@@ -696,7 +696,17 @@ fn custom_orders_sort_by_the_indexed_expressions() {
             .expect("item_next_custom");
         let mut sql = list.sql.clone();
         if dialect.syntax().order_index_style == OrderIndexStyle::GeneratedColumns {
-            // The query binds the path where the index DDL writes it.
+            // The unindexed query reads each key's JSON text from OPENJSON where the index's
+            // expression reads it with JSON_VALUE: the same expression around either.
+            let keys = docket_core::dialect::queue::sample_custom_keys();
+            for (n, key) in keys.iter().enumerate() {
+                let json_value = format!(
+                    "JSON_VALUE(custom_attributes, '{}')",
+                    key.attribute.json_path()
+                );
+                sql = sql.replace(&format!("j.k{n}"), &json_value);
+            }
+            // A query that binds the path where the index DDL writes it.
             for (n, value) in list.binds.iter().enumerate().rev() {
                 if let docket_core::dialect::Value::Text(Some(text)) = value {
                     if text.starts_with("$.") {

@@ -26,11 +26,12 @@ pub enum LockAndFetch {
     /// `SELECT ... <skip-locked>` then `UPDATE` of the selected keys, in one transaction
     /// (databases without `UPDATE ... RETURNING` or without `LIMIT` in `IN` subqueries).
     SelectThenUpdate,
-    /// One statement that updates through an ordered, row-limited common table expression and
-    /// returns the changed rows: `WITH due AS (SELECT <top> ... FROM t <lock_hint> WHERE ...
-    /// ORDER BY ...) UPDATE due SET ... OUTPUT inserted...` (SQL Server, whose claim hint sits
-    /// on the table and which has neither `RETURNING` nor a row-valued `IN`).
-    CteUpdateOutput,
+    /// One statement that updates the rows an ordered, row-limited, locking select of keys
+    /// found and returns them: `UPDATE x SET ... OUTPUT inserted... FROM t x JOIN (SELECT <top>
+    /// task_name, task_instance FROM t <lock_hint> WHERE ... ORDER BY ...) due ON <key> WHERE
+    /// x.picked = false` (SQL Server, whose claim hint sits on the table and which has neither
+    /// `RETURNING` nor a row-valued `IN`).
+    UpdateJoinOutput,
 }
 
 /// How a write names the rows a subquery found: the one-statement claim
@@ -341,6 +342,22 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
                     .push(") AS DECIMAL(38, 10))");
             }
         }
+    }
+
+    /// Writes, right after the items table `i` (and its lock hint) of a work-queue read that
+    /// sorts by custom `keys` without an order index, a row source of the keys' values, and
+    /// says whether it did; the order then reads key `n` with [`Dialect::json_key_column`].
+    /// SQL Server writes `OUTER APPLY OPENJSON(i.custom_attributes) WITH (...) AS j`, the
+    /// typed-column read the work queue's design names. Default: nothing, `false` (keys are
+    /// read in place with [`Dialect::json_attribute`]).
+    fn json_keys_source(&self, _w: &mut SqlWriter<'_>, _keys: &[CustomKey]) -> bool {
+        false
+    }
+
+    /// Key `n` of the source [`Dialect::json_keys_source`] wrote, with the meaning
+    /// [`Dialect::json_attribute`] gives it. Default: [`Dialect::json_attribute`].
+    fn json_key_column(&self, w: &mut SqlWriter<'_>, key: &CustomKey, _n: usize) {
+        self.json_attribute(w, key);
     }
 
     /// The dialect's bulk-load path for large work-queue intakes ([`file_load`]), or `None`

@@ -284,10 +284,15 @@ impl Statements<'_> {
         if lock {
             w.push(self.dialect().syntax().lock_hint);
         }
+        let index = index.filter(|ix| !ix.order_by.is_empty());
+        let keys_source = index.is_none()
+            && self
+                .dialect()
+                .json_keys_source(&mut w, q.order.custom_keys());
         self.push_eligible_where(&mut w, q);
-        match index.filter(|ix| !ix.order_by.is_empty()) {
+        match index {
             Some(ix) => self.push_order_by_columns(&mut w, q.level, ix),
-            None => self.push_order(&mut w, q.level, q.order),
+            None => self.push_order_from(&mut w, q.level, q.order, keys_source),
         }
         if let Some(n) = limit {
             self.dialect().limit(&mut w, n, LimitAt::Tail);

@@ -215,12 +215,12 @@ impl<'d> Statements<'d> {
 
     /// Claims up to `due.limit` due executions in one statement, skipping rows other claimers
     /// hold: `UPDATE ... WHERE (key) IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING ...`, or
-    /// for [`LockAndFetch::CteUpdateOutput`] `WITH due AS (SELECT ... <lock hint> ...) UPDATE
-    /// due SET ... OUTPUT inserted...`. The returned rows come back unordered; callers sort
+    /// for [`LockAndFetch::UpdateJoinOutput`] `UPDATE x SET ... OUTPUT inserted... FROM t x JOIN
+    /// (SELECT TOP (n) ... <lock hint> ...) due ON <key>`. The returned rows come back unordered; callers sort
     /// them with the policy.
     pub fn lock_and_fetch(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
-        if self.dialect.capabilities().lock_and_fetch == Some(LockAndFetch::CteUpdateOutput) {
-            return self.lock_and_fetch_cte(due, picked_by);
+        if self.dialect.capabilities().lock_and_fetch == Some(LockAndFetch::UpdateJoinOutput) {
+            return self.lock_and_fetch_join(due, picked_by);
         }
         let claim = self.dialect.syntax().claim_match;
         let mut w = self.writer();
@@ -239,30 +239,42 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
-    /// [`Statements::lock_and_fetch`] as one update through an ordered, limited CTE.
-    fn lock_and_fetch_cte(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
+    /// [`Statements::lock_and_fetch`] as one update joined to an ordered, limited select of
+    /// keys that takes the claim's locks: `UPDATE x SET ... OUTPUT inserted... FROM t x JOIN
+    /// (SELECT TOP (n) task_name, task_instance FROM t <lock hint> WHERE ... ORDER BY ...) due
+    /// ON <key> WHERE x.picked = false`. The outer `picked` check repeats the eligibility the
+    /// locks guarantee, so a server that ignores the hint (Babelfish takes `UPDLOCK, READPAST`
+    /// and waits instead) claims fewer rows, never a row twice. Standard T-SQL: an update
+    /// through a CTE, the shape before, is SQL Server's own and not Babelfish's.
+    fn lock_and_fetch_join(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
         let mut w = self.writer();
-        w.push("WITH due AS (SELECT ");
-        self.dialect.limit(&mut w, due.limit, LimitAt::Head);
-        w.push(&self.select_list())
-            .push(" FROM ")
-            .table(&self.table)
-            .push(self.dialect.syntax().lock_hint);
-        self.due_rows(&mut w, due);
-        w.push(self.dialect.syntax().skip_locked)
-            .push(") UPDATE due SET picked = ")
+        w.push("UPDATE x SET picked = ")
             .bind(true)
             .push(", picked_by = ")
             .bind(picked_by)
             .push(", last_heartbeat = ")
             .bind(due.now)
-            .push(", version = version + 1 OUTPUT ");
+            .push(", version = x.version + 1 OUTPUT ");
         let inserted: Vec<_> = self
             .columns()
             .iter()
             .map(|c| format!("inserted.{}", c.name()))
             .collect();
-        w.push(&inserted.join(", "));
+        w.push(&inserted.join(", "))
+            .push(" FROM ")
+            .table(&self.table)
+            .push(" x JOIN (SELECT ");
+        self.dialect.limit(&mut w, due.limit, LimitAt::Head);
+        w.push("task_name, task_instance FROM ")
+            .table(&self.table)
+            .push(self.dialect.syntax().lock_hint);
+        self.due_rows(&mut w, due);
+        w.push(self.dialect.syntax().skip_locked)
+            .push(
+                ") due ON x.task_name = due.task_name AND x.task_instance = due.task_instance \
+                 WHERE x.picked = ",
+            )
+            .bind(false);
         w.finish()
     }
 }

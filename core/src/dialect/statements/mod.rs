@@ -209,6 +209,18 @@ impl<'d> Statements<'d> {
     /// when on and reading every level, then the primary order. Within one level only the
     /// primary order matters.
     pub(crate) fn push_order(&self, w: &mut SqlWriter<'_>, level: Level, primary: &PrimaryOrder) {
+        self.push_order_from(w, level, primary, false);
+    }
+
+    /// [`Statements::push_order`], reading custom keys from the source
+    /// [`Dialect::json_keys_source`] wrote when `keys_source` says it did.
+    pub(crate) fn push_order_from(
+        &self,
+        w: &mut SqlWriter<'_>,
+        level: Level,
+        primary: &PrimaryOrder,
+        keys_source: bool,
+    ) {
         w.push(" ORDER BY ");
         if self.policy.priority && level == Level::Any {
             w.push(&self.dialect.desc_nulls_last(Column::Priority.name()))
@@ -226,10 +238,14 @@ impl<'d> Statements<'d> {
                 w.push(", ");
             }
             // Missing last in either direction, the same on every backend.
+            let value = |w: &mut SqlWriter<'_>| match keys_source {
+                true => self.dialect.json_key_column(w, key, i),
+                false => self.dialect.json_attribute(w, key),
+            };
             w.push("CASE WHEN ");
-            self.dialect.json_attribute(w, key);
+            value(w);
             w.push(" IS NULL THEN 1 ELSE 0 END, ");
-            self.dialect.json_attribute(w, key);
+            value(w);
             w.push(match key.direction {
                 Direction::Asc => " ASC",
                 Direction::Desc => " DESC",
