@@ -35,12 +35,14 @@ macro_rules! compat_suite {
     };
 }
 
-/// The list of cases: every function here runs for every backend and toggle.
+/// The list of cases, handed to the macro `[$callback]` after `{ $args }`: every function here runs for
+/// every backend and toggle (as `#[test]`s through [`compat_cases!`], or as the run-time
+/// list [`cases`]).
 #[macro_export]
 #[doc(hidden)]
-macro_rules! compat_cases {
-    ($harness:expr, $toggle:expr) => {
-        $crate::compat_cases!(@each $harness, $toggle;
+macro_rules! with_compat_cases {
+    ([$($callback:tt)*] { $($args:tt)* }) => {
+        $($callback)*! { { $($args)* }
             crud_round_trip,
             schedule_if_not_exists_and_replace,
             batch_is_all_or_nothing,
@@ -108,9 +110,15 @@ macro_rules! compat_cases {
             lag_per_task_level_and_task_type,
             paused_task_is_not_claimed_and_resumed_one_is,
             scheduler_clock_follows_the_server,
-        );
+        }
     };
-    (@each $harness:expr, $toggle:expr; $($case:ident),* $(,)?) => {
+}
+
+/// One `#[test]` per case for one harness and toggle.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! compat_cases {
+    ({ $harness:expr, $toggle:expr } $($case:ident),* $(,)?) => {
         $(
             #[test]
             fn $case() {
@@ -118,4 +126,25 @@ macro_rules! compat_cases {
             }
         )*
     };
+    ($harness:expr, $toggle:expr) => {
+        $crate::with_compat_cases!([$crate::compat_cases] { $harness, $toggle });
+    };
+}
+
+/// A case of the suite: its name and its function.
+pub type Case = (&'static str, fn(&dyn Harness, Toggle));
+
+/// Builds [`cases`] from the list.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! case_list {
+    ({} $($case:ident),* $(,)?) => {
+        vec![$((stringify!($case), $crate::cases::$case as fn(&dyn $crate::Harness, $crate::Toggle))),*]
+    };
+}
+
+/// Every case of the suite, for a harness chosen at run time (`tests/live.rs`: the SQL Server
+/// and Oracle suites run when their URL is set when the tests run, without a rebuild).
+pub fn cases() -> Vec<Case> {
+    with_compat_cases!([case_list] {})
 }

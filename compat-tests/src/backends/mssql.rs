@@ -60,10 +60,7 @@ impl Harness for Mssql {
 
     fn space(&self) -> Box<dyn Space> {
         let database = unique_name();
-        admin()
-            .connector()
-            .batch_execute(&format!("CREATE DATABASE [{database}]"))
-            .unwrap_or_else(|e| panic!("create database {database}: {e}"));
+        create_database(&database);
         Box::new(MssqlSpace {
             url: with_database(&admin_url(), &database),
             database,
@@ -134,8 +131,10 @@ impl Space for MssqlSpace {
     /// Every SQL Server value of docket's columns decodes, so the row gets a NULL version
     /// (after the column is made nullable, as in db-scheduler tables edited by hand).
     fn poison(&self, table: &TableName, key: &ExecutionKey) -> (Vec<Rendered>, &'static str) {
+        // Nullable by the session's default, set in the same batch: Babelfish refuses an
+        // explicit `NULL` in `ALTER COLUMN`, and SQL Server's default depends on the session.
         let alter = format!(
-            "ALTER TABLE {} ALTER COLUMN version BIGINT NULL",
+            "SET ANSI_NULL_DFLT_ON ON; ALTER TABLE {} ALTER COLUMN version BIGINT",
             table_sql(&docket_mssql::MssqlDialect, table)
         );
         let update = set_literal(&docket_mssql::MssqlDialect, table, key, "version", "NULL");
@@ -143,13 +142,33 @@ impl Space for MssqlSpace {
     }
 }
 
+/// `CREATE DATABASE`, one at a time and tried again a few times: Babelfish fails concurrent
+/// ones with "tuple concurrently updated" (its catalogue rows), which the suite's parallel
+/// tests meet at once; SQL Server creates them side by side.
+fn create_database(database: &str) {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let admin = admin();
+    let sql = format!("CREATE DATABASE [{database}]");
+    let mut tries = 0;
+    while let Err(e) = admin.connector().batch_execute(&sql) {
+        tries += 1;
+        assert!(tries < 5, "create database {database}: {e}");
+        std::thread::sleep(Duration::from_millis(200 * tries));
+    }
+}
+
 impl Drop for MssqlSpace {
+    /// Ends the other sessions first where the server can (`SINGLE_USER WITH ROLLBACK
+    /// IMMEDIATE`); Babelfish cannot, and drops the database alone once its sessions are gone.
     fn drop(&mut self) {
         if let Ok(store) = docket_mssql::connect(&admin_url(), StoreConfig::default()) {
-            let _ = store.connector().batch_execute(&format!(
-                "ALTER DATABASE [{0}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE [{0}]",
-                self.database
-            ));
+            let db = &self.database;
+            let single = format!("ALTER DATABASE [{db}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE");
+            let _ = store.connector().batch_execute(&single);
+            let _ = store
+                .connector()
+                .batch_execute(&format!("DROP DATABASE [{db}]"));
         }
     }
 }

@@ -608,7 +608,9 @@ fn fencing_both_ways(ctx: &Ctx, foreign: &dyn Foreign, t: Toggle) {
     ctx.client().schedule(WORK.instance("d1")).unwrap();
     std::thread::scope(|s| {
         let running = s.spawn(|| owner.run_due().unwrap());
-        started_rx.recv().unwrap();
+        started_rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the execution starts within 60 s");
         ctx.clock.advance(std::time::Duration::from_secs(7 * 60));
         let older_than = ctx.clock.now() - Duration::minutes(6);
         let dead = node.dead(older_than).unwrap();

@@ -50,7 +50,9 @@ pub fn own_running_execution_is_not_revived(h: &dyn Harness, t: Toggle) {
     // The asserts come after the handler is released, so a failure cannot leave it waiting.
     let (revived, row, now, ran) = std::thread::scope(|s| {
         let runner = s.spawn(|| scheduler.run_due());
-        started_rx.recv().expect("the handler started");
+        started_rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the handler started within 60 s");
         // Past the dead window (heartbeat 60 s x 6 missed) with no heartbeat round.
         ctx.clock.advance(std::time::Duration::from_secs(7 * 60));
         let revived = scheduler.detect_dead();
@@ -186,7 +188,9 @@ pub fn failed_heartbeat_spares_the_others(h: &dyn Harness, t: Toggle) {
     // Four worker threads: all four run at once.
     scheduler.start().unwrap();
     for _ in ids {
-        started.recv().unwrap();
+        started
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the execution starts within 60 s");
     }
     // Once all are claimed (the trigger would refuse the claim of "a" too).
     let ddl = ctx.space.reject_updates(&TableName::default(), "a");
@@ -233,7 +237,10 @@ pub fn revived_execution_fences_old_owner(h: &dyn Harness, t: Toggle) {
     let key = ExecutionKey::new("work", "1");
     std::thread::scope(|s| {
         let running = s.spawn(|| old.run_due().unwrap());
-        started_rx.recv().unwrap();
+        // Bounded: a poll that fails ends that thread without starting the execution.
+        started_rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the old owner starts the execution within 60 s (did its poll fail?)");
         // The old owner heart-beats while it runs...
         ctx.clock.advance(std::time::Duration::from_secs(60));
         old.heartbeat().unwrap();
