@@ -8,10 +8,11 @@ use diesel::connection::SimpleConnection;
 use diesel::r2d2::{ConnectionManager, Pool, R2D2Connection};
 use diesel::sql_types::BigInt;
 use diesel::{Connection, QueryableByName, RunQueryDsl};
+use docket::scheduler::PollingStrategy;
+use docket::store::ExecutionStore;
 use docket::{
-    DocketError, ExecutionKey, ExecutionStore, PollingStrategy, ScheduleInTransaction,
-    ScheduleOutcome, Scheduler, SchedulerClient, SchedulerConfig, StoreConfig, Task,
-    TaskDescriptor,
+    DocketError, ExecutionKey, ScheduleInTransaction, ScheduleOutcome, Scheduler, SchedulerClient,
+    SchedulerConfig, StoreConfig, Task, TaskDescriptor,
 };
 use docket_compat_tests::backends::{Mysql, Postgres, Sqlite};
 use docket_compat_tests::Harness;

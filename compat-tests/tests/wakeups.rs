@@ -10,9 +10,11 @@
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::{Integer, Text};
 use diesel::{Connection, QueryableByName, RunQueryDsl};
+use docket::scheduler::{FailurePolicy, Retry};
+use docket::store::{ExecutionStore, TableName};
 use docket::{
-    ExecutionStore, FailurePolicy, Retry, ScheduleInTransaction, Scheduler, SchedulerClient,
-    SchedulerConfig, StoreConfig, TableName, Task, TaskDescriptor, TaskError,
+    ScheduleInTransaction, Scheduler, SchedulerClient, SchedulerConfig, StoreConfig, Task,
+    TaskDescriptor, TaskError,
 };
 use docket_compat_tests::backends::{Mysql, Postgres};
 use docket_compat_tests::Harness;

@@ -7,7 +7,8 @@
 
 mod common;
 
-use docket::{AsyncRuntime, Scheduler, StoreConfig, Task, TaskDescriptor};
+use docket::scheduler::AsyncRuntime;
+use docket::{Scheduler, StoreConfig, Task, TaskDescriptor};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

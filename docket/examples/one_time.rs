@@ -6,7 +6,8 @@
 
 mod common;
 
-use docket::{ListFilter, ScheduleOutcome, Scheduler, StoreConfig, Task, TaskDescriptor};
+use docket::scheduler::ListFilter;
+use docket::{ScheduleOutcome, Scheduler, StoreConfig, Task, TaskDescriptor};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -5,7 +5,8 @@
 
 mod common;
 
-use docket::{Priority, Scheduler, SchedulerEvent, StoreConfig, Task, TaskDescriptor};
+use docket::scheduler::SchedulerEvent;
+use docket::{Priority, Scheduler, StoreConfig, Task, TaskDescriptor};
 use std::sync::{Arc, Mutex, PoisonError};
 
 const JOB: TaskDescriptor = TaskDescriptor::new("job");

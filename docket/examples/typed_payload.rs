@@ -6,7 +6,8 @@
 
 mod common;
 
-use docket::{FailurePolicy, Scheduler, SchedulerEvent, StoreConfig, Task, TaskDescriptor};
+use docket::scheduler::{FailurePolicy, SchedulerEvent};
+use docket::{Scheduler, StoreConfig, Task, TaskDescriptor};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, PoisonError};
 

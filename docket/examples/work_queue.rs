@@ -10,7 +10,8 @@
 mod common;
 
 use docket::queue::{AssignmentStatus, Batch, Record};
-use docket::{ExecutionKey, ManualClock, QueueConfig, StoreConfig, WorkQueue};
+use docket::scheduler::ManualClock;
+use docket::{ExecutionKey, QueueConfig, StoreConfig, WorkQueue};
 use std::sync::Arc;
 use std::time::Duration;
 

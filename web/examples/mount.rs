@@ -85,7 +85,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = format!("sqlite://{}", dir.path().join("example.db").display());
     let store = docket::sqlite::connect(&url, StoreConfig::default())?;
     docket::sqlite::migrate(&store, None)?;
-    let store: Arc<dyn docket::Store> = Arc::new(store);
+    let store: Arc<dyn docket::store::Store> = Arc::new(store);
     let client = SchedulerClient::new(store.clone())?;
     for id in ["monday", "tuesday"] {
         client.schedule(REPORT.instance(id))?;

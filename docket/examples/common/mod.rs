@@ -2,7 +2,7 @@
 //! often (so each example finishes in a few seconds), and a bounded wait.
 #![allow(dead_code)]
 
-use docket::{PollingStrategy, SchedulerConfig};
+use docket::prelude::{PollingStrategy, SchedulerConfig};
 use std::time::{Duration, Instant};
 
 /// A fresh SQLite database file in a temporary directory (removed when the guard drops), and
