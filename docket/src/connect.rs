@@ -50,7 +50,7 @@ pub enum ConnectError {
 /// The store is ready for [`Scheduler::builder`](crate::Scheduler::builder),
 /// [`SchedulerClient::new`](crate::SchedulerClient::new) and
 /// [`WorkQueue::new`](crate::WorkQueue::new) (each takes the `Arc`). Nothing is created in the
-/// database until you call [`ExecutionStore::migrate`](docket_core::ExecutionStore::migrate) (`store.migrate(None)?` applies every migration
+/// database until you call [`StoreInfo::migrate`](docket_core::StoreInfo::migrate) (`store.migrate(None)?` applies every migration
 /// docket ships; the CLI's `docket migrate` does the same).
 pub fn connect(url: &str) -> Result<Arc<dyn Store>, ConnectError> {
     connect_with(url, StoreConfig::default())
