@@ -27,9 +27,10 @@ const TEXT_KEY_HEAD: &str = "CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), ";
 /// - Row limits are `TOP (@Pn)` right after `SELECT`: T-SQL has no `LIMIT`, and `TOP` is the
 ///   limit a derived table may carry, which the claim needs.
 /// - NULL sorts lowest in SQL Server, so plain `priority DESC` already ranks NULL last.
-/// - Claims are one statement: `UPDATE x SET ... OUTPUT inserted... FROM t x JOIN (SELECT TOP
-///   (@Pn) task_name, task_instance FROM t WITH (UPDLOCK, READPAST, ROWLOCK) WHERE ... ORDER BY
-///   ...) due ON <key> WHERE x.picked = 0`, standard T-SQL that Babelfish runs too. `READPAST` skips rows other claimers hold, `UPDLOCK` holds the rows read until the update
+/// - Claims are one statement: `UPDATE t SET ... OUTPUT inserted... WHERE picked = 0 AND EXISTS
+///   (SELECT 1 FROM (SELECT TOP (@Pn) task_name, task_instance FROM t WITH (UPDLOCK, READPAST,
+///   ROWLOCK) WHERE ... ORDER BY ...) due WHERE <key matches>)`, standard T-SQL that Babelfish
+///   runs too. `READPAST` skips rows other claimers hold, `UPDLOCK` holds the rows read until the update
 ///   (so no shared-to-exclusive lock conversion between two claimers, db-scheduler's deadlock),
 ///   and `ROWLOCK` keeps the locks on rows, not pages.
 /// - No `ON CONFLICT`: the insert is plain, the session reports a duplicate key (errors 2627
@@ -51,9 +52,9 @@ impl Dialect for MssqlDialect {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            // One statement: an update joined to an ordered TOP select of keys with a
-            // READPAST/UPDLOCK/ROWLOCK hint, OUTPUT returning the claimed rows.
-            lock_and_fetch: Some(LockAndFetch::UpdateJoinOutput),
+            // One statement: an update of the keys an ordered TOP select with a
+            // READPAST/UPDLOCK/ROWLOCK hint found, OUTPUT returning the claimed rows.
+            lock_and_fetch: Some(LockAndFetch::UpdateExistsOutput),
             // CREATE/ALTER TABLE and CREATE INDEX take part in transactions.
             transactional_ddl: true,
             work_queue: true,
@@ -250,7 +251,7 @@ fn key_value(w: &mut SqlWriter<'_>, kind: KeyType, value: &dyn Fn(&mut SqlWriter
         KeyType::Number => {
             w.push("(CASE WHEN ");
             value(w);
-            w.push(" NOT LIKE '%[^0-9.+-]%' THEN TRY_CAST(");
+            w.push(" NOT LIKE '%[^-+.0-9]%' THEN TRY_CAST(");
             value(w);
             w.push(" AS DECIMAL(38, 10)) END)");
         }
@@ -287,7 +288,7 @@ mod tests {
         let score = CustomKey::new("score", KeyType::Number, Direction::Desc).unwrap();
         assert_eq!(
             render(&score, true),
-            r#"(CASE WHEN JSON_VALUE(custom_attributes, '$."score"') NOT LIKE '%[^0-9.+-]%' THEN TRY_CAST(JSON_VALUE(custom_attributes, '$."score"') AS DECIMAL(38, 10)) END)"#
+            r#"(CASE WHEN JSON_VALUE(custom_attributes, '$."score"') NOT LIKE '%[^-+.0-9]%' THEN TRY_CAST(JSON_VALUE(custom_attributes, '$."score"') AS DECIMAL(38, 10)) END)"#
         );
         // Indexable: no subquery, no table-valued function, no FLOAT, no MAX type.
         for sql in [render(&team, true), render(&score, true)] {

@@ -79,7 +79,9 @@ fn unsent(dialect: &dyn Dialect, name: &str) -> bool {
     }
     match dialect.capabilities().lock_and_fetch {
         Some(LockAndFetch::SelectThenUpdate) => lock_and_fetch,
-        Some(LockAndFetch::UpdateReturning | LockAndFetch::UpdateJoinOutput) => select_then_update,
+        Some(LockAndFetch::UpdateReturning | LockAndFetch::UpdateExistsOutput) => {
+            select_then_update
+        }
         None => lock_and_fetch || select_then_update,
     }
 }

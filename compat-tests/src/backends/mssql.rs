@@ -131,10 +131,10 @@ impl Space for MssqlSpace {
     /// Every SQL Server value of docket's columns decodes, so the row gets a NULL version
     /// (after the column is made nullable, as in db-scheduler tables edited by hand).
     fn poison(&self, table: &TableName, key: &ExecutionKey) -> (Vec<Rendered>, &'static str) {
-        // Nullable by the session's default, set in the same batch: Babelfish refuses an
-        // explicit `NULL` in `ALTER COLUMN`, and SQL Server's default depends on the session.
+        // Babelfish refuses `NULL` here, and without it keeps the column NOT NULL: no form
+        // makes the column nullable there (docs/SQLSERVER.md, named exception).
         let alter = format!(
-            "SET ANSI_NULL_DFLT_ON ON; ALTER TABLE {} ALTER COLUMN version BIGINT",
+            "ALTER TABLE {} ALTER COLUMN version BIGINT NULL",
             table_sql(&docket_mssql::MssqlDialect, table)
         );
         let update = set_literal(&docket_mssql::MssqlDialect, table, key, "version", "NULL");

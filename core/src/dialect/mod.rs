@@ -27,11 +27,11 @@ pub enum LockAndFetch {
     /// (databases without `UPDATE ... RETURNING` or without `LIMIT` in `IN` subqueries).
     SelectThenUpdate,
     /// One statement that updates the rows an ordered, row-limited, locking select of keys
-    /// found and returns them: `UPDATE x SET ... OUTPUT inserted... FROM t x JOIN (SELECT <top>
-    /// task_name, task_instance FROM t <lock_hint> WHERE ... ORDER BY ...) due ON <key> WHERE
-    /// x.picked = false` (SQL Server, whose claim hint sits on the table and which has neither
-    /// `RETURNING` nor a row-valued `IN`).
-    UpdateJoinOutput,
+    /// found and returns them: `UPDATE t SET ... OUTPUT inserted... WHERE picked = false AND
+    /// EXISTS (SELECT 1 FROM (SELECT <top> task_name, task_instance FROM t <lock_hint> WHERE
+    /// ... ORDER BY ...) due WHERE due.task_name = t.task_name AND ...)` (SQL Server, whose
+    /// claim hint sits on the table and which has neither `RETURNING` nor a row-valued `IN`).
+    UpdateExistsOutput,
 }
 
 /// How a write names the rows a subquery found: the one-statement claim

@@ -215,12 +215,13 @@ impl<'d> Statements<'d> {
 
     /// Claims up to `due.limit` due executions in one statement, skipping rows other claimers
     /// hold: `UPDATE ... WHERE (key) IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING ...`, or
-    /// for [`LockAndFetch::UpdateJoinOutput`] `UPDATE x SET ... OUTPUT inserted... FROM t x JOIN
-    /// (SELECT TOP (n) ... <lock hint> ...) due ON <key>`. The returned rows come back unordered; callers sort
+    /// for [`LockAndFetch::UpdateExistsOutput`] `UPDATE t SET ... OUTPUT inserted... WHERE
+    /// picked = false AND EXISTS (SELECT 1 FROM (SELECT TOP (n) ... <lock hint> ...) due WHERE
+    /// <key matches>)`. The returned rows come back unordered; callers sort
     /// them with the policy.
     pub fn lock_and_fetch(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
-        if self.dialect.capabilities().lock_and_fetch == Some(LockAndFetch::UpdateJoinOutput) {
-            return self.lock_and_fetch_join(due, picked_by);
+        if self.dialect.capabilities().lock_and_fetch == Some(LockAndFetch::UpdateExistsOutput) {
+            return self.lock_and_fetch_exists(due, picked_by);
         }
         let claim = self.dialect.syntax().claim_match;
         let mut w = self.writer();
@@ -239,42 +240,40 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
-    /// [`Statements::lock_and_fetch`] as one update joined to an ordered, limited select of
-    /// keys that takes the claim's locks: `UPDATE x SET ... OUTPUT inserted... FROM t x JOIN
-    /// (SELECT TOP (n) task_name, task_instance FROM t <lock hint> WHERE ... ORDER BY ...) due
-    /// ON <key> WHERE x.picked = false`. The outer `picked` check repeats the eligibility the
-    /// locks guarantee, so a server that ignores the hint (Babelfish takes `UPDLOCK, READPAST`
-    /// and waits instead) claims fewer rows, never a row twice. Standard T-SQL: an update
-    /// through a CTE, the shape before, is SQL Server's own and not Babelfish's.
-    fn lock_and_fetch_join(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
+    /// [`Statements::lock_and_fetch`] as one update of the rows an ordered, limited select of
+    /// keys locked: `UPDATE t SET ... OUTPUT inserted... WHERE picked = false AND EXISTS
+    /// (SELECT 1 FROM (SELECT TOP (n) task_name, task_instance FROM t <lock hint> WHERE ...
+    /// ORDER BY ...) due WHERE due.task_name = t.task_name AND due.task_instance =
+    /// t.task_instance)`. The outer `picked` check repeats the eligibility the locks guarantee,
+    /// so a server that ignores the hint (Babelfish takes `UPDLOCK, READPAST` and waits
+    /// instead) claims fewer rows, never a row twice. Standard T-SQL with the table itself as
+    /// the target: an update through a CTE (the shape before) is not Babelfish's, and an update
+    /// of an alias (`UPDATE x ... FROM t x JOIN ...`) now and then failed there with a garbled
+    /// alias ("missing FROM-clause entry").
+    fn lock_and_fetch_exists(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
         let mut w = self.writer();
-        w.push("UPDATE x SET picked = ")
-            .bind(true)
-            .push(", picked_by = ")
-            .bind(picked_by)
-            .push(", last_heartbeat = ")
-            .bind(due.now)
-            .push(", version = x.version + 1 OUTPUT ");
+        self.push_claim_set(&mut w, picked_by, due.now);
+        w.push(" OUTPUT ");
         let inserted: Vec<_> = self
             .columns()
             .iter()
             .map(|c| format!("inserted.{}", c.name()))
             .collect();
         w.push(&inserted.join(", "))
-            .push(" FROM ")
-            .table(&self.table)
-            .push(" x JOIN (SELECT ");
+            .push(" WHERE picked = ")
+            .bind(false)
+            .push(" AND EXISTS (SELECT 1 FROM (SELECT ");
         self.dialect.limit(&mut w, due.limit, LimitAt::Head);
         w.push("task_name, task_instance FROM ")
             .table(&self.table)
             .push(self.dialect.syntax().lock_hint);
         self.due_rows(&mut w, due);
         w.push(self.dialect.syntax().skip_locked)
-            .push(
-                ") due ON x.task_name = due.task_name AND x.task_instance = due.task_instance \
-                 WHERE x.picked = ",
-            )
-            .bind(false);
+            .push(") due WHERE due.task_name = ")
+            .table(&self.table)
+            .push(".task_name AND due.task_instance = ")
+            .table(&self.table)
+            .push(".task_instance)");
         w.finish()
     }
 }

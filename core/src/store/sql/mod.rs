@@ -300,7 +300,12 @@ impl<C: SqlConnector> SqlOps<C> {
             let Some(mut item) = first.map(|mut r| Item::from_row(&mut r)).transpose()? else {
                 return Ok(None);
             };
-            Self::one_row(s, &st.item_claim(&item.key, q.worker), "claiming the item")?;
+            // Guarded by the item's state: 0 rows when another worker claimed it first (a
+            // server that ignores the lock hint, as Babelfish does): not this worker's.
+            if s.execute(&st.item_claim(&item.key, q.worker))? == 0 {
+                tracing::debug!(item = %item.key.task_instance, "taken by another worker first");
+                return Ok(None);
+            }
             s.execute(&st.assignment_delete(&item.key, q.worker))?;
             let insert = st.assignment_insert(&item.key, q.worker, q.now, deadline);
             Self::one_row(s, &insert, "recording the assignment")?;
