@@ -28,8 +28,9 @@ mod queue;
 mod soak;
 mod throughput;
 
+use crate::args::{parse_table, store_config};
 use crate::error::CliError;
-use crate::{parse_table, progress, store_config};
+use crate::progress;
 use chrono::{SubsecRound, Utc};
 use docket_core::backend::SqlStore;
 use docket_core::dialect::Level;

@@ -1,7 +1,8 @@
 //! `docket enqueue`: one CSV file becomes one batch of work-queue items, all or nothing.
 
+use crate::args::{store_config, TypeTarget};
 use crate::error::CliError;
-use crate::{backends, progress, store_config, TypeTarget};
+use crate::{backends, progress};
 use chrono::Utc;
 use docket_core::queue::csv::CsvItems;
 use docket_core::WorkQueue;
@@ -30,7 +31,7 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     batch: Option<String>,
     #[command(flatten)]
-    order: crate::OrderArg,
+    order: crate::args::OrderArg,
 }
 
 /// Rows between two progress updates.

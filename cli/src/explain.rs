@@ -1,8 +1,9 @@
 //! `docket explain`: the SQL a dialect emits, and optionally the database's plan for it.
 
+use crate::args::{parse_table, store_config};
 use crate::backends::{self, Backend};
 use crate::error::CliError;
-use crate::{parse_table, progress, store_config};
+use crate::progress;
 use chrono::{SecondsFormat, Utc};
 use docket_core::dialect::{Due, Level, LockAndFetch, Rendered, Statements, Value};
 use docket_core::store::ListFilter;

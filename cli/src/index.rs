@@ -2,8 +2,9 @@
 //! order in `next_for` and `list_for` (see `docket_core::dialect::order_index`). Without it the
 //! order still works, by sorting the type's open items on every call.
 
+use crate::args::{parse_order, store_config, TypeTarget};
 use crate::error::CliError;
-use crate::{backends, parse_order, progress, store_config, TypeTarget};
+use crate::{backends, progress};
 use docket_core::{PrimaryOrder, QueueConfig, WorkQueue};
 
 /// Arguments of `docket index`.

@@ -11,6 +11,7 @@ macro_rules! say {
     }};
 }
 
+mod args;
 mod backends;
 mod bench;
 mod demo;
@@ -24,8 +25,9 @@ mod progress;
 mod queue;
 mod web;
 
+use args::{store_config, Target};
 use clap::{Parser, Subcommand};
-use docket_core::{OrderingPolicy, StoreConfig, TableName};
+use docket_core::StoreConfig;
 use error::CliError;
 use std::process::ExitCode;
 
@@ -69,53 +71,6 @@ struct DemoArgs {
     fair: bool,
 }
 
-/// Where the docket table lives; shared by the commands that open a database.
-#[derive(Debug, Clone, clap::Args)]
-struct Target {
-    /// Database URL: postgres://USER@HOST/DB (or postgresql://) or sqlite://PATH.
-    #[arg(long, value_name = "URL")]
-    database_url: String,
-    /// The executions table, optionally schema-qualified.
-    #[arg(long, value_name = "TABLE", default_value = TableName::DEFAULT, value_parser = parse_table)]
-    table: TableName,
-}
-
-/// Where a work-queue task type's items live: the table and the task type, shared by the
-/// commands that work on one type (`enqueue`, `index`).
-#[derive(Debug, Clone, clap::Args)]
-struct TypeTarget {
-    #[command(flatten)]
-    target: Target,
-    /// The work-queue task type.
-    #[arg(long, value_name = "TASK")]
-    task: String,
-}
-
-/// A work-queue task type's order, shared by `enqueue` (which normalizes attributes for it)
-/// and `queue --worker` (which lists in it).
-#[derive(Debug, Clone, clap::Args)]
-struct OrderArg {
-    /// Custom order instead of FIFO: comma-separated `attribute[:text|number|timestamp[:asc|desc]]`,
-    /// e.g. `team,score:number:desc` (missing attributes sort last).
-    #[arg(long, value_name = "KEYS", value_parser = parse_order)]
-    order: Option<docket_core::PrimaryOrder>,
-}
-
-impl OrderArg {
-    /// The queue settings: this order for `task`, FIFO for the others.
-    fn config(&self, task: &str) -> docket_core::QueueConfig {
-        let mut config = docket_core::QueueConfig::default();
-        if let Some(order) = &self.order {
-            config.orders.insert(task.to_owned(), order.clone());
-        }
-        config
-    }
-}
-
-fn parse_order(value: &str) -> Result<docket_core::PrimaryOrder, String> {
-    docket_core::PrimaryOrder::parse_custom(value).map_err(|e| e.to_string())
-}
-
 #[derive(Debug, clap::Args)]
 struct MigrateArgs {
     #[command(flatten)]
@@ -129,22 +84,6 @@ struct MigrateArgs {
     /// rewrites the table; an incompatible table is an error naming the column.
     #[arg(long)]
     adopt: bool,
-}
-
-/// Validates `--table` (nothing unvalidated ever reaches SQL).
-fn parse_table(value: &str) -> Result<TableName, String> {
-    TableName::parse(value).map_err(|e| e.to_string())
-}
-
-/// The store configuration for a table and priority toggle.
-fn store_config(table: &TableName, priority: bool) -> StoreConfig {
-    StoreConfig {
-        table: table.clone(),
-        ordering: OrderingPolicy {
-            priority,
-            ..OrderingPolicy::default()
-        },
-    }
 }
 
 fn migrate(args: &MigrateArgs) -> Result<(), CliError> {

@@ -1,8 +1,9 @@
 //! `docket queue`: the due, unpicked executions in the order they would be handed out, or with
 //! `--worker` the work-queue items a worker would get from `next_for` (nothing is claimed).
 
+use crate::args::{store_config, Target};
 use crate::error::CliError;
-use crate::{backends, progress, store_config, Target};
+use crate::{backends, progress};
 use chrono::{SecondsFormat, Utc};
 use docket_core::queue::{Item, ItemCount, MAX_WORKER_LEN};
 use docket_core::store::DueParams;
@@ -31,7 +32,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    order: crate::OrderArg,
+    order: crate::args::OrderArg,
 }
 
 /// A worker name as the assignments table stores it ([`docket_core::validate_worker`]).

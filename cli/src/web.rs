@@ -1,8 +1,9 @@
 //! `docket web`: the dashboard (`docket-web`) served by the docket binary on its own listener,
 //! in token mode (`--token-file`; without one the site is read-only). See `docs/WEB.md`.
 
+use crate::args::{store_config, Target};
+use crate::backends;
 use crate::error::CliError;
-use crate::{backends, store_config, Target};
 use docket_core::{PrimaryOrder, QueueConfig};
 use docket_web::{serve, Access, Dashboard, Hosts, MIN_TOKEN_LEN};
 use std::net::SocketAddr;

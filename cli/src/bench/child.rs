@@ -1,8 +1,8 @@
 //! A worker process a benchmark starts (`bench latency`, `bench throughput --processes`):
 //! lines to its stdin, lines from its stdout, its exit status checked at the end.
 
+use crate::args::parse_table;
 use crate::error::CliError;
-use crate::parse_table;
 use docket_core::TableName;
 use std::io::{BufRead, BufReader, Lines, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

@@ -23,9 +23,9 @@
 
 use super::child::{Worker, WorkerTarget};
 use super::database_url;
+use crate::args::parse_table;
 use crate::bench::load::Recording;
 use crate::error::CliError;
-use crate::parse_table;
 use chrono::Utc;
 use docket_core::backend::SqlStore;
 use docket_core::store::sql::SqlConnector;

@@ -28,10 +28,11 @@
 )]
 
 use super::{database_url, ratio};
+use crate::args::{parse_table, store_config};
 use crate::bench::load::diesel::ScenarioSql;
 use crate::bench::load::{Call, QueuePlan, QueueScenario, QueueType, Recording};
 use crate::error::CliError;
-use crate::{parse_table, progress, store_config};
+use crate::progress;
 use chrono::{SubsecRound, Utc};
 use docket_core::backend::SqlStore;
 use docket_core::dialect::Rendered;

@@ -13,8 +13,8 @@
 //! taker (each is printed as it happens), duplicates counted.
 
 use super::database_url;
+use crate::args::{parse_table, store_config};
 use crate::error::CliError;
-use crate::{parse_table, store_config};
 use docket_core::queue::{Batch, Record};
 use docket_core::task::Retry;
 use docket_core::{

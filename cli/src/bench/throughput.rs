@@ -33,10 +33,11 @@
 //! The last line is the summary (see [`summary`]).
 
 use super::database_url;
+use crate::args::{parse_table, store_config};
 use crate::bench::latency::{server_cpu, server_processes};
 use crate::bench::load::Recording;
 use crate::error::CliError;
-use crate::{parse_table, progress, store_config};
+use crate::progress;
 use chrono::{SubsecRound, Utc};
 use docket_core::backend::SqlStore;
 use docket_core::dialect::{LimitAt, LockAndFetch, Rendered, SqlWriter};

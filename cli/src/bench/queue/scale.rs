@@ -16,9 +16,10 @@
 //! The last lines are the summaries (see [`intake_summary`] and [`custom_summary`]).
 
 use super::{measure, ms, print_figures, Figures, Ops, QueueArgs, Which};
+use crate::args::store_config;
 use crate::bench::load::Recording;
 use crate::error::CliError;
-use crate::{progress, store_config};
+use crate::progress;
 use docket_core::backend::SqlStore;
 use docket_core::store::sql::SqlConnector;
 use docket_core::{PrimaryOrder, QueueConfig, QueueStore, Store, StoreInfo, WorkQueue};
