@@ -40,6 +40,8 @@ mod tests;
 mod tests_metrics;
 #[cfg(test)]
 mod tests_mount;
+#[cfg(test)]
+mod tests_race;
 
 use axum::routing::{get, post};
 use axum::Router;

@@ -12,7 +12,7 @@ use crate::error::WebError;
 use crate::state::{blocking, AppState, Web};
 use chrono::{DateTime, Utc};
 use docket_core::queue::{Item, ItemsQuery, ListedAssignment, ListedItem, MAX_WORKER_LEN};
-use docket_core::store::ListFilter;
+use docket_core::store::{Changes, Guard, ListFilter};
 use docket_core::{CappedCount, DeadPage, Execution, ExecutionKey, LevelLag, PausedTask};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -251,8 +251,10 @@ pub struct BulkPreview {
     pub limit: i64,
 }
 
-/// One execution a confirmed bulk action is to change, as the preview showed it.
-#[derive(Debug, Clone, Deserialize)]
+/// One execution a confirmed bulk action is to change, as the preview showed it: its exact
+/// instance id (the confirmation page carries the rows as one JSON array, so no character of
+/// an id can split or forge a row).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BulkRow {
     /// Instance id.
     pub instance: String,
@@ -269,6 +271,15 @@ pub struct BulkSkipped {
     pub reason: String,
 }
 
+/// One execution a bulk action changed.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkChanged {
+    /// Instance id.
+    pub instance: String,
+    /// Its version when it was changed (the one confirmed).
+    pub version: i64,
+}
+
 /// What a bulk action did.
 #[derive(Debug, Clone, Serialize)]
 pub struct BulkResult {
@@ -276,8 +287,10 @@ pub struct BulkResult {
     pub task: String,
     /// The action.
     pub action: BulkAction,
-    /// Executions changed.
+    /// Executions changed (`changed.len()`).
     pub done: usize,
+    /// Every execution changed, by instance id.
+    pub changed: Vec<BulkChanged>,
     /// Executions left alone.
     pub skipped: Vec<BulkSkipped>,
 }
@@ -1127,8 +1140,10 @@ impl Web {
     }
 
     /// Applies a confirmed bulk action to `rows` (as the preview listed them, at most
-    /// [`BULK_LIMIT`]): each row is changed only if it is still at its version and not
-    /// picked, else skipped with the reason; one audit line says what was done.
+    /// [`BULK_LIMIT`]): each row is changed only if, at the version confirmed, it is still
+    /// failing and not picked (checked on the row read, then written by one statement
+    /// guarded by that version), else skipped with the reason; one audit line names every
+    /// row changed.
     pub(crate) fn bulk_apply(
         &self,
         task: &str,
@@ -1154,19 +1169,32 @@ impl Web {
             })?),
             _ => at,
         };
-        let mut done = 0;
+        let mut changed: Vec<BulkChanged> = Vec::new();
         let mut skipped = Vec::new();
+        let now = self.clock.now();
+        // Named in the audit line with `{:?}`: a line feed in an instance id stays `\n`.
+        let names = |rows: &[BulkChanged]| {
+            rows.iter()
+                .map(|r| format!("{:?}", r.instance))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         for row in rows {
             let key = ExecutionKey::new(task, &row.instance);
-            let outcome = match action {
-                BulkAction::Retry => self.reschedule(&key, row.version, self.clock.now()),
-                BulkAction::Reschedule => {
-                    self.reschedule(&key, row.version, at.unwrap_or_else(|| self.clock.now()))
-                }
-                BulkAction::Cancel => self.cancel(&key, row.version),
-            };
+            let outcome = self
+                .check_at_version(&key, row.version, Expect::FailingUnpicked)
+                .and_then(|_| match action {
+                    BulkAction::Retry => self.reschedule_at_version(&key, row.version, now),
+                    BulkAction::Reschedule => {
+                        self.reschedule_at_version(&key, row.version, at.unwrap_or(now))
+                    }
+                    BulkAction::Cancel => self.cancel_at_version(&key, row.version),
+                });
             match outcome {
-                Ok(()) => done += 1,
+                Ok(()) => changed.push(BulkChanged {
+                    instance: row.instance.clone(),
+                    version: row.version,
+                }),
                 Err(e @ (WebError::Conflict(_) | WebError::NotFound(_))) => {
                     skipped.push(BulkSkipped {
                         instance: row.instance.clone(),
@@ -1175,27 +1203,32 @@ impl Web {
                 }
                 Err(e) => {
                     audit(&format!(
-                        "bulk {} of task {task:?} in {} ({via}): {done} {}, then failed: {e}",
+                        "bulk {} of task {task:?} in {} ({via}): {} {} [{}], then failed: {e}",
                         action.as_str(),
                         self.table,
-                        action.done()
+                        changed.len(),
+                        action.done(),
+                        names(&changed)
                     ));
                     return Err(e);
                 }
             }
         }
         audit(&format!(
-            "bulk {} of task {task:?} in {} ({via}): {done} of {} {}, {} skipped",
+            "bulk {} of task {task:?} in {} ({via}): {} of {} {} [{}], {} skipped",
             action.as_str(),
             self.table,
+            changed.len(),
             rows.len(),
             action.done(),
+            names(&changed),
             skipped.len()
         ));
         Ok(BulkResult {
             task: task.to_owned(),
             action,
-            done,
+            done: changed.len(),
+            changed,
             skipped,
         })
     }
@@ -1407,29 +1440,80 @@ impl Web {
     }
 
     /// Reschedules an execution that is not running to `at` (run now: `at` = now), if it is
-    /// still at `version` when checked ([`docket_core::SchedulerClient::reschedule`] then
-    /// refuses it if it was picked meanwhile).
+    /// still at `version`: the row read at `version` must not be picked, and the write is one
+    /// statement guarded by `version` (every change of a row, a claim included, bumps its
+    /// version), so a row changed between the check and the write is left alone (`409`).
     pub(crate) fn reschedule(
         &self,
         key: &ExecutionKey,
         version: i64,
         at: DateTime<Utc>,
     ) -> Result<(), WebError> {
-        self.check_unpicked(key, version)?;
-        Ok(self.client.reschedule(key, at)?)
+        self.check_at_version(key, version, Expect::Unpicked)?;
+        self.reschedule_at_version(key, version, at)
     }
 
-    /// Cancels (removes) an execution that is not running, if it is still at `version` when
-    /// checked ([`docket_core::SchedulerClient::cancel`] then refuses it if it was picked
-    /// meanwhile).
+    /// Cancels (removes) an execution that is not running, if it is still at `version`; as
+    /// [`Web::reschedule`], the removal is one statement guarded by `version`.
     pub(crate) fn cancel(&self, key: &ExecutionKey, version: i64) -> Result<(), WebError> {
-        self.check_unpicked(key, version)?;
-        Ok(self.client.cancel(key)?)
+        self.check_at_version(key, version, Expect::Unpicked)?;
+        self.cancel_at_version(key, version)
     }
 
-    /// The execution exists, is a scheduler execution, is not picked, and is at `version`.
-    fn check_unpicked(&self, key: &ExecutionKey, version: i64) -> Result<(), WebError> {
+    /// The write of [`Web::reschedule`]: one `UPDATE ... WHERE <key> AND version = ?`; then,
+    /// when the row is due, the backend's wake-up signal (PostgreSQL `NOTIFY`), as
+    /// `SchedulerClient::reschedule` sends it.
+    fn reschedule_at_version(
+        &self,
+        key: &ExecutionKey,
+        version: i64,
+        at: DateTime<Utc>,
+    ) -> Result<(), WebError> {
+        let at = docket_core::clock::to_micros(at);
+        let changes = Changes {
+            execution_time: Some(at),
+            ..Changes::default()
+        };
+        if !self
+            .client
+            .store()
+            .execution_update(key, Guard::Version(version), &changes)?
+        {
+            return Err(stale(key, version));
+        }
+        if at <= self.clock.now() {
+            if let Some(signals) = &self.signals {
+                signals.announce();
+            }
+        }
+        Ok(())
+    }
+
+    /// The write of [`Web::cancel`]: one `DELETE ... WHERE <key> AND version = ?`.
+    fn cancel_at_version(&self, key: &ExecutionKey, version: i64) -> Result<(), WebError> {
+        if !self
+            .client
+            .store()
+            .execution_remove(key, Guard::Version(version))?
+        {
+            return Err(stale(key, version));
+        }
+        Ok(())
+    }
+
+    /// The execution exists, is a scheduler execution, is at `version`, and at that version
+    /// is in the state `expect` names. A write guarded by `version` then changes exactly the
+    /// row checked here.
+    fn check_at_version(
+        &self,
+        key: &ExecutionKey,
+        version: i64,
+        expect: Expect,
+    ) -> Result<ExecutionView, WebError> {
         let e = self.execution(key)?;
+        if e.version != version {
+            return Err(stale(key, version));
+        }
         if matches!(e.state, State::Running | State::Dead) {
             return Err(WebError::Conflict(format!(
                 "{}/{} is {} (picked by {}); only executions that are not running can be \
@@ -1440,10 +1524,13 @@ impl Web {
                 e.picked_by.as_deref().unwrap_or("?")
             )));
         }
-        if e.version != version {
-            return Err(stale(key, version));
+        if expect == Expect::FailingUnpicked && e.consecutive_failures <= 0 {
+            return Err(WebError::Conflict(format!(
+                "{}/{} is not failing: a bulk action changes failing executions only",
+                key.task_name, key.task_instance
+            )));
         }
-        Ok(())
+        Ok(e)
     }
 
     // ---- work queue ----
@@ -1734,6 +1821,15 @@ fn item_view(listed: ListedItem, list: bool) -> Result<ItemView, WebError> {
         assignment_list,
         assignments_total,
     })
+}
+
+/// What a guarded write needs the row (at the version the caller saw) to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// Not picked (single actions).
+    Unpicked,
+    /// Not picked and failing (bulk actions: the state their confirmation showed).
+    FailingUnpicked,
 }
 
 /// Picked executions as the pages show them.

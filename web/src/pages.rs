@@ -843,11 +843,18 @@ pub async fn bulk_preview(
     let viewer = Viewer::of(&web, &headers);
     let now = p.meta.now;
     let here = b.task(&p.task);
-    let rows: String = p
-        .rows
-        .iter()
-        .map(|e| format!("{} {}\n", e.version, e.instance))
-        .collect();
+    // Exact keys: the rows as one JSON array (a line feed or any other character of an
+    // instance id is escaped inside its JSON string, so it cannot split or forge a row).
+    let rows = serde_json::to_string(
+        &p.rows
+            .iter()
+            .map(|e| BulkRow {
+                instance: e.instance.clone(),
+                version: e.version,
+            })
+            .collect::<Vec<_>>(),
+    )
+    .map_err(|e| WebError::Internal(format!("bulk rows: {e}")))?;
     let body = html! {
         p.crumbs { a href=(b.root()) { "Scheduler" } " / " a href=(here) { (shown(&p.task)) } " / " }
         div.title { h1 { "Confirm: " (action.as_str()) " failing executions" } }
@@ -889,7 +896,7 @@ pub async fn bulk_preview(
 #[derive(Debug, Deserialize)]
 pub struct BulkForm {
     csrf: String,
-    /// `version instance` per line, as the confirmation page listed them.
+    /// `[{"instance": ..., "version": N}, ...]`, as the confirmation page listed them.
     rows: String,
     at: Option<String>,
 }
@@ -928,6 +935,15 @@ pub async fn bulk_apply(
         p.crumbs { a href=(b.root()) { "Scheduler" } " / " a href=(here) { (shown(&task)) } " / " }
         div.title { h1 { "Bulk " (action.as_str()) } }
         p.flash role="status" { "Done: " (r.done) " " (action.done()) "." }
+        @if !r.changed.is_empty() {
+            section.card #changed {
+                h2 { (r.changed.len()) " " (action.done()) }
+                table {
+                    thead { tr { th { "Instance" } th { "Version confirmed" } } }
+                    tbody { @for c in &r.changed { tr { td.mono { (shown(&c.instance)) } td { (c.version) } } } }
+                }
+            }
+        }
         @if !r.skipped.is_empty() {
             section.card #skipped {
                 h2 { (r.skipped.len()) " left alone" }
@@ -949,23 +965,13 @@ pub async fn bulk_apply(
     ))
 }
 
-/// `version instance` lines (the confirmation page's hidden field) as rows.
+/// The confirmation page's hidden field: the rows as a JSON array of `{instance, version}`.
 fn parse_bulk_rows(text: &str) -> Result<Vec<BulkRow>, WebError> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|line| {
-            let (version, instance) = line.split_once(' ').ok_or_else(|| {
-                WebError::BadRequest(format!("malformed row {line:?}: expected VERSION INSTANCE"))
-            })?;
-            let version = version
-                .parse::<i64>()
-                .map_err(|_| WebError::BadRequest(format!("malformed version in row {line:?}")))?;
-            Ok(BulkRow {
-                instance: instance.trim_end_matches('\r').to_owned(),
-                version,
-            })
-        })
-        .collect()
+    serde_json::from_str(text).map_err(|e| {
+        WebError::BadRequest(format!(
+            "malformed rows: expected the confirmation page's JSON list ({e})"
+        ))
+    })
 }
 
 /// Fields of a task action form (pause, resume).

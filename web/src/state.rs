@@ -7,6 +7,7 @@ use crate::auth;
 use crate::error::{Error, WebError};
 use crate::hosts;
 use crate::links::BasePath;
+use docket_core::store::WakeSignals;
 use docket_core::{Clock, QueueConfig, SchedulerClient, SchedulerConfig, Store, WorkQueue};
 use std::sync::Arc;
 
@@ -60,6 +61,9 @@ pub struct Web {
     pub(crate) dead_after: chrono::Duration,
     pub(crate) backend: &'static str,
     pub(crate) table: String,
+    /// The backend's cross-process wake-ups (PostgreSQL `NOTIFY`), announced after a write
+    /// that makes an execution due now.
+    pub(crate) signals: Option<Arc<dyn WakeSignals>>,
 }
 
 /// The state of the router.
@@ -116,6 +120,7 @@ impl Web {
         let dead_after = chrono::Duration::from_std(SchedulerConfig::default().dead_after())
             .unwrap_or(chrono::Duration::minutes(30));
         Ok(Self {
+            signals: store.wake_signals(),
             backend: store.backend(),
             table: store.config().table.to_string(),
             client,

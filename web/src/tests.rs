@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, Request, StatusCode};
 use chrono::{Duration, Utc};
 use docket_core::queue::{AssignmentStatus, Batch, Record};
-use docket_core::store::{Changes, Guard, PickChange};
+use docket_core::store::{Changes, Guard, NewExecution, PickChange};
 use docket_core::{
     ExecutionKey, QueueConfig, SchedulerClient, Store, StoreConfig, SystemClock, TaskDescriptor,
     WorkQueue,
@@ -230,6 +230,21 @@ pub(super) fn claim(
         ..Changes::default()
     };
     assert!(store.execution_update(key, Guard::Any, &claim).unwrap());
+}
+
+/// The value of the first field named `name` in `html`, its HTML escapes undone.
+pub(super) fn hidden_value(html: &str, name: &str) -> Option<String> {
+    let marker = format!("name=\"{name}\" value=\"");
+    let at = html.find(&marker)? + marker.len();
+    let len = html[at..].find('"')?;
+    Some(
+        html[at..at + len]
+            .replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&"),
+    )
 }
 
 pub(super) fn hidden_csrf(html: &str) -> Option<String> {
@@ -1809,11 +1824,12 @@ async fn bulk_actions_on_failing_executions_are_confirmed_and_bounded() {
     assert_eq!(confirm.status, StatusCode::OK);
     assert!(confirm.body.contains("Confirm: cancel 1 executions"));
     let version = f.version("report", "failing");
-    assert!(confirm
-        .body
-        .contains(&format!("name=\"rows\" value=\"{version} failing\n\"")));
+    let rows = hidden_value(&confirm.body, "rows").expect("the rows field");
+    assert_eq!(
+        serde_json::from_str::<Value>(&rows).unwrap(),
+        serde_json::json!([{"instance": "failing", "version": version}])
+    );
     let csrf = f.csrf_of(&cookie).await;
-    let rows = format!("{version} failing\n");
     let form = format!("csrf={csrf}&rows={}", super::links::seg(&rows));
     let done = f
         .form_post("/tasks/report/bulk/cancel", Some(&cookie), None, &form)
@@ -1841,4 +1857,118 @@ async fn bulk_actions_on_failing_executions_are_confirmed_and_bounded() {
         )
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "CSRF checked");
+}
+
+/// Finding 2: a failing row whose instance id holds a line feed (`x\n1 victim`, possible
+/// through db-scheduler or SQL) must not make the confirmation change a row it never showed,
+/// and no bulk action changes a row that is not failing, whoever sends its key and version.
+/// Without the fix the hidden field was `VERSION INSTANCE` lines: posting the confirmation
+/// back cancelled the healthy `victim`; and the API cancelled a healthy row given its key.
+#[tokio::test]
+async fn bulk_actions_change_exactly_the_confirmed_failing_rows() {
+    let f = Fixture::new(Some(TOKEN));
+    let now = Utc::now();
+    let sneaky = "x\n1 victim";
+    for id in [sneaky, "victim"] {
+        assert!(f
+            .store
+            .execution_insert(&NewExecution {
+                task_name: "report".into(),
+                task_instance: id.into(),
+                task_data: None,
+                execution_time: now - Duration::minutes(1),
+                priority: None,
+            })
+            .unwrap());
+    }
+    let failing = Changes {
+        last_failure: Some(now),
+        consecutive_failures: Some(1),
+        ..Changes::default()
+    };
+    assert!(f
+        .store
+        .execution_update(&ExecutionKey::new("report", sneaky), Guard::Any, &failing)
+        .unwrap());
+    let victim = ExecutionKey::new("report", "victim");
+    let victim_version = f.version("report", "victim");
+    assert_eq!(
+        victim_version, 1,
+        "the id the line feed forges names version 1"
+    );
+
+    // The confirmation, posted back as the browser would.
+    let cookie = f.sign_in().await;
+    let confirm = f
+        .get_signed_in("/tasks/report/bulk?action=cancel", Some(&cookie))
+        .await;
+    assert_eq!(confirm.status, StatusCode::OK, "{}", confirm.body);
+    let rows = hidden_value(&confirm.body, "rows").expect("the rows field");
+    let csrf = f.csrf_of(&cookie).await;
+    let form = format!("csrf={csrf}&rows={}", super::links::seg(&rows));
+    let done = f
+        .form_post("/tasks/report/bulk/cancel", Some(&cookie), None, &form)
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+    assert!(
+        f.store.execution_get(&victim).unwrap().is_some(),
+        "the healthy row was never shown: it must not be cancelled"
+    );
+    for id in [sneaky, "failing"] {
+        assert!(
+            f.store
+                .execution_get(&ExecutionKey::new("report", id))
+                .unwrap()
+                .is_none(),
+            "{id:?} was confirmed and cancelled"
+        );
+    }
+    assert!(done.body.contains("Done: 2 cancelled."), "{}", done.body);
+    assert!(
+        done.body.contains("x\\u{000A}1 victim"),
+        "the result names the rows changed, the line feed made visible: {}",
+        done.body
+    );
+
+    // The API: a healthy row's key and version is refused (left alone, with the reason).
+    let r = f
+        .api_post(
+            "/api/tasks/report/bulk/cancel",
+            Some(TOKEN),
+            &format!(r#"{{"rows":[{{"instance":"victim","version":{victim_version}}}]}}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let result: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(result["done"], 0, "{result}");
+    assert_eq!(result["changed"], serde_json::json!([]), "{result}");
+    assert_eq!(result["skipped"][0]["instance"], "victim", "{result}");
+    assert!(
+        result["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not failing"),
+        "{result}"
+    );
+    assert!(f.store.execution_get(&victim).unwrap().is_some());
+
+    // And a failing one through the API is named in the result.
+    assert!(f
+        .store
+        .execution_update(&victim, Guard::Any, &failing)
+        .unwrap());
+    let v = f.version("report", "victim");
+    let r = f
+        .api_post(
+            "/api/tasks/report/bulk/retry",
+            Some(TOKEN),
+            &format!(r#"{{"rows":[{{"instance":"victim","version":{v}}}]}}"#),
+        )
+        .await;
+    let result: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(
+        result["changed"],
+        serde_json::json!([{"instance": "victim", "version": v}]),
+        "{result}"
+    );
 }
