@@ -126,7 +126,7 @@ pub struct Secrets {
     sessions: Mutex<Sessions>,
     /// Whether cookies get `Secure` (`--secure-cookies`: served over HTTPS by a proxy).
     secure_cookies: bool,
-    /// Wrong tokens, per client and in total.
+    /// Wrong tokens, per source (never in total: see `limit`).
     failures: FailureLimit,
 }
 

@@ -1260,6 +1260,14 @@ async fn wrong_tokens_are_rate_limited_per_client() {
         .is_empty());
     assert_eq!(from([10, 0, 0, 7], TOKEN).await.status, StatusCode::OK);
 
+    // Finding 7: wrong tokens from 100 other addresses (one each) lock nobody else out (the
+    // old total limit of 100 refused everyone for 5 minutes).
+    for n in 0..100u8 {
+        let r = from([10, 1, 0, n], "wrong-guess").await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{n}");
+    }
+    assert_eq!(from([10, 0, 0, 8], TOKEN).await.status, StatusCode::OK);
+
     // The sign-in form from the blocked address: 429 page with Retry-After.
     let (csrf, cookie) = f.login_form().await;
     let mut req = Request::post("/login")
