@@ -73,6 +73,7 @@ pub struct Dashboard {
     queue_config: QueueConfig,
     base_path: String,
     csrf_key: Option<CsrfKey>,
+    open_reads: bool,
 }
 
 /// A trusted mode's CSRF key, never shown by `Debug`.
@@ -95,6 +96,7 @@ impl Dashboard {
             queue_config: QueueConfig::default(),
             base_path: String::new(),
             csrf_key: None,
+            open_reads: false,
         }
     }
 
@@ -129,6 +131,16 @@ impl Dashboard {
         self
     }
 
+    /// [`Access::Token`] with a token: whether reads (pages, the JSON API, `/metrics`) are open
+    /// to anyone who can reach the port, only writes needing the token. Default `false`: with
+    /// a token, every read needs it too (a session from `/login`, or `Authorization: Bearer`),
+    /// since an execution's page shows its task data. Ignored without a token (everything is
+    /// read-only and open) and in trusted mode (the application authenticates).
+    pub fn open_reads(mut self, open: bool) -> Self {
+        self.open_reads = open;
+        self
+    }
+
     /// The shared state, for [`router`].
     pub fn build(self) -> Result<AppState, Error> {
         Ok(Arc::new(Web::new(
@@ -138,6 +150,7 @@ impl Dashboard {
             self.access,
             &self.base_path,
             self.csrf_key.map(|k| k.0),
+            self.open_reads,
         )?))
     }
 
@@ -214,6 +227,12 @@ pub fn router(web: AppState) -> Router {
             serve::REQUEST_TIMEOUT,
             serve::request_timeout,
         ));
+    if web.auth.reads_need_token() {
+        router = router.layer(axum::middleware::from_fn_with_state(
+            web.clone(),
+            layers::require_read_token,
+        ));
+    }
     if web.hosts.is_some() {
         router = router.layer(axum::middleware::from_fn_with_state(
             web.clone(),

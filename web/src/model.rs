@@ -714,7 +714,13 @@ pub struct ExecutionDetail {
 }
 
 impl NextStep {
-    fn of(e: &ExecutionView, now: DateTime<Utc>, dead_after: chrono::Duration) -> Self {
+    /// `paused`: the task is paused cluster-wide (no scheduler claims it until resumed).
+    fn of(
+        e: &ExecutionView,
+        now: DateTime<Utc>,
+        dead_after: chrono::Duration,
+        paused: bool,
+    ) -> Self {
         let owner = e.picked_by.clone().unwrap_or_else(|| "?".to_owned());
         let retry = if e.consecutive_failures > 0 {
             format!(
@@ -726,6 +732,20 @@ impl NextStep {
             String::new()
         };
         let (at, on, text) = match e.state {
+            State::Scheduled | State::Due if paused => (
+                Some(e.execution_time),
+                None,
+                format!(
+                    "{} {} UTC{retry}; but the task is paused: no scheduler picks it up until \
+                     the task is resumed.",
+                    if e.state == State::Due {
+                        "Due since"
+                    } else {
+                        "Due at"
+                    },
+                    e.execution_time.format("%Y-%m-%d %H:%M:%S")
+                ),
+            ),
             State::Scheduled => (
                 Some(e.execution_time),
                 None,
@@ -1578,7 +1598,8 @@ impl Web {
             Some(e) if !is_item => {
                 let data = DataView::of(e.task_data.as_deref());
                 let execution = self.view(e, now);
-                let next = NextStep::of(&execution, now, self.dead_after);
+                let paused = self.paused()?.iter().any(|p| p.task == key.task_name);
+                let next = NextStep::of(&execution, now, self.dead_after, paused);
                 Ok(ExecutionDetail {
                     execution,
                     data,

@@ -270,9 +270,14 @@ fn error_page(b: &BasePath, e: &ErrorPage) -> Markup {
     )
 }
 
-/// Any unknown path.
-pub async fn not_found() -> HtmlError {
-    HtmlError(WebError::NotFound("there is no such page".into()))
+/// Any unknown path: a JSON answer under `/api/`, a page elsewhere.
+pub async fn not_found(uri: axum::http::Uri) -> Response {
+    let e = WebError::NotFound("there is no such page".into());
+    if uri.path() == "/api" || uri.path().starts_with("/api/") {
+        crate::error::ApiError(e).into_response()
+    } else {
+        HtmlError(e).into_response()
+    }
 }
 
 /// "Showing `shown` of `total` `what`" when a list was cut, with a hint where to look.

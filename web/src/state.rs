@@ -18,9 +18,10 @@ pub const MIN_TOKEN_LEN: usize = 16;
 /// Who may do what.
 #[derive(Debug, Clone)]
 pub enum Access {
-    /// `docket web`'s own: writes need `token` (`None`: read-only), browsers sign in at
-    /// `/login` and get a session cookie, API clients send `Authorization: Bearer <token>`,
-    /// wrong tokens are rate-limited, and only requests whose `Host` is in `hosts` are answered.
+    /// `docket web`'s own: writes need `token` (`None`: read-only), and so do reads unless
+    /// [`crate::Dashboard::open_reads`]; browsers sign in at `/login` and get a session
+    /// cookie, API clients send `Authorization: Bearer <token>`, wrong tokens are rate-limited
+    /// per source, and only requests whose `Host` is in `hosts` are answered.
     Token {
         /// What writes need (`None`: read-only); at least [`MIN_TOKEN_LEN`] characters.
         token: Option<String>,
@@ -78,6 +79,7 @@ impl Web {
         access: Access,
         base_path: &str,
         csrf_key: Option<[u8; 32]>,
+        open_reads: bool,
     ) -> Result<Self, Error> {
         let base = BasePath::new(base_path)?;
         let (auth, hosts) = match access {
@@ -96,7 +98,8 @@ impl Web {
                     }
                 }
                 let auth =
-                    auth::Secrets::for_mode(None, None, token, base.as_str(), secure_cookies)?;
+                    auth::Secrets::for_mode(None, None, token, base.as_str(), secure_cookies)?
+                        .with_open_reads(open_reads);
                 (auth, Some(hosts))
             }
             Access::Trusted {

@@ -32,6 +32,12 @@ impl Fixture {
     /// report: `failing` (due, 2 failures), `running` (picked, heartbeat 1 min ago), `dead`
     /// (picked, heartbeat 2 h ago); work queue `label`: rec1..rec3, 2 assignments each.
     fn new(token: Option<&str>) -> Self {
+        Self::with_reads(token, true)
+    }
+
+    /// As [`Fixture::new`]; `open_reads`: whether reads need no token (see
+    /// `Dashboard::open_reads`; these tests read as visitors unless they test that).
+    fn with_reads(token: Option<&str>, open_reads: bool) -> Self {
         let (dir, store) = seeded_store();
         let web = super::Dashboard::new(
             store.clone(),
@@ -45,6 +51,7 @@ impl Fixture {
             },
         )
         .clock(Arc::new(SystemClock))
+        .open_reads(open_reads)
         .build()
         .unwrap();
         Self {
@@ -1978,5 +1985,113 @@ async fn bulk_actions_change_exactly_the_confirmed_failing_rows() {
         result["changed"],
         serde_json::json!([{"instance": "victim", "version": v}]),
         "{result}"
+    );
+}
+
+/// Finding 8: with a token configured, reads needed none (an execution's page showed up to
+/// 64 KiB of task data to anyone reaching the port). Now, by default, every read needs a
+/// session or the bearer token; `open_reads(true)` opens them again. Without the fix the
+/// anonymous reads below answered 200.
+#[tokio::test]
+async fn reads_need_the_token_when_one_is_set() {
+    let f = Fixture::with_reads(Some(TOKEN), false);
+    for page in [
+        "/",
+        "/executions/email/later",
+        "/tasks/email",
+        "/queue",
+        "/search?instance=x",
+    ] {
+        let r = f.get(page).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{page}: {}", r.body);
+        assert_eq!(
+            r.headers[header::LOCATION],
+            format!("/login?next={}", super::links::seg(page)),
+            "{page}"
+        );
+    }
+    for machine in ["/api/executions/email/later", "/api/overview", "/metrics"] {
+        let r = f.get(machine).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{machine}: {}", r.body);
+        assert!(
+            r.headers.contains_key(header::WWW_AUTHENTICATE),
+            "{machine}"
+        );
+        assert_eq!(r.json()["status"], 401, "{machine}");
+        assert!(
+            !r.body.contains("later\",\"state"),
+            "{machine}: nothing shown"
+        );
+    }
+    // The sign-in page and the stylesheet stay open.
+    assert_eq!(f.get("/login").await.status, StatusCode::OK);
+    assert_eq!(f.get("/style.css").await.status, StatusCode::OK);
+    // The bearer token (any case of the scheme) or a session opens every read.
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let req = Request::get("/api/executions/email/later")
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, format!("{scheme} {TOKEN}"))
+            .body(Body::empty())
+            .unwrap();
+        let r = f.send(req).await;
+        assert_eq!(r.status, StatusCode::OK, "{scheme}: {}", r.body);
+    }
+    let req = Request::get("/metrics")
+        .header(header::HOST, "localhost")
+        .header(header::AUTHORIZATION, "Bearer wrong-token-here!")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(f.send(req).await.status, StatusCode::UNAUTHORIZED);
+    let cookie = f.sign_in().await;
+    for page in ["/", "/executions/email/later", "/metrics", "/api/overview"] {
+        let r = f.get_signed_in(page, Some(&cookie)).await;
+        assert_eq!(r.status, StatusCode::OK, "{page} signed in: {}", r.body);
+    }
+    // Opened on purpose: reads need nothing, writes still the token.
+    let open = Fixture::with_reads(Some(TOKEN), true);
+    assert_eq!(
+        open.get("/executions/email/later").await.status,
+        StatusCode::OK
+    );
+    let r = open
+        .api_post(
+            "/api/executions/email/later/cancel",
+            None,
+            r#"{"version":1}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    // Without a token everything is read-only and open, as before.
+    assert_eq!(
+        Fixture::with_reads(None, false).get("/").await.status,
+        StatusCode::OK
+    );
+}
+
+/// Finding 8's smaller items: `/api/<unknown>` answers JSON, `bearer` in lower case is a
+/// bearer token on writes too, and a paused task's execution page does not promise a run at
+/// the next poll.
+#[tokio::test]
+async fn api_404s_are_json_lower_case_bearer_works_and_paused_pages_say_so() {
+    let f = Fixture::new(Some(TOKEN));
+    let r = f.get("/api/no-such-thing").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.json()["status"], 404, "{}", r.body);
+    assert!(f.get("/no-such-page").await.body.contains("<html"));
+
+    let req = Request::post("/api/tasks/email/pause")
+        .header(header::HOST, "localhost")
+        .header(header::AUTHORIZATION, format!("bearer {TOKEN}"))
+        .body(Body::empty())
+        .unwrap();
+    let r = f.send(req).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let page = f.get("/executions/email/high").await;
+    assert!(page.body.contains("the task is paused"), "{}", page.body);
+    assert!(!page.body.contains("at its next poll"), "{}", page.body);
+    let api: Value = serde_json::from_str(&f.get("/api/executions/email/high").await.body).unwrap();
+    assert!(
+        api["next"]["text"].as_str().unwrap().contains("paused"),
+        "{api}"
     );
 }
