@@ -52,7 +52,7 @@ use std::sync::Arc;
 
 pub use error::Error;
 pub use hosts::{parse_public_host, Hosts};
-pub use state::{Access, AppState, Web, MIN_TOKEN_LEN};
+pub use state::{Access, AppState, Concurrency, Web, MIN_TOKEN_LEN, QUEUE_WAIT};
 
 /// Builds the dashboard: the store to show, who may do what, and where it is mounted.
 ///
@@ -74,6 +74,7 @@ pub struct Dashboard {
     base_path: String,
     csrf_key: Option<CsrfKey>,
     open_reads: bool,
+    concurrency: Concurrency,
 }
 
 /// A trusted mode's CSRF key, never shown by `Debug`.
@@ -97,6 +98,7 @@ impl Dashboard {
             base_path: String::new(),
             csrf_key: None,
             open_reads: false,
+            concurrency: Concurrency::default(),
         }
     }
 
@@ -141,6 +143,14 @@ impl Dashboard {
         self
     }
 
+    /// How many page and API requests do database work at once and how many may wait for a
+    /// turn (default [`Concurrency::default`]: 4 and 8); past that a request is answered
+    /// `503` with `Retry-After: 1` at once. `/metrics` has its own turns (2, and 4 waiting).
+    pub fn concurrency(mut self, concurrency: Concurrency) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+
     /// The shared state, for [`router`].
     pub fn build(self) -> Result<AppState, Error> {
         Ok(Arc::new(Web::new(
@@ -149,8 +159,11 @@ impl Dashboard {
             self.queue_config,
             self.access,
             &self.base_path,
-            self.csrf_key.map(|k| k.0),
-            self.open_reads,
+            state::Options {
+                csrf_key: self.csrf_key.map(|k| k.0),
+                open_reads: self.open_reads,
+                concurrency: self.concurrency,
+            },
         )?))
     }
 

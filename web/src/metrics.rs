@@ -6,7 +6,7 @@
 
 use crate::error::ApiError;
 use crate::model::{Capped, LagPage, LevelAge};
-use crate::state::{blocking, AppState};
+use crate::state::{blocking_scrape, AppState};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -17,7 +17,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// `GET /metrics`.
 pub async fn metrics(State(web): State<AppState>) -> Result<Response, ApiError> {
-    let page = blocking(&web, |w| w.lag_page()).await?;
+    let page = blocking_scrape(&web, |w| w.lag_page()).await?;
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], render(&page)).into_response())
 }
 

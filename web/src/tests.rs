@@ -38,6 +38,11 @@ impl Fixture {
     /// As [`Fixture::new`]; `open_reads`: whether reads need no token (see
     /// `Dashboard::open_reads`; these tests read as visitors unless they test that).
     fn with_reads(token: Option<&str>, open_reads: bool) -> Self {
+        Self::with_limits(token, open_reads, super::Concurrency::default())
+    }
+
+    /// As [`Fixture::with_reads`], with other bounds of concurrent database work.
+    fn with_limits(token: Option<&str>, open_reads: bool, concurrency: super::Concurrency) -> Self {
         let (dir, store) = seeded_store();
         let web = super::Dashboard::new(
             store.clone(),
@@ -52,6 +57,7 @@ impl Fixture {
         )
         .clock(Arc::new(SystemClock))
         .open_reads(open_reads)
+        .concurrency(concurrency)
         .build()
         .unwrap();
         Self {
@@ -2093,5 +2099,35 @@ async fn api_404s_are_json_lower_case_bearer_works_and_paused_pages_say_so() {
     assert!(
         api["next"]["text"].as_str().unwrap().contains("paused"),
         "{api}"
+    );
+}
+
+/// Finding 5: 60 concurrent overviews answered 55 x 503 after long waits and `/metrics` took
+/// 6 to 14 s behind them. Now page and API requests take turns for their database work
+/// (`Concurrency`), a request finding every turn taken and the queue full is answered `503`
+/// with `Retry-After` at once, and `/metrics` has turns of its own. Without the bound the
+/// overview below answered 200 (nothing limited it); without `/metrics`' own turns it
+/// answered 503 with the pages' turn taken.
+#[tokio::test]
+async fn a_busy_dashboard_answers_503_at_once_and_metrics_still_answer() {
+    let f = Fixture::with_limits(Some(TOKEN), true, super::Concurrency { work: 1, queue: 0 });
+    // Another request holds the only turn (its database work still running).
+    let turn = f.web.pages.turns.clone().try_acquire_owned().unwrap();
+    let r = f.get("/").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+    assert_eq!(r.headers[header::RETRY_AFTER], "1");
+    assert!(r.body.contains("busy"), "{}", r.body);
+    let r = f.get("/api/overview").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.json()["status"], 503);
+    let r = f.get("/metrics").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body.contains("docket_count_cap 1000"), "{}", r.body);
+    drop(turn);
+    assert_eq!(f.get("/").await.status, StatusCode::OK);
+    assert_eq!(
+        f.web.pages.turns.available_permits(),
+        1,
+        "the turn is given back when the work ends"
     );
 }
