@@ -8,7 +8,7 @@ use crate::model::{
     ExecutionView, ItemPage, ItemView, LagPage, LimitQuery, Overview, PausedView, QueuePage,
     QueueTypePage, SearchQuery, SearchResult, TaskAction, TaskPage, WorkerAction, WorkerPage,
 };
-use crate::state::{blocking, AppState};
+use crate::state::{blocking, blocking_row, AppState};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
@@ -156,7 +156,7 @@ pub async fn execution(
 ) -> ApiResult<ExecutionDetail> {
     let key = ExecutionKey::new(task, instance);
     Ok(Json(
-        blocking(&web, move |w| w.execution_detail(&key)).await?,
+        blocking_row(&web, move |w| w.execution_detail(&key)).await?,
     ))
 }
 

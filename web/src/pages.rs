@@ -12,7 +12,7 @@ use crate::model::{
     SearchQuery, State as ExecState, TaskAction, WorkerAction, BULK_LIMIT, DATA_SHOWN, HELD_ROWS,
     HEX_HEAD, LIST_LIMIT,
 };
-use crate::state::{blocking, AppState, Web};
+use crate::state::{blocking, blocking_row, AppState, Web};
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -754,7 +754,8 @@ pub async fn execution(
     let b = &web.base;
     let q = html_query(q)?;
     let key = ExecutionKey::new(task, instance);
-    let (detail, meta) = blocking(&web, move |w| Ok((w.execution_detail(&key)?, w.meta()))).await?;
+    let (detail, meta) =
+        blocking_row(&web, move |w| Ok((w.execution_detail(&key)?, w.meta()))).await?;
     let e = &detail.execution;
     let viewer = Viewer::of(&web, &headers);
     let now = meta.now;

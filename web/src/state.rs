@@ -71,6 +71,9 @@ pub struct Web {
     pub(crate) pages: Gate,
     /// Turns for `/metrics`, apart from the pages'.
     pub(crate) scrapes: Gate,
+    /// Turns for execution pages: the store reads a row's task data whole, which may be
+    /// megabytes; one at a time keeps at most one such row in memory.
+    pub(crate) rows: Gate,
 }
 
 /// The state of the router.
@@ -152,6 +155,13 @@ impl Web {
                 },
                 "/metrics",
             ),
+            rows: Gate::new(
+                Concurrency {
+                    work: ROW_WORK,
+                    queue: ROW_QUEUE,
+                },
+                "execution page",
+            ),
             signals: store.wake_signals(),
             backend: store.backend(),
             table: store.config().table.to_string(),
@@ -202,6 +212,10 @@ pub const PAGE_QUEUE: usize = 8;
 pub const SCRAPE_WORK: usize = 2;
 /// `/metrics` scrapes that may wait for a turn.
 pub const SCRAPE_QUEUE: usize = 4;
+/// Execution pages (each reads one whole row, its task data included) at once.
+pub const ROW_WORK: usize = 1;
+/// Execution pages that may wait for a turn.
+pub const ROW_QUEUE: usize = 16;
 /// Longest wait for a turn before `503`.
 pub const QUEUE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -313,6 +327,16 @@ pub(crate) async fn blocking_scrape<T: Send + 'static>(
     f: impl FnOnce(&Web) -> Result<T, WebError> + Send + 'static,
 ) -> Result<T, WebError> {
     let turn = web.scrapes.enter().await?;
+    run(web, turn, f).await
+}
+
+/// As [`blocking`], in a turn of the execution pages' own [`Gate`] (one at a time: a row's task
+/// data is read whole, whatever its size).
+pub(crate) async fn blocking_row<T: Send + 'static>(
+    web: &AppState,
+    f: impl FnOnce(&Web) -> Result<T, WebError> + Send + 'static,
+) -> Result<T, WebError> {
+    let turn = web.rows.enter().await?;
     run(web, turn, f).await
 }
 
