@@ -1333,14 +1333,22 @@ impl Web {
 
     /// Pauses or resumes `task` cluster-wide; whether anything changed. Every change is
     /// written to standard error as an audit line (who: `via`, e.g. the client address).
+    ///
+    /// A task is paused only if it has an execution (a typo must not report success while
+    /// the real task runs on), or, with `unknown_confirmed`, a name with no execution yet
+    /// that holds no control, bidi or zero-width character (a look-alike of a real name).
     pub(crate) fn pause_or_resume(
         &self,
         task: &str,
         action: TaskAction,
+        unknown_confirmed: bool,
         via: &str,
     ) -> Result<bool, WebError> {
         let changed = match action {
-            TaskAction::Pause => self.client.pause(task, Some(PAUSED_BY))?,
+            TaskAction::Pause => {
+                self.check_pausable(task, unknown_confirmed)?;
+                self.client.pause(task, Some(PAUSED_BY))?
+            }
             TaskAction::Resume => self.client.resume(task)?,
         };
         audit(&format!(
@@ -1353,6 +1361,47 @@ impl Web {
             action.done(changed)
         ));
         Ok(changed)
+    }
+
+    /// Whether `task` may be paused: it has an execution (two index seeks, unpicked and
+    /// picked, at most one row each), or it is confirmed and its name holds no hidden
+    /// character.
+    fn check_pausable(&self, task: &str, unknown_confirmed: bool) -> Result<(), WebError> {
+        let shown = task
+            .chars()
+            .map(|c| {
+                if crate::links::hidden_char(c) {
+                    format!("\\u{{{:04X}}}", u32::from(c))
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect::<String>();
+        for picked in [false, true] {
+            let any = self.client.list_scheduled(&ListFilter {
+                task_name: Some(task.to_owned()),
+                picked: Some(picked),
+                limit: Some(1),
+                ..ListFilter::default()
+            })?;
+            if !any.is_empty() {
+                return Ok(());
+            }
+        }
+        if unknown_confirmed {
+            if task.chars().any(crate::links::hidden_char) {
+                return Err(WebError::BadRequest(format!(
+                    "{shown:?} holds control, bidi or zero-width characters: it is not paused \
+                     without an execution of that name"
+                )));
+            }
+            return Ok(());
+        }
+        Err(WebError::NotFound(format!(
+            "no execution of task {shown:?} in {}: nothing was paused. Check the name; to \
+             pause a task that has no execution yet, POST /api/tasks/{{task}}/pause?confirm=unknown",
+            self.table
+        )))
     }
 
     /// The executions a bulk action on `task` would change: its failing executions that are

@@ -5,7 +5,7 @@ use crate::auth::local_path;
 use crate::chart::backlog_svg;
 use crate::error::{HtmlError, WebError};
 use crate::limit::ClientIp;
-use crate::links::{seg, BasePath};
+use crate::links::{hidden_char, seg, BasePath};
 use crate::model::{
     check_worker, parse_time, AssignmentView, BulkAction, BulkRow, Capped, Counts, DataView,
     ExecAction, ExecutionView, ItemView, LagView, LevelAge, LimitQuery, Meta, PausedView,
@@ -85,18 +85,6 @@ fn opt_when(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Markup {
         Some(t) => when(t, now),
         None => html! { span.muted { "—" } },
     }
-}
-
-/// Whether `c` is shown as an escape: control characters, and the invisible format characters
-/// that reorder or hide text (bidi embeddings, overrides and isolates such as U+202E, marks,
-/// zero-width characters, the BOM), with which a name could pass for another.
-fn hidden_char(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-                | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}'
-        )
 }
 
 /// `value` with every [`hidden_char`] written as a visible `\u{202E}`-style escape.
@@ -1004,7 +992,7 @@ pub async fn task_action(
         client.map_or("an unknown address".to_owned(), |ip| ip.to_string())
     );
     let name = task.clone();
-    let changed = blocking(&web, move |w| w.pause_or_resume(&name, action, &via)).await?;
+    let changed = blocking(&web, move |w| w.pause_or_resume(&name, action, false, &via)).await?;
     let to = format!("{}?done={}", b.task(&task), qv(action.done(changed)));
     Ok(Redirect::to(&to).into_response())
 }

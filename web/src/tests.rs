@@ -107,6 +107,16 @@ impl Fixture {
             .await
     }
 
+    /// `POST uri` with the bearer token and no body.
+    async fn api_post_empty(&self, uri: &str) -> Reply {
+        let req = Request::post(uri)
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .body(Body::empty())
+            .unwrap();
+        self.send(req).await
+    }
+
     async fn form_post(
         &self,
         uri: &str,
@@ -2130,4 +2140,54 @@ async fn a_busy_dashboard_answers_503_at_once_and_metrics_still_answer() {
         1,
         "the turn is given back when the work ends"
     );
+}
+
+/// Finding 6: pausing a task that does not exist succeeded (a typo reported success while the
+/// real task ran on), and a zero-width look-alike of a real name was paused and shown in
+/// `/metrics` as the real one. Now a name with no execution is refused (`404`), unless the API
+/// confirms it (`?confirm=unknown`), which a name with hidden characters never passes.
+/// Without the check every pause below answered 200.
+#[tokio::test]
+async fn pausing_refuses_unknown_and_look_alike_task_names() {
+    let f = Fixture::new(Some(TOKEN));
+    let fx = &f;
+    let pause = |name: &str, query: &str| {
+        let uri = format!("/api/tasks/{}/pause{query}", super::links::seg(name));
+        async move { fx.api_post_empty(&uri).await }
+    };
+    let look_alike = "emai\u{200B}l";
+    for name in ["emial", look_alike] {
+        let r = pause(name, "").await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{name:?}: {}", r.body);
+        assert!(r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was paused"));
+    }
+    let r = pause(look_alike, "?confirm=unknown").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(
+        r.body.contains("u{200B}"),
+        "the hidden character is named: {}",
+        r.body
+    );
+    let r = pause("email", "?confirm=yes").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let paused = f.store.paused_list().unwrap();
+    assert!(paused.is_empty(), "nothing paused: {paused:?}");
+
+    // A real task, and a new name confirmed on purpose.
+    assert_eq!(pause("email", "").await.status, StatusCode::OK);
+    assert_eq!(
+        pause("nightly", "?confirm=unknown").await.status,
+        StatusCode::OK
+    );
+    let names: Vec<String> = f
+        .store
+        .paused_list()
+        .unwrap()
+        .into_iter()
+        .map(|p| p.task_name)
+        .collect();
+    assert_eq!(names, ["email", "nightly"]);
 }
