@@ -212,12 +212,18 @@ pub fn render(page: &LagPage) -> String {
         let mut f = Family::start(
             &mut out,
             name,
-            "1 for each task paused cluster-wide (no scheduler claims it); paused tasks only.",
+            "1 for each task paused cluster-wide (no scheduler claims it); paused tasks only, the first 200 by name.",
         );
         for p in &lag.paused {
             f.sample(name, &[("task", p.task.as_str())], 1);
         }
     }
+    Family::start(
+        &mut out,
+        "docket_paused_tasks",
+        "Tasks paused cluster-wide, in all.",
+    )
+    .sample("docket_paused_tasks", &[], lag.paused_total as i64);
     Family::start(
         &mut out,
         "docket_count_cap",
@@ -293,6 +299,7 @@ mod tests {
                 tasks: vec![task],
                 queue_types: Vec::new(),
                 paused: Vec::new(),
+                paused_total: 0,
                 read_secs: 0.0,
             },
         };

@@ -129,8 +129,10 @@ pub struct LagView {
     pub tasks: Vec<TaskLag>,
     /// The work-queue task types.
     pub queue_types: Vec<TypeLag>,
-    /// The paused tasks, by name.
+    /// The paused tasks, by name: the first [`NAME_ROWS`] (see `paused_total`).
     pub paused: Vec<PausedView>,
+    /// Paused tasks in all.
+    pub paused_total: usize,
     /// Seconds the read took.
     pub read_secs: f64,
 }
@@ -1278,7 +1280,10 @@ impl Web {
                 })
                 .collect()
         };
-        let paused = self.paused()?;
+        let mut paused = self.paused()?;
+        let paused_names: HashSet<String> = paused.iter().map(|p| p.task.clone()).collect();
+        let paused_total = paused.len();
+        paused.truncate(NAME_ROWS);
         let mut tasks = Vec::new();
         let mut queue_types = Vec::new();
         let names_read = lag.names.len();
@@ -1304,7 +1309,7 @@ impl Web {
                         capped: n.picked.capped,
                     },
                     dead,
-                    paused: paused.iter().any(|p| p.task == n.name),
+                    paused: paused_names.contains(&n.name),
                     levels: levels(&n.levels),
                     task: n.name,
                 });
@@ -1317,6 +1322,7 @@ impl Web {
             tasks,
             queue_types,
             paused,
+            paused_total,
             read_secs: started.elapsed().as_secs_f64(),
         })
     }

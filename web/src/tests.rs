@@ -2191,3 +2191,29 @@ async fn pausing_refuses_unknown_and_look_alike_task_names() {
         .collect();
     assert_eq!(names, ["email", "nightly"]);
 }
+
+/// Finding 6, the size part: 50,000 paused rows made `/metrics` 2.1 MB and `/api/overview`
+/// 4.5 MB (every paused task listed). Now the first 200 by name are listed, with the total.
+/// Without the cap this test saw 250 `docket_task_paused` samples.
+#[tokio::test]
+async fn paused_lists_are_capped_in_metrics_and_the_api() {
+    let f = Fixture::new(Some(TOKEN));
+    for i in 0..250 {
+        assert!(f
+            .store
+            .paused_set(&format!("gone-{i:03}"), Utc::now(), Some("sql"))
+            .unwrap());
+    }
+    let metrics = f.get("/metrics").await.body;
+    let samples = metrics
+        .lines()
+        .filter(|l| l.starts_with("docket_task_paused{"))
+        .count();
+    assert_eq!(samples, 200, "{metrics}");
+    assert!(metrics.contains("\ndocket_paused_tasks 250\n"), "{metrics}");
+    let lag = f.get("/api/lag").await.json();
+    assert_eq!(lag["lag"]["paused"].as_array().unwrap().len(), 200);
+    assert_eq!(lag["lag"]["paused_total"], 250);
+    let overview = f.get("/api/overview").await.json();
+    assert_eq!(overview["lag"]["paused"].as_array().unwrap().len(), 200);
+}
