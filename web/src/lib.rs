@@ -144,7 +144,8 @@ impl Dashboard {
     }
 
     /// How many page and API requests do database work at once and how many may wait for a
-    /// turn (default [`Concurrency::default`]: 4 and 8); past that a request is answered
+    /// turn (default [`Concurrency::default`]: 2 and 8, waiting at most [`QUEUE_WAIT`]);
+    /// past that a request is answered
     /// `503` with `Retry-After: 1` at once. `/metrics` has its own turns (2, and 4 waiting).
     pub fn concurrency(mut self, concurrency: Concurrency) -> Self {
         self.concurrency = concurrency;

@@ -235,7 +235,7 @@ impl Web {
 }
 
 /// Default bound of page and API requests doing database work at once ([`Concurrency`]).
-pub const PAGE_WORK: usize = 4;
+pub const PAGE_WORK: usize = 2;
 /// Default number of page and API requests that may wait for a turn; past it, `503` at once.
 pub const PAGE_QUEUE: usize = 8;
 /// `/metrics` scrapes doing database work at once, apart from the pages' bound.
@@ -246,8 +246,8 @@ pub const SCRAPE_QUEUE: usize = 4;
 pub const ROW_WORK: usize = 1;
 /// Execution pages that may wait for a turn.
 pub const ROW_QUEUE: usize = 16;
-/// Longest wait for a turn before `503`.
-pub const QUEUE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// Longest wait for a turn before `503`: short, so that a busy answer is a fast one.
+pub const QUEUE_WAIT: std::time::Duration = std::time::Duration::from_millis(750);
 
 /// How much database work the dashboard's requests do at once: `work` requests run, `queue`
 /// more wait (at most [`QUEUE_WAIT`]) for a turn, any further one is answered `503` at once.
@@ -262,9 +262,10 @@ pub struct Concurrency {
 }
 
 impl Default for Concurrency {
-    /// [`PAGE_WORK`] at once, [`PAGE_QUEUE`] waiting: below the pool's default 10
+    /// [`PAGE_WORK`] at once, [`PAGE_QUEUE`] waiting: well below the pool's default 10
     /// connections, so `/metrics` (its own [`SCRAPE_WORK`]) and the schedulers' `NOTIFY`
-    /// still get one.
+    /// still get one, and few enough that page work (scans of the table) leaves the
+    /// database's CPUs to the scrapes on a small machine (2 cores measured).
     fn default() -> Self {
         Self {
             work: PAGE_WORK,
