@@ -68,6 +68,11 @@ pub enum WebError {
     /// [`WebError::Conflict`] instead (see the `From<StoreError>` impl).
     #[error("database: {0}")]
     Store(StoreError),
+    /// A row holds a value docket cannot read (a time out of range, a malformed attribute),
+    /// written by SQL or another program; lists show such a row as unreadable in its place,
+    /// this is what a request about that row alone answers.
+    #[error("{0}")]
+    Unreadable(String),
     /// The request took longer than the server's request timeout.
     #[error("{0}")]
     TimedOut(String),
@@ -115,6 +120,10 @@ impl From<StoreError> for WebError {
             StoreError::RejectedItem { .. } | StoreError::RepeatedItem { .. } => {
                 WebError::BadRequest(e.to_string())
             }
+            StoreError::Decode { .. } => WebError::Unreadable(format!(
+                "a row holds a value docket cannot read ({e}); it was written by SQL or another \
+                 program: fix or delete it with SQL"
+            )),
             other => WebError::Store(other),
         }
     }
@@ -134,7 +143,7 @@ impl WebError {
             WebError::Store(_) | WebError::TimedOut(_) | WebError::Busy { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
-            WebError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            WebError::Internal(_) | WebError::Unreadable(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -152,6 +161,7 @@ impl WebError {
             WebError::TimedOut(_) => "Timed out",
             WebError::Busy { .. } => "Busy: try again shortly",
             WebError::Internal(_) => "Server error",
+            WebError::Unreadable(_) => "A stored value docket cannot read",
         }
     }
 }

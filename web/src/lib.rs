@@ -37,6 +37,8 @@ mod state;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_bad_rows;
+#[cfg(test)]
 mod tests_data;
 #[cfg(test)]
 mod tests_metrics;

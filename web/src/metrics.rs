@@ -224,6 +224,17 @@ pub fn render(page: &LagPage) -> String {
         "Tasks paused cluster-wide, in all.",
     )
     .sample("docket_paused_tasks", &[], lag.paused_total as i64);
+    {
+        let name = "docket_lag_unreadable";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "1 for each task name (or part: \"paused tasks\") whose rows could not be read: a row holds a value docket cannot decode; its lag is missing.",
+        );
+        for u in &lag.unreadable {
+            f.sample(name, &[("task", u.what.as_str())], 1);
+        }
+    }
     Family::start(
         &mut out,
         "docket_count_cap",
@@ -300,6 +311,7 @@ mod tests {
                 queue_types: Vec::new(),
                 paused: Vec::new(),
                 paused_total: 0,
+                unreadable: Vec::new(),
                 read_secs: 0.0,
             },
         };

@@ -133,8 +133,42 @@ pub struct LagView {
     pub paused: Vec<PausedView>,
     /// Paused tasks in all.
     pub paused_total: usize,
+    /// Task names whose rows could not all be read (a value docket cannot decode), each
+    /// with why; listed here in place of their lag. Also `paused_unreadable` when the paused
+    /// list itself could not be read.
+    pub unreadable: Vec<Unreadable>,
     /// Seconds the read took.
     pub read_secs: f64,
+}
+
+/// Something a page could not read because a row holds a value docket cannot decode (written
+/// by SQL or another program): what, and why. The rest of the page is shown.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unreadable {
+    /// The task name, or the part of the page (`per-task counts`, `paused tasks`, ...).
+    pub what: String,
+    /// The decoding error (the column and the value's problem).
+    pub reason: String,
+}
+
+/// `Ok(read)`, or, when a row could not be decoded, `fallback` with the failure noted in
+/// `notes` under `what`; any other failure is returned.
+pub(crate) fn or_unreadable<T>(
+    read: Result<T, WebError>,
+    fallback: impl FnOnce() -> T,
+    what: &str,
+    notes: &mut Vec<Unreadable>,
+) -> Result<T, WebError> {
+    match read {
+        Err(WebError::Unreadable(reason)) => {
+            notes.push(Unreadable {
+                what: what.to_owned(),
+                reason,
+            });
+            Ok(fallback())
+        }
+        other => other,
+    }
 }
 
 /// A task paused cluster-wide (`0008_paused_tasks`).
@@ -824,6 +858,9 @@ pub struct TaskRow {
     pub counts: Counts,
     /// Earliest execution time.
     pub next_execution_time: Option<DateTime<Utc>>,
+    /// The per-task counts could not be read (a row docket cannot decode): `counts` are
+    /// missing, not zero.
+    pub unreadable: bool,
 }
 
 /// One bar of the backlog chart.
@@ -894,6 +931,8 @@ pub struct Overview {
     pub queue_types_total: usize,
     /// What waits and since when, per task and task type.
     pub lag: LagView,
+    /// What could not be read (rows docket cannot decode); the rest is shown.
+    pub unreadable: Vec<Unreadable>,
 }
 
 /// One task's page.
@@ -915,6 +954,8 @@ pub struct TaskPage {
     pub dead_total: usize,
     /// Its failing executions.
     pub failing: Vec<ExecutionView>,
+    /// What could not be read (rows docket cannot decode); the rest is shown.
+    pub unreadable: Vec<Unreadable>,
 }
 
 /// A search's hits.
@@ -940,6 +981,8 @@ pub struct SearchResult {
     pub task_page: Option<String>,
     /// With only a task type given: that work-queue task type (see its page).
     pub task_type_page: Option<String>,
+    /// What could not be read (rows docket cannot decode); the rest is shown.
+    pub unreadable: Vec<Unreadable>,
 }
 
 /// One work-queue assignment.
@@ -1010,6 +1053,8 @@ pub struct QueuePage {
     pub types: Vec<QueueTypeRow>,
     /// Task types in all.
     pub types_total: usize,
+    /// What could not be read (rows docket cannot decode); the rest is shown.
+    pub unreadable: Vec<Unreadable>,
 }
 
 /// One task type.
@@ -1090,14 +1135,45 @@ impl Web {
     }
 
     /// Scheduler task names (rows that are not work-queue items), and work-queue task types.
-    fn names(&self) -> Result<(Vec<String>, Vec<String>), WebError> {
+    fn names(
+        &self,
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Result<(Vec<String>, Vec<String>), WebError> {
         let all: Vec<String> = self
-            .client
-            .summary()?
+            .summary(unreadable)?
+            .0
             .into_iter()
             .map(|s| s.task_name)
             .collect();
         self.split_names(all)
+    }
+
+    /// The per-task summary; when a row cannot be decoded, the first [`NAME_ROWS`] task
+    /// names (one seek each) with their counts missing, noted in `unreadable`. The flag says
+    /// whether the counts were read.
+    fn summary(
+        &self,
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Result<(Vec<docket_core::store::TaskSummary>, bool), WebError> {
+        let read = self.client.summary().map_err(WebError::from);
+        let fallback = || None;
+        if let Some(summary) =
+            or_unreadable(read.map(Some), fallback, "per-task counts", unreadable)?
+        {
+            return Ok((summary, true));
+        }
+        let names = self.client.store().execution_names_after(None, NAME_ROWS)?;
+        let rows = names
+            .into_iter()
+            .map(|task_name| docket_core::store::TaskSummary {
+                task_name,
+                total: 0,
+                picked: 0,
+                failing: 0,
+                next_execution_time: None,
+            })
+            .collect();
+        Ok((rows, false))
     }
 
     fn split_names(&self, all: Vec<String>) -> Result<(Vec<String>, Vec<String>), WebError> {
@@ -1248,6 +1324,7 @@ impl Web {
                         failing: s.failing,
                     },
                     next_execution_time: s.next_execution_time,
+                    unreadable: false,
                     task: s.task_name,
                 }
             })
@@ -1260,7 +1337,8 @@ impl Web {
     /// statement over the dead rows). No scan of the table.
     pub(crate) fn lag(&self, now: DateTime<Utc>) -> Result<LagView, WebError> {
         let started = std::time::Instant::now();
-        let lag = self.client.lag(NAME_ROWS, LAG_CAP, self.queue.is_ok())?;
+        let mut unreadable = Vec::new();
+        let lag = self.lag_by_name(&mut unreadable)?;
         let dead: HashMap<String, i64> = self
             .client
             .dead_counts(now - self.dead_after)?
@@ -1280,7 +1358,7 @@ impl Web {
                 })
                 .collect()
         };
-        let mut paused = self.paused()?;
+        let mut paused = or_unreadable(self.paused(), Vec::new, "paused tasks", &mut unreadable)?;
         let paused_names: HashSet<String> = paused.iter().map(|p| p.task.clone()).collect();
         let paused_total = paused.len();
         paused.truncate(NAME_ROWS);
@@ -1323,7 +1401,40 @@ impl Web {
             queue_types,
             paused,
             paused_total,
+            unreadable,
             read_secs: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// [`docket_core::SchedulerClient::lag`], name by name through the store, so that a name
+    /// whose rows cannot all be decoded is noted in `unreadable` in its place and the other
+    /// names are still read: the first [`NAME_ROWS`] names (one seek each), then per name its
+    /// lag ranges up to [`LAG_CAP`] rows.
+    fn lag_by_name(&self, unreadable: &mut Vec<Unreadable>) -> Result<docket_core::Lag, WebError> {
+        let store = self.client.store();
+        let now = self.clock.now();
+        let mut names = store.execution_names_after(None, NAME_ROWS + 1)?;
+        let names_capped = names.len() > NAME_ROWS;
+        names.truncate(NAME_ROWS);
+        let mut read = Vec::with_capacity(names.len());
+        for name in &names {
+            let lag = store
+                .execution_name_lag(&docket_core::store::LagQuery {
+                    name,
+                    now,
+                    cap: LAG_CAP,
+                    items: self.queue.is_ok(),
+                })
+                .map_err(WebError::from);
+            if let Some(lag) = or_unreadable(lag.map(Some), || None, name, unreadable)? {
+                read.push(lag);
+            }
+        }
+        Ok(docket_core::Lag {
+            now,
+            names: read,
+            names_capped,
+            cap: LAG_CAP,
         })
     }
 
@@ -1542,16 +1653,26 @@ impl Web {
     pub(crate) fn overview(&self) -> Result<Overview, WebError> {
         let meta = self.meta();
         let now = meta.now;
-        let summary = self.client.summary()?;
+        let mut unreadable = Vec::new();
+        let (summary, counted) = self.summary(&mut unreadable)?;
         let (tasks, mut queue_types) =
             self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
         let task_set: HashSet<&String> = tasks.iter().collect();
-        let picked = self.picked(&task_set, now)?;
-        let failing = self
-            .failing(None, now)?
-            .into_iter()
-            .filter(|e| task_set.contains(&e.task))
-            .collect();
+        let picked = or_unreadable(
+            self.picked(&task_set, now),
+            Picked::default,
+            "running and dead executions",
+            &mut unreadable,
+        )?;
+        let failing = or_unreadable(
+            self.failing(None, now),
+            Vec::new,
+            "failing executions",
+            &mut unreadable,
+        )?
+        .into_iter()
+        .filter(|e| task_set.contains(&e.task))
+        .collect();
         let (backlog, due) = self.backlog(&tasks)?;
         let mut rows = self.rows(
             summary,
@@ -1560,6 +1681,9 @@ impl Web {
             &due,
             backlog.capped,
         );
+        for row in rows.iter_mut() {
+            row.unreadable = !counted;
+        }
         let tasks_total = rows.len();
         let totals = totals(&rows);
         rows.truncate(NAME_ROWS);
@@ -1578,6 +1702,7 @@ impl Web {
             failing,
             queue_types,
             queue_types_total,
+            unreadable,
             meta,
         })
     }
@@ -1586,8 +1711,26 @@ impl Web {
     pub(crate) fn task(&self, task: &str) -> Result<TaskPage, WebError> {
         let meta = self.meta();
         let now = meta.now;
-        let summary = self.client.summary()?;
-        let (tasks, _) = self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
+        let mut unreadable = Vec::new();
+        let (summary, counted) = self.summary(&mut unreadable)?;
+        let (tasks, _) = if counted {
+            self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?
+        } else {
+            // Past the first names read: every scheduler task name (one statement).
+            let tasks = self.client.task_names()?;
+            (tasks, Vec::new())
+        };
+        let summary = if counted {
+            summary
+        } else {
+            vec![docket_core::store::TaskSummary {
+                task_name: task.to_owned(),
+                total: 0,
+                picked: 0,
+                failing: 0,
+                next_execution_time: None,
+            }]
+        };
         let Some(name) = tasks.iter().find(|t| *t == task) else {
             return Err(WebError::NotFound(format!(
                 "no scheduler task {task:?} in {}",
@@ -1595,23 +1738,42 @@ impl Web {
             )));
         };
         let only: HashSet<&String> = std::iter::once(name).collect();
-        let picked = self.picked(&only, now)?;
+        let picked = or_unreadable(
+            self.picked(&only, now),
+            Picked::default,
+            "running and dead executions",
+            &mut unreadable,
+        )?;
         let (backlog, due) = self.backlog(std::slice::from_ref(name))?;
-        let row = self
+        let mut row = self
             .rows(summary, &only, &picked.dead_per_task, &due, backlog.capped)
             .pop()
             .ok_or_else(|| WebError::NotFound(format!("no scheduler task {task:?}")))?;
-        let executions = self
-            .client
-            .list_scheduled(&ListFilter {
-                task_name: Some(task.to_owned()),
-                limit: Some(LIST_LIMIT),
-                ..ListFilter::default()
-            })?
+        row.unreadable = !counted;
+        let executions = or_unreadable(
+            self.client
+                .list_scheduled(&ListFilter {
+                    task_name: Some(task.to_owned()),
+                    limit: Some(LIST_LIMIT),
+                    ..ListFilter::default()
+                })
+                .map_err(WebError::from),
+            Vec::new,
+            "this task's executions",
+            &mut unreadable,
+        )?
+        .into_iter()
+        .map(|e| self.view(e, now))
+        .collect();
+        let paused = or_unreadable(self.paused(), Vec::new, "paused tasks", &mut unreadable)?
             .into_iter()
-            .map(|e| self.view(e, now))
-            .collect();
-        let paused = self.paused()?.into_iter().find(|p| p.task == task);
+            .find(|p| p.task == task);
+        let failing = or_unreadable(
+            self.failing(Some(task), now),
+            Vec::new,
+            "failing executions",
+            &mut unreadable,
+        )?;
         Ok(TaskPage {
             paused,
             backlog,
@@ -1619,7 +1781,8 @@ impl Web {
             executions,
             picked: picked.running.into_iter().chain(picked.dead).collect(),
             dead_total: picked.dead_total,
-            failing: self.failing(Some(task), now)?,
+            failing,
+            unreadable,
             meta,
         })
     }
@@ -1676,7 +1839,8 @@ impl Web {
     ) -> Result<SearchResult, WebError> {
         let meta = self.meta();
         let now = meta.now;
-        let (tasks, types) = self.names()?;
+        let mut unreadable = Vec::new();
+        let (tasks, types) = self.names(&mut unreadable)?;
         let mut result = SearchResult {
             meta,
             task: task.clone(),
@@ -1687,6 +1851,7 @@ impl Web {
             items: Vec::new(),
             task_page: None,
             task_type_page: None,
+            unreadable,
         };
         let Some(instance) = instance else {
             let Some(task) = task else {
@@ -1723,7 +1888,13 @@ impl Web {
             let key = ExecutionKey::new(name, &instance);
             match (&self.queue, is_type) {
                 (_, false) => {
-                    if let Some(e) = self.client.get(&key)? {
+                    let found = or_unreadable(
+                        self.client.get(&key).map_err(WebError::from),
+                        || None,
+                        &format!("{name}/{instance}"),
+                        &mut result.unreadable,
+                    )?;
+                    if let Some(e) = found {
                         result.executions.push(self.view(e, now));
                     }
                 }
@@ -1857,7 +2028,8 @@ impl Web {
     pub(crate) fn queue_page(&self) -> Result<QueuePage, WebError> {
         let meta = self.meta();
         let unavailable = self.queue.as_ref().err().cloned();
-        let summary = self.client.summary()?;
+        let mut unreadable = Vec::new();
+        let (summary, _) = self.summary(&mut unreadable)?;
         let (_, types) = self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
         let types: HashSet<&String> = types.iter().collect();
         let mut rows: Vec<QueueTypeRow> = summary
@@ -1876,6 +2048,7 @@ impl Web {
             unavailable,
             types: rows,
             types_total,
+            unreadable,
         })
     }
 
@@ -1883,7 +2056,8 @@ impl Web {
     /// scan of the table, for the pages that show the count).
     fn check_type(&self, task_type: &str) -> Result<i64, WebError> {
         self.queue()?;
-        let summary = self.client.summary()?;
+        // Counts missing (a row docket cannot decode) show as 0 on the type's page.
+        let (summary, _) = self.summary(&mut Vec::new())?;
         let (_, types) = self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
         if !types.iter().any(|t| t == task_type) {
             return Err(type_missing(task_type, &self.table));
@@ -2132,6 +2306,7 @@ enum Expect {
 }
 
 /// Picked executions as the pages show them.
+#[derive(Default)]
 struct Picked {
     running: Vec<ExecutionView>,
     dead: Vec<ExecutionView>,

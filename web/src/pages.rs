@@ -9,8 +9,8 @@ use crate::links::{hidden_char, seg, BasePath};
 use crate::model::{
     check_worker, parse_time, AssignmentView, BulkAction, BulkRow, Capped, Counts, DataView,
     ExecAction, ExecutionView, ItemView, LagView, LevelAge, LimitQuery, Meta, PausedView,
-    SearchQuery, State as ExecState, TaskAction, WorkerAction, BULK_LIMIT, DATA_SHOWN, HELD_ROWS,
-    HEX_HEAD, LIST_LIMIT,
+    SearchQuery, State as ExecState, TaskAction, Unreadable, WorkerAction, BULK_LIMIT, DATA_SHOWN,
+    HELD_ROWS, HEX_HEAD, LIST_LIMIT,
 };
 use crate::state::{blocking, blocking_row, AppState, Web};
 use axum::extract::rejection::{FormRejection, QueryRejection};
@@ -367,6 +367,19 @@ fn data_card(data: &DataView) -> Markup {
     }
 }
 
+/// What could not be read because a row holds a value docket cannot decode, each in its place
+/// (nothing when all was read).
+fn unreadable_card(notes: &[Unreadable]) -> Markup {
+    html! {
+        @if !notes.is_empty() {
+            div.unreadable role="alert" {
+                p { strong { "Unreadable rows: " } "a row holds a value docket cannot read (written by SQL or another program); what it hides is missing below, not zero. Fix or delete the row with SQL." }
+                ul { @for n in notes { li { (shown(&n.what)) ": " (visible(&n.reason)) } } }
+            }
+        }
+    }
+}
+
 /// Pause or resume the task cluster-wide, with what it means.
 fn pause_card(
     task: &str,
@@ -480,6 +493,7 @@ fn lag_card(b: &BasePath, lag: &LagView, by_priority: bool) -> Markup {
                     }
                 }
                 p.note { "Counts stop at " (lag.cap) " (shown as ≥). " @if lag.names_capped { "Only the first " (lag.names_read) " task names are shown." } }
+                (unreadable_card(&lag.unreadable))
             }
         }
     }
@@ -596,6 +610,7 @@ pub async fn overview(
             p.sub { (o.tasks_total) " tasks · " (o.totals.total) " executions" }
         }
         (flash(q.done.as_deref()))
+        (unreadable_card(&o.unreadable))
         (stat_cards(&o.totals))
         div.grid {
             section.card.wide {
@@ -609,15 +624,19 @@ pub async fn overview(
                             @for t in &o.tasks {
                                 tr {
                                     td { a href=(b.task(&t.task)) { (shown(&t.task)) } }
-                                    @if t.counts.due_capped {
+                                    @if t.unreadable {
+                                        td.num.unreadable colspan="5" { "unreadable" }
+                                    } @else if t.counts.due_capped {
                                         td.num.due { "≥ " (t.counts.due) }
                                     } @else {
                                         (count_cell(t.counts.due, "due"))
                                     }
-                                    td.num { (t.counts.scheduled.map_or("—".to_owned(), |n| n.to_string())) }
-                                    (count_cell(t.counts.running, "running"))
-                                    (count_cell(t.counts.failing, "bad"))
-                                    (count_cell(t.counts.dead, "bad"))
+                                    @if !t.unreadable {
+                                        td.num { (t.counts.scheduled.map_or("—".to_owned(), |n| n.to_string())) }
+                                        (count_cell(t.counts.running, "running"))
+                                        (count_cell(t.counts.failing, "bad"))
+                                        (count_cell(t.counts.dead, "bad"))
+                                    }
                                     td { (opt_when(t.next_execution_time, now)) }
                                 }
                             }
@@ -688,6 +707,7 @@ pub async fn task(
             p.sub { (t.row.counts.total) " executions" }
         }
         (flash(q.done.as_deref()))
+        (unreadable_card(&t.unreadable))
         (pause_card(&t.row.task, t.paused.as_ref(), &viewer, now))
         (stat_cards(&t.row.counts))
         div.grid {
@@ -1050,6 +1070,7 @@ pub async fn search(
     let hits = r.executions.len() + r.items.len();
     let body = html! {
         div.title { h1 { "Search" } }
+        (unreadable_card(&r.unreadable))
         section.card {
             form.inline method="get" action=(b.at("/search")) {
                 input type="text" name="task" placeholder="Task or task type (any)" value=(r.task.as_deref().unwrap_or("")) aria-label="Task";
@@ -1146,6 +1167,7 @@ pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResul
     let now = p.meta.now;
     let body = html! {
         div.title { h1 { "Work queue" } p.sub { "items worked by people, per task type" } }
+        (unreadable_card(&p.unreadable))
         section.card {
             @if let Some(reason) = &p.unavailable {
                 p.empty { "No work queue on this table: " (shown(reason)) }
