@@ -1027,7 +1027,8 @@ pub struct ItemView {
     pub max_assignments: i32,
     /// Worker holding it now.
     pub held_by: Option<String>,
-    /// Custom attributes.
+    /// Custom attributes: an object, or the string `unreadable: <why>` when the stored text
+    /// is not a JSON object.
     pub attributes: serde_json::Value,
     /// Size of the payload in bytes.
     pub data_bytes: Option<usize>,
@@ -2282,7 +2283,12 @@ fn item_view(listed: ListedItem, list: bool) -> Result<ItemView, WebError> {
     Ok(ItemView {
         record: serde_json::to_value(item.record)
             .map_err(|e| WebError::Internal(format!("record key: {e}")))?,
-        attributes: serde_json::Value::Object(item.attributes()?),
+        // Attributes that do not parse (written by SQL or another program) are shown as such
+        // on this item alone, not as the whole page's failure.
+        attributes: match item.attributes() {
+            Ok(map) => serde_json::Value::Object(map),
+            Err(e) => serde_json::Value::String(format!("unreadable: {e}")),
+        },
         data_bytes: item.data.as_ref().map(Vec::len),
         task_type: item.key.task_name,
         item: item.key.task_instance,

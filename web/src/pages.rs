@@ -1100,6 +1100,9 @@ fn record(item: &ItemView) -> String {
 /// Custom attributes as a small table (strings unquoted, other values as JSON).
 fn attributes(item: &ItemView) -> Markup {
     html! {
+        @if let Some(why) = item.attributes.as_str() {
+            p.unreadable { (visible(why)) }
+        }
         @if let Some(map) = item.attributes.as_object().filter(|m| !m.is_empty()) {
             dl.attrs {
                 @for (name, value) in map {

@@ -146,3 +146,70 @@ async fn pages_survive_a_row_docket_cannot_decode_on_postgres() {
 async fn pages_survive_a_row_docket_cannot_decode_on_sqlite() {
     pages_survive_a_row_docket_cannot_decode(&Sqlite).await;
 }
+
+/// Finding 3, the work queue: `custom_attributes = '{not json'` made `/queue/{type}` answer
+/// 500 for every item of the type. Now that item shows its attributes as unreadable and the
+/// others are listed. Without the fix the type's page answered 500 (the test fails there).
+#[tokio::test]
+async fn an_item_with_unreadable_attributes_is_shown_as_such() {
+    use docket_core::dialect::SqlWriter;
+    use docket_core::queue::{Batch, Record};
+    use docket_core::{QueueConfig, WorkQueue};
+    let space = Sqlite.space();
+    let config = StoreConfig::default();
+    space.migrate(&config, None);
+    let store = space.store(config, None);
+    WorkQueue::new(store.clone(), QueueConfig::default())
+        .unwrap()
+        .enqueue(&Batch {
+            task_type: "label".into(),
+            max_assignments: 1,
+            records: ["1", "2", "3"].map(Record::new).to_vec(),
+        })
+        .unwrap();
+    let foreign = space.foreign();
+    let mut w = SqlWriter::new(foreign.dialect());
+    w.push("UPDATE ")
+        .table(&TableName::default())
+        .push(" SET custom_attributes = ")
+        .bind("{not json")
+        .push(" WHERE task_name = ")
+        .bind("label")
+        .push(" AND task_instance = ")
+        .bind("2");
+    assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
+    let web = super::Dashboard::new(
+        store,
+        Access::Token {
+            token: None,
+            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
+            secure_cookies: false,
+        },
+    )
+    .build()
+    .unwrap();
+    for uri in ["/queue/label", "/api/queue/label", "/queue/label/items/2"] {
+        let req = Request::get(uri)
+            .header(header::HOST, "localhost")
+            .body(Body::empty())
+            .unwrap();
+        let res = router(web.clone()).oneshot(req).await.unwrap();
+        let status = res.status();
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+            .await
+            .unwrap();
+        let body = String::from_utf8(bytes.to_vec()).unwrap();
+        assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+        if uri == "/queue/label" {
+            // The type's table does not show attributes: every item is listed.
+            for item in ["1", "2", "3"] {
+                assert!(
+                    body.contains(&format!("/queue/label/items/{item}\"")),
+                    "{body}"
+                );
+            }
+        } else {
+            assert!(body.contains("unreadable: "), "{uri}: {body}");
+        }
+    }
+}
