@@ -262,8 +262,8 @@ pub struct Concurrency {
 }
 
 impl Default for Concurrency {
-    /// [`PAGE_WORK`] at once, [`PAGE_QUEUE`] waiting: well below the pool's default 10
-    /// connections, so `/metrics` (its own [`SCRAPE_WORK`]) and the schedulers' `NOTIFY`
+    /// 2 at once, 8 waiting: well below the pool's default 10
+    /// connections, so `/metrics` (its own 2 turns) and the schedulers' `NOTIFY`
     /// still get one, and few enough that page work (scans of the table) leaves the
     /// database's CPUs to the scrapes on a small machine (2 cores measured).
     fn default() -> Self {
