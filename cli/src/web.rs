@@ -38,6 +38,12 @@ pub struct Args {
     /// proxy serves the dashboard over HTTPS; docket web itself speaks plain HTTP.
     #[arg(long)]
     secure_cookies: bool,
+    /// With --token-file: let anyone who reaches the port read every page, the JSON API and
+    /// /metrics (only writes need the token). By default every read needs the token too (a
+    /// session from the sign-in page, or `Authorization: Bearer`): an execution's page shows
+    /// its task data.
+    #[arg(long)]
+    open_reads: bool,
 }
 
 fn parse_type_order(value: &str) -> Result<(String, PrimaryOrder), String> {
@@ -91,6 +97,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         };
         let web = Dashboard::new(store, access)
             .queue_config(queue_config)
+            .open_reads(args.open_reads)
             .build()
             .map_err(|e| CliError::Web(e.to_string()))?;
         say!(
@@ -99,8 +106,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             web.backend(),
             if read_only {
                 "read-only: no --token-file"
+            } else if args.open_reads {
+                "actions need the token, reads are open"
             } else {
-                "actions need the token"
+                "reads and actions need the token"
             },
             web.hosts().unwrap_or_default().join(", ")
         );

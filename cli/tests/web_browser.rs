@@ -211,6 +211,8 @@ impl Server {
                 "--listen",
                 "127.0.0.1:0",
                 "--priority",
+                // The script first reads the pages as a visitor without the token.
+                "--open-reads",
             ])
             .arg("--token-file")
             .arg(&token_file)

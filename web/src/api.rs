@@ -8,7 +8,7 @@ use crate::model::{
     ExecutionView, ItemPage, ItemView, LagPage, LimitQuery, Overview, PausedView, QueuePage,
     QueueTypePage, SearchQuery, SearchResult, TaskAction, TaskPage, WorkerAction, WorkerPage,
 };
-use crate::state::{blocking, AppState};
+use crate::state::{blocking, blocking_row, AppState};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
@@ -67,21 +67,33 @@ pub async fn lag(State(web): State<AppState>) -> ApiResult<LagPage> {
 
 /// `POST /api/tasks/{task}/{pause|resume}` (no body): pauses or resumes the task cluster-wide;
 /// `done` says whether anything changed (`paused already`, `not paused`), `row` is the pause
-/// afterwards (null when not paused).
+/// afterwards (null when not paused). A task with no execution is paused only with
+/// `?confirm=unknown` (never a name with hidden characters): `404` otherwise.
 pub async fn task_action(
     State(web): State<AppState>,
     Path((task, action)): Path<(String, String)>,
     headers: HeaderMap,
     ClientIp(client): ClientIp,
+    q: Result<Query<ConfirmQuery>, QueryRejection>,
 ) -> ApiResult<Done<PausedView>> {
     let action = TaskAction::parse(&action)?;
     web.auth.check_bearer(&headers, client)?;
+    let unknown_confirmed = match query(q)?.confirm.as_deref() {
+        None => false,
+        Some("unknown") => true,
+        Some(other) => {
+            return Err(WebError::BadRequest(format!(
+                "confirm={other:?}: the only confirmation is confirm=unknown"
+            ))
+            .into())
+        }
+    };
     let via = format!(
         "API, from {}",
         client.map_or("an unknown address".to_owned(), |ip| ip.to_string())
     );
     let (changed, row) = blocking(&web, move |w| {
-        let changed = w.pause_or_resume(&task, action, &via)?;
+        let changed = w.pause_or_resume(&task, action, unknown_confirmed, &via)?;
         let row = w.paused()?.into_iter().find(|p| p.task == task);
         Ok((changed, row))
     })
@@ -90,6 +102,13 @@ pub async fn task_action(
         done: action.done(changed),
         row,
     }))
+}
+
+/// `?confirm=unknown` of a pause: pause a task that has no execution yet.
+#[derive(Debug, Default, Deserialize)]
+pub struct ConfirmQuery {
+    /// `unknown`: the caller knows no execution has this name yet.
+    pub confirm: Option<String>,
 }
 
 /// Body of a confirmed bulk action.
@@ -156,7 +175,7 @@ pub async fn execution(
 ) -> ApiResult<ExecutionDetail> {
     let key = ExecutionKey::new(task, instance);
     Ok(Json(
-        blocking(&web, move |w| w.execution_detail(&key)).await?,
+        blocking_row(&web, move |w| w.execution_detail(&key)).await?,
     ))
 }
 

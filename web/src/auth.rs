@@ -126,8 +126,10 @@ pub struct Secrets {
     sessions: Mutex<Sessions>,
     /// Whether cookies get `Secure` (`--secure-cookies`: served over HTTPS by a proxy).
     secure_cookies: bool,
-    /// Wrong tokens, per client and in total.
+    /// Wrong tokens, per source (never in total: see `limit`).
     failures: FailureLimit,
+    /// Token mode with a token: reads need no token either (`Dashboard::open_reads`).
+    open_reads: bool,
 }
 
 impl std::fmt::Debug for Secrets {
@@ -221,7 +223,40 @@ impl Secrets {
             }),
             secure_cookies,
             failures: FailureLimit::new(Limits::default()),
+            open_reads: false,
         })
+    }
+
+    /// Reads (pages, the JSON API, `/metrics`) need no token, only writes do.
+    pub fn with_open_reads(mut self, open: bool) -> Self {
+        self.open_reads = open;
+        self
+    }
+
+    /// Whether every read needs the token (a session or `Authorization: Bearer`): token mode
+    /// with a token, unless opened with [`Secrets::with_open_reads`].
+    pub fn reads_need_token(&self) -> bool {
+        matches!(self.mode, Mode::Token(Some(_))) && !self.open_reads
+    }
+
+    /// A read by `client`: allowed when reads are open, with a live session's cookie, or with
+    /// `Authorization: Bearer <token>` (wrong tokens count as in [`Secrets::check_token`]).
+    pub fn check_read(&self, headers: &HeaderMap, client: Option<IpAddr>) -> Result<(), WebError> {
+        let Some(token) = self.token().filter(|_| self.reads_need_token()) else {
+            return Ok(());
+        };
+        if self.session_csrf(headers).is_some() {
+            return Ok(());
+        }
+        let given = bearer(headers).ok_or_else(|| {
+            WebError::Unauthorized(
+                "this dashboard's reads need the token: sign in, or send Authorization: Bearer \
+                 <token>"
+                    .into(),
+            )
+        })?;
+        self.failures.check(client)?;
+        self.compare(given, token, client)
     }
 
     /// Whether writes are impossible (no token configured, or mounted read-only).
@@ -469,13 +504,9 @@ impl Secrets {
             };
         }
         self.failures.check(client)?;
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or_else(|| {
-                WebError::Unauthorized("missing header Authorization: Bearer <token>".into())
-            })?;
+        let given = bearer(headers).ok_or_else(|| {
+            WebError::Unauthorized("missing header Authorization: Bearer <token>".into())
+        })?;
         self.compare(given, token, client)
     }
 
@@ -497,6 +528,20 @@ impl Secrets {
             ))),
         }
     }
+}
+
+/// The token of `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 9110,
+/// 11.1: `bearer` is `Bearer`).
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .and_then(|(scheme, token)| {
+            scheme
+                .eq_ignore_ascii_case("bearer")
+                .then_some(token.trim_start())
+        })
 }
 
 fn stale_csrf() -> WebError {

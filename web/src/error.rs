@@ -32,8 +32,9 @@ pub enum Error {
     },
 }
 
-/// A request's failure. Every variant but [`WebError::Store`], [`WebError::TimedOut`] and
-/// [`WebError::Internal`] is the client's: a 4xx, and nothing was changed.
+/// A request's failure. Every variant but [`WebError::Store`], [`WebError::TimedOut`],
+/// [`WebError::Busy`] and [`WebError::Internal`] is the client's: a 4xx, and nothing was
+/// changed.
 #[derive(Debug, thiserror::Error)]
 pub enum WebError {
     /// No such task, execution, item or page.
@@ -67,9 +68,23 @@ pub enum WebError {
     /// [`WebError::Conflict`] instead (see the `From<StoreError>` impl).
     #[error("database: {0}")]
     Store(StoreError),
+    /// A row holds a value docket cannot read (a time out of range, a malformed attribute),
+    /// written by SQL or another program; lists show such a row as unreadable in its place,
+    /// this is what a request about that row alone answers.
+    #[error("{0}")]
+    Unreadable(String),
     /// The request took longer than the server's request timeout.
     #[error("{0}")]
     TimedOut(String),
+    /// The dashboard is at its bound of concurrent database work and its queue is full (or the
+    /// wait for a turn ran out): answered at once, try again after `retry_after_secs`.
+    #[error("{message}")]
+    Busy {
+        /// What to tell the client.
+        message: String,
+        /// When to try again.
+        retry_after_secs: u64,
+    },
     /// Something on the server side failed (a worker thread, a configuration).
     #[error("{0}")]
     Internal(String),
@@ -105,6 +120,10 @@ impl From<StoreError> for WebError {
             StoreError::RejectedItem { .. } | StoreError::RepeatedItem { .. } => {
                 WebError::BadRequest(e.to_string())
             }
+            StoreError::Decode { .. } => WebError::Unreadable(format!(
+                "a row holds a value docket cannot read ({e}); it was written by SQL or another \
+                 program: fix or delete it with SQL"
+            )),
             other => WebError::Store(other),
         }
     }
@@ -121,8 +140,10 @@ impl WebError {
             WebError::Conflict(_) => StatusCode::CONFLICT,
             WebError::WrongHost(_) => StatusCode::MISDIRECTED_REQUEST,
             WebError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            WebError::Store(_) | WebError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
-            WebError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            WebError::Store(_) | WebError::TimedOut(_) | WebError::Busy { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            WebError::Internal(_) | WebError::Unreadable(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -138,7 +159,9 @@ impl WebError {
             WebError::TooManyRequests { .. } => "Too many attempts",
             WebError::Store(_) => "Database unavailable",
             WebError::TimedOut(_) => "Timed out",
+            WebError::Busy { .. } => "Busy: try again shortly",
             WebError::Internal(_) => "Server error",
+            WebError::Unreadable(_) => "A stored value docket cannot read",
         }
     }
 }
@@ -158,6 +181,9 @@ impl WebError {
     /// `Retry-After` on a `429`.
     pub fn with_retry_after(&self, mut res: Response) -> Response {
         if let WebError::TooManyRequests {
+            retry_after_secs, ..
+        }
+        | WebError::Busy {
             retry_after_secs, ..
         } = self
         {

@@ -3,11 +3,12 @@
 //! place for all routes, the fallback and the error pages alike.
 
 use crate::error::{ApiError, HtmlError, WebError};
+use crate::limit::ClientIp;
 use crate::state::AppState;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderName, HeaderValue, Method};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 
 /// The pages load only their own stylesheet and submit forms to themselves: no script, no
 /// inline style, no frame, no plugin. `frame-ancestors 'none'` (and `X-Frame-Options` for older
@@ -66,9 +67,52 @@ pub async fn check_host(State(web): State<AppState>, req: Request, next: Next) -
     }
 }
 
-/// An error as JSON under `/api/`, else as a page.
+/// Token mode with a token (unless `Dashboard::open_reads`): every request but the sign-in
+/// page, sign-out and the stylesheet needs a live session or `Authorization: Bearer <token>`.
+/// A page asked for without either is sent to the sign-in page, coming back to it; the API
+/// and `/metrics` answer `401` with `WWW-Authenticate: Bearer`. Writes are checked again by
+/// their handlers (CSRF, `Origin`).
+pub async fn require_read_token(
+    State(web): State<AppState>,
+    ClientIp(client): ClientIp,
+    req: Request,
+    next: Next,
+) -> Response {
+    let path = req.uri().path();
+    if matches!(path, "/login" | "/logout" | "/style.css") || !web.auth.reads_need_token() {
+        return next.run(req).await;
+    }
+    match web.auth.check_read(req.headers(), client) {
+        Ok(()) => next.run(req).await,
+        Err(WebError::Unauthorized(_))
+            if !machine(path) && matches!(*req.method(), Method::GET | Method::HEAD) =>
+        {
+            let here = req.uri().path_and_query().map_or(path, |pq| pq.as_str());
+            let next = format!("{}{here}", web.base.as_str());
+            Redirect::to(&web.base.login(&next)).into_response()
+        }
+        Err(e) => {
+            let challenge = matches!(e, WebError::Unauthorized(_));
+            let mut res = error_response(path, e);
+            if challenge {
+                res.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"docket web\""),
+                );
+            }
+            res
+        }
+    }
+}
+
+/// Paths read by programs, answered in JSON (or Prometheus text) rather than as pages.
+fn machine(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/") || path == "/metrics"
+}
+
+/// An error as JSON under `/api/` (and for `/metrics`), else as a page.
 pub fn error_response(path: &str, e: WebError) -> Response {
-    if path.starts_with("/api/") {
+    if machine(path) {
         ApiError(e).into_response()
     } else {
         HtmlError(e).into_response()

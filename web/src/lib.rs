@@ -37,9 +37,15 @@ mod state;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_bad_rows;
+#[cfg(test)]
+mod tests_data;
+#[cfg(test)]
 mod tests_metrics;
 #[cfg(test)]
 mod tests_mount;
+#[cfg(test)]
+mod tests_race;
 
 use axum::routing::{get, post};
 use axum::Router;
@@ -48,7 +54,7 @@ use std::sync::Arc;
 
 pub use error::Error;
 pub use hosts::{parse_public_host, Hosts};
-pub use state::{Access, AppState, Web, MIN_TOKEN_LEN};
+pub use state::{Access, AppState, Concurrency, Web, MIN_TOKEN_LEN, QUEUE_WAIT};
 
 /// Builds the dashboard: the store to show, who may do what, and where it is mounted.
 ///
@@ -69,6 +75,8 @@ pub struct Dashboard {
     queue_config: QueueConfig,
     base_path: String,
     csrf_key: Option<CsrfKey>,
+    open_reads: bool,
+    concurrency: Concurrency,
 }
 
 /// A trusted mode's CSRF key, never shown by `Debug`.
@@ -91,6 +99,8 @@ impl Dashboard {
             queue_config: QueueConfig::default(),
             base_path: String::new(),
             csrf_key: None,
+            open_reads: false,
+            concurrency: Concurrency::default(),
         }
     }
 
@@ -125,6 +135,25 @@ impl Dashboard {
         self
     }
 
+    /// [`Access::Token`] with a token: whether reads (pages, the JSON API, `/metrics`) are open
+    /// to anyone who can reach the port, only writes needing the token. Default `false`: with
+    /// a token, every read needs it too (a session from `/login`, or `Authorization: Bearer`),
+    /// since an execution's page shows its task data. Ignored without a token (everything is
+    /// read-only and open) and in trusted mode (the application authenticates).
+    pub fn open_reads(mut self, open: bool) -> Self {
+        self.open_reads = open;
+        self
+    }
+
+    /// How many page and API requests do database work at once and how many may wait for a
+    /// turn (default [`Concurrency::default`]: 2 and 8, waiting at most [`QUEUE_WAIT`]);
+    /// past that a request is answered
+    /// `503` with `Retry-After: 1` at once. `/metrics` has its own turns (2, and 4 waiting).
+    pub fn concurrency(mut self, concurrency: Concurrency) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+
     /// The shared state, for [`router`].
     pub fn build(self) -> Result<AppState, Error> {
         Ok(Arc::new(Web::new(
@@ -133,7 +162,11 @@ impl Dashboard {
             self.queue_config,
             self.access,
             &self.base_path,
-            self.csrf_key.map(|k| k.0),
+            state::Options {
+                csrf_key: self.csrf_key.map(|k| k.0),
+                open_reads: self.open_reads,
+                concurrency: self.concurrency,
+            },
         )?))
     }
 
@@ -210,6 +243,12 @@ pub fn router(web: AppState) -> Router {
             serve::REQUEST_TIMEOUT,
             serve::request_timeout,
         ));
+    if web.auth.reads_need_token() {
+        router = router.layer(axum::middleware::from_fn_with_state(
+            web.clone(),
+            layers::require_read_token,
+        ));
+    }
     if web.hosts.is_some() {
         router = router.layer(axum::middleware::from_fn_with_state(
             web.clone(),

@@ -1,37 +1,38 @@
-//! Failed token attempts, counted per client address and in total: past a limit in a window,
-//! sign-in and API writes answer `429` with `Retry-After` until the window ends.
+//! Failed token attempts, counted per source: past a limit in a window, sign-in and API writes
+//! from that source answer `429` with `Retry-After` until the window ends. There is no global
+//! limit: wrong tokens from some addresses never lock out another.
 //!
-//! Memory is bounded: at most [`Limits::max_clients`] addresses are tracked; past that, new
-//! addresses count only towards the total. Behind a proxy every client has the proxy's address
-//! (no `X-Forwarded-For` is trusted), so the per-client limit becomes a second total.
+//! A source is the client's address; IPv6 addresses count by their `/64` prefix (what one
+//! host or site is usually given), so an attacker cannot get a fresh limit per address of its
+//! prefix. Requests without a recorded address (no `ConnectInfo`) share one source. Memory is
+//! bounded: at most [`Limits::max_clients`] sources are tracked; past that, the source whose
+//! window started first is forgotten. Behind a proxy every client has the proxy's address (no
+//! `X-Forwarded-For` is trusted), so the limit then acts on all of them together.
 
 use crate::error::WebError;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How many failures are allowed, and for how long they count.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Failures from one address per window.
+    /// Failures from one source per window.
     pub per_client: u32,
-    /// Failures from everyone per window.
-    pub total: u32,
     /// The window, counted from its first failure.
     pub window: Duration,
-    /// Addresses tracked at once.
+    /// Sources tracked at once.
     pub max_clients: usize,
 }
 
 impl Default for Limits {
-    /// 10 failures per address and 100 in total per 5 minutes; 10,000 addresses tracked.
+    /// 10 failures per source per 5 minutes; 10,000 sources tracked.
     fn default() -> Self {
         Self {
             per_client: 10,
-            total: 100,
             window: Duration::from_secs(300),
             max_clients: 10_000,
         }
@@ -70,17 +71,36 @@ impl Window {
     }
 }
 
-#[derive(Debug)]
-struct Counts {
-    total: Window,
-    by_client: HashMap<IpAddr, Window>,
+/// Whom failures are counted for: an IPv4 address, an IPv6 `/64`, or "no address known".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Source {
+    Ip(IpAddr),
+    Unknown,
+}
+
+impl Source {
+    fn of(client: Option<IpAddr>) -> Self {
+        match client {
+            None => Source::Unknown,
+            Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+                Some(v4) => Source::Ip(IpAddr::V4(v4)),
+                None => {
+                    let s = v6.segments();
+                    Source::Ip(IpAddr::V6(Ipv6Addr::new(
+                        s[0], s[1], s[2], s[3], 0, 0, 0, 0,
+                    )))
+                }
+            },
+            Some(v4) => Source::Ip(v4),
+        }
+    }
 }
 
 /// Failed attempts, shared by every request.
 #[derive(Debug)]
 pub struct FailureLimit {
     limits: Limits,
-    counts: Mutex<Counts>,
+    by_source: Mutex<HashMap<Source, Window>>,
 }
 
 impl FailureLimit {
@@ -88,38 +108,29 @@ impl FailureLimit {
     pub fn new(limits: Limits) -> Self {
         Self {
             limits,
-            counts: Mutex::new(Counts {
-                total: Window::new(Instant::now()),
-                by_client: HashMap::new(),
-            }),
+            by_source: Mutex::new(HashMap::new()),
         }
     }
 
-    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
-        self.counts
+    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<Source, Window>> {
+        self.by_source
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// `429` while `client` (or everyone) is past the limit.
+    /// `429` while `client`'s source is past the limit.
     pub fn check(&self, client: Option<IpAddr>) -> Result<(), WebError> {
         let now = Instant::now();
         let l = self.limits;
         let mut counts = self.counts();
-        let mine = client
-            .and_then(|ip| counts.by_client.get_mut(&ip))
+        let blocked = counts
+            .get_mut(&Source::of(client))
             .and_then(|w| w.blocked(now, l.window, l.per_client));
-        let all = counts.total.blocked(now, l.window, l.total);
-        match mine.into_iter().chain(all).max() {
+        match blocked {
             None => Ok(()),
             Some(retry_after_secs) => Err(WebError::TooManyRequests {
                 message: format!(
-                    "too many wrong tokens{}; try again in {retry_after_secs} s",
-                    if mine.is_some() {
-                        " from this address"
-                    } else {
-                        ""
-                    }
+                    "too many wrong tokens from this address; try again in {retry_after_secs} s"
                 ),
                 retry_after_secs,
             }),
@@ -130,21 +141,19 @@ impl FailureLimit {
     pub fn failed(&self, client: Option<IpAddr>) {
         let now = Instant::now();
         let l = self.limits;
+        let source = Source::of(client);
         let mut counts = self.counts();
-        counts.total.current(now, l.window).failures += 1;
-        let Some(ip) = client else { return };
-        if !counts.by_client.contains_key(&ip) && counts.by_client.len() >= l.max_clients {
-            counts
-                .by_client
-                .retain(|_, w| now.duration_since(w.start) < l.window);
-            if counts.by_client.len() >= l.max_clients {
-                return; // Counted in the total only.
+        if !counts.contains_key(&source) && counts.len() >= l.max_clients.max(1) {
+            counts.retain(|_, w| now.duration_since(w.start) < l.window);
+            while counts.len() >= l.max_clients.max(1) {
+                let oldest = counts.iter().min_by_key(|(_, w)| w.start).map(|(s, _)| *s);
+                match oldest {
+                    Some(s) => counts.remove(&s),
+                    None => break,
+                };
             }
         }
-        let w = counts
-            .by_client
-            .entry(ip)
-            .or_insert_with(|| Window::new(now));
+        let w = counts.entry(source).or_insert_with(|| Window::new(now));
         w.current(now, l.window).failures += 1;
     }
 }
@@ -177,7 +186,6 @@ mod tests {
     fn small(window: Duration) -> FailureLimit {
         FailureLimit::new(Limits {
             per_client: 2,
-            total: 5,
             window,
             max_clients: 3,
         })
@@ -202,14 +210,40 @@ mod tests {
         assert!(l.check(ip(1)).is_ok(), "the window passed");
     }
 
+    /// Finding 7: 100 wrong tokens from 100 addresses locked everyone out for 5 minutes (a
+    /// total limit). Now no number of sources blocks another; memory stays bounded. Without
+    /// the fix `check(ip(250))` below was refused.
     #[test]
-    fn the_total_limit_holds_across_clients_and_memory_is_bounded() {
-        let l = small(Duration::from_secs(60));
-        for n in 0..5 {
+    fn wrong_tokens_from_many_sources_never_lock_out_another() {
+        let l = FailureLimit::new(Limits::default());
+        for n in 0..200u8 {
             l.failed(ip(n));
         }
-        assert!(l.check(ip(99)).is_err(), "everyone waits past the total");
-        assert!(l.check(None).is_err());
-        assert_eq!(l.counts().by_client.len(), 3, "at most max_clients tracked");
+        assert!(l.check(ip(250)).is_ok(), "a new address is not blocked");
+        assert!(l.check(None).is_ok(), "nor an unknown one");
+        let l = small(Duration::from_secs(60));
+        for n in 0..50 {
+            l.failed(ip(n));
+        }
+        assert!(l.counts().len() <= 3, "at most max_clients tracked");
+    }
+
+    #[test]
+    fn an_ipv6_prefix_is_one_source() {
+        let l = small(Duration::from_secs(60));
+        let a: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        l.failed(Some(a));
+        l.failed(Some(b));
+        assert!(l.check(Some(a)).is_err() && l.check(Some(b)).is_err());
+        assert!(l.check(Some(other)).is_ok());
+        let mapped: IpAddr = "::ffff:10.0.0.7".parse().unwrap();
+        l.failed(Some(mapped));
+        l.failed(ip(7));
+        assert!(
+            l.check(ip(7)).is_err(),
+            "IPv4-mapped counts as the IPv4 address"
+        );
     }
 }

@@ -95,6 +95,18 @@ impl BasePath {
     }
 }
 
+/// Whether `c` is shown as an escape: control characters, and the invisible format characters
+/// that reorder or hide text (bidi embeddings, overrides and isolates such as U+202E, marks,
+/// zero-width characters, the BOM), with which a name could pass for another.
+pub fn hidden_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}'
+        )
+}
+
 /// Percent-encodes one path segment (everything but RFC 3986 unreserved characters).
 pub fn seg(value: &str) -> String {
     let mut out = String::with_capacity(value.len());

@@ -6,7 +6,7 @@
 
 use crate::error::ApiError;
 use crate::model::{Capped, LagPage, LevelAge};
-use crate::state::{blocking, AppState};
+use crate::state::{blocking_scrape, AppState};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -17,7 +17,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// `GET /metrics`.
 pub async fn metrics(State(web): State<AppState>) -> Result<Response, ApiError> {
-    let page = blocking(&web, |w| w.lag_page()).await?;
+    let page = blocking_scrape(&web, |w| w.lag_page()).await?;
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], render(&page)).into_response())
 }
 
@@ -212,10 +212,27 @@ pub fn render(page: &LagPage) -> String {
         let mut f = Family::start(
             &mut out,
             name,
-            "1 for each task paused cluster-wide (no scheduler claims it); paused tasks only.",
+            "1 for each task paused cluster-wide (no scheduler claims it); paused tasks only, the first 200 by name.",
         );
         for p in &lag.paused {
             f.sample(name, &[("task", p.task.as_str())], 1);
+        }
+    }
+    Family::start(
+        &mut out,
+        "docket_paused_tasks",
+        "Tasks paused cluster-wide, in all.",
+    )
+    .sample("docket_paused_tasks", &[], lag.paused_total as i64);
+    {
+        let name = "docket_lag_unreadable";
+        let mut f = Family::start(
+            &mut out,
+            name,
+            "1 for each task name (or part: \"paused tasks\") whose rows could not be read: a row holds a value docket cannot decode; its lag is missing.",
+        );
+        for u in &lag.unreadable {
+            f.sample(name, &[("task", u.what.as_str())], 1);
         }
     }
     Family::start(
@@ -293,6 +310,8 @@ mod tests {
                 tasks: vec![task],
                 queue_types: Vec::new(),
                 paused: Vec::new(),
+                paused_total: 0,
+                unreadable: Vec::new(),
                 read_secs: 0.0,
             },
         };

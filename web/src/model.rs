@@ -12,7 +12,7 @@ use crate::error::WebError;
 use crate::state::{blocking, AppState, Web};
 use chrono::{DateTime, Utc};
 use docket_core::queue::{Item, ItemsQuery, ListedAssignment, ListedItem, MAX_WORKER_LEN};
-use docket_core::store::ListFilter;
+use docket_core::store::{Changes, Guard, ListFilter};
 use docket_core::{CappedCount, DeadPage, Execution, ExecutionKey, LevelLag, PausedTask};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -129,10 +129,46 @@ pub struct LagView {
     pub tasks: Vec<TaskLag>,
     /// The work-queue task types.
     pub queue_types: Vec<TypeLag>,
-    /// The paused tasks, by name.
+    /// The paused tasks, by name: the first [`NAME_ROWS`] (see `paused_total`).
     pub paused: Vec<PausedView>,
+    /// Paused tasks in all.
+    pub paused_total: usize,
+    /// Task names whose rows could not all be read (a value docket cannot decode), each
+    /// with why; listed here in place of their lag. Also `paused_unreadable` when the paused
+    /// list itself could not be read.
+    pub unreadable: Vec<Unreadable>,
     /// Seconds the read took.
     pub read_secs: f64,
+}
+
+/// Something a page could not read because a row holds a value docket cannot decode (written
+/// by SQL or another program): what, and why. The rest of the page is shown.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unreadable {
+    /// The task name, or the part of the page (`per-task counts`, `paused tasks`, ...).
+    pub what: String,
+    /// The decoding error (the column and the value's problem).
+    pub reason: String,
+}
+
+/// `Ok(read)`, or, when a row could not be decoded, `fallback` with the failure noted in
+/// `notes` under `what`; any other failure is returned.
+pub(crate) fn or_unreadable<T>(
+    read: Result<T, WebError>,
+    fallback: impl FnOnce() -> T,
+    what: &str,
+    notes: &mut Vec<Unreadable>,
+) -> Result<T, WebError> {
+    match read {
+        Err(WebError::Unreadable(reason)) => {
+            notes.push(Unreadable {
+                what: what.to_owned(),
+                reason,
+            });
+            Ok(fallback())
+        }
+        other => other,
+    }
 }
 
 /// A task paused cluster-wide (`0008_paused_tasks`).
@@ -251,8 +287,10 @@ pub struct BulkPreview {
     pub limit: i64,
 }
 
-/// One execution a confirmed bulk action is to change, as the preview showed it.
-#[derive(Debug, Clone, Deserialize)]
+/// One execution a confirmed bulk action is to change, as the preview showed it: its exact
+/// instance id (the confirmation page carries the rows as one JSON array, so no character of
+/// an id can split or forge a row).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BulkRow {
     /// Instance id.
     pub instance: String,
@@ -269,6 +307,15 @@ pub struct BulkSkipped {
     pub reason: String,
 }
 
+/// One execution a bulk action changed.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkChanged {
+    /// Instance id.
+    pub instance: String,
+    /// Its version when it was changed (the one confirmed).
+    pub version: i64,
+}
+
 /// What a bulk action did.
 #[derive(Debug, Clone, Serialize)]
 pub struct BulkResult {
@@ -276,8 +323,10 @@ pub struct BulkResult {
     pub task: String,
     /// The action.
     pub action: BulkAction,
-    /// Executions changed.
+    /// Executions changed (`changed.len()`).
     pub done: usize,
+    /// Every execution changed, by instance id.
+    pub changed: Vec<BulkChanged>,
     /// Executions left alone.
     pub skipped: Vec<BulkSkipped>,
 }
@@ -380,6 +429,10 @@ impl ExecutionView {
 
 /// Bytes of task data shown as JSON on an execution's page; longer text is cut there.
 pub const DATA_SHOWN: usize = 64 * 1024;
+/// Bytes of task data read to tell and show JSON: nothing past them is parsed, whatever the
+/// data's size. Data up to this size is checked as a whole to be JSON (without building it
+/// in memory); longer data is shown as JSON when these first bytes read as JSON.
+pub const DATA_SCANNED: usize = 256 * 1024;
 /// Bytes of binary task data shown in hex.
 pub const HEX_HEAD: usize = 64;
 
@@ -389,11 +442,13 @@ pub const HEX_HEAD: usize = 64;
 pub enum DataView {
     /// No data (NULL).
     None,
-    /// The data parses as JSON: pretty-printed, cut at [`DATA_SHOWN`] bytes.
+    /// The data is JSON (or, past [`DATA_SCANNED`] bytes, its first bytes read as JSON):
+    /// re-indented from the stored text, keys in stored order, cut at [`DATA_SHOWN`] bytes.
     Json {
         /// Size in bytes.
         bytes: usize,
-        /// Pretty-printed (with `truncated`, the first [`DATA_SHOWN`] bytes of it).
+        /// Pretty-printed (with `truncated`, the first [`DATA_SHOWN`] bytes of it, or of the
+        /// first [`DATA_SCANNED`] bytes of the data).
         pretty: String,
         /// Whether `pretty` was cut.
         truncated: bool,
@@ -411,28 +466,26 @@ pub enum DataView {
 }
 
 impl DataView {
-    /// How `data` is shown.
+    /// How `data` is shown. Reads at most [`DATA_SCANNED`] bytes of it and writes at most
+    /// [`DATA_SHOWN`] bytes of text: memory and time are bounded whatever the data holds (a
+    /// 20 MB document is neither parsed into a tree nor pretty-printed whole).
     pub fn of(data: Option<&[u8]>) -> Self {
         let Some(data) = data else {
             return DataView::None;
         };
-        if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
-            // Pretty-printing a parsed value cannot fail; fall back to the raw text anyway.
-            let mut pretty = serde_json::to_string_pretty(&value)
-                .unwrap_or_else(|_| String::from_utf8_lossy(data).into_owned());
-            let truncated = pretty.len() > DATA_SHOWN;
-            if truncated {
-                let mut end = DATA_SHOWN;
-                while !pretty.is_char_boundary(end) {
-                    end -= 1;
-                }
-                pretty.truncate(end);
+        let head = &data[..data.len().min(DATA_SCANNED)];
+        let complete = head.len() == data.len();
+        // A whole document is checked by serde_json without building it (`IgnoredAny`); of a
+        // longer one only the head is read, by the re-indenter itself.
+        let valid = !complete || serde_json::from_slice::<serde::de::IgnoredAny>(data).is_ok();
+        if valid {
+            if let Some((pretty, cut)) = pretty_json(head, complete, DATA_SHOWN) {
+                return DataView::Json {
+                    bytes: data.len(),
+                    pretty,
+                    truncated: cut || !complete,
+                };
             }
-            return DataView::Json {
-                bytes: data.len(),
-                pretty,
-                truncated,
-            };
         }
         let hex_head = data
             .iter()
@@ -448,6 +501,225 @@ impl DataView {
             hex_head,
             looks_like,
         }
+    }
+}
+
+/// Text that stops growing at `cap` bytes: what does not fit is dropped and `full` set.
+struct Bounded {
+    buf: Vec<u8>,
+    cap: usize,
+    full: bool,
+}
+
+impl Bounded {
+    fn new(cap: usize) -> Self {
+        Self {
+            buf: Vec::with_capacity(cap.min(4096)),
+            cap,
+            full: false,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        if self.full {
+            return;
+        }
+        let room = self.cap - self.buf.len();
+        if bytes.len() > room {
+            self.buf.extend_from_slice(&bytes[..room]);
+            self.full = true;
+        } else {
+            self.buf.extend_from_slice(bytes);
+        }
+    }
+
+    fn line(&mut self, depth: usize) {
+        self.push(b"\n");
+        for _ in 0..depth {
+            if self.full {
+                return;
+            }
+            self.push(b"  ");
+        }
+    }
+
+    /// The text, cut back to a whole character.
+    fn into_string(self) -> String {
+        match String::from_utf8(self.buf) {
+            Ok(s) => s,
+            Err(e) => {
+                let valid = e.utf8_error().valid_up_to();
+                let mut bytes = e.into_bytes();
+                bytes.truncate(valid);
+                String::from_utf8(bytes).unwrap_or_default()
+            }
+        }
+    }
+}
+
+/// `input` (JSON text, or with `complete` false the first bytes of it) re-indented as
+/// serde_json's pretty printer does (two spaces, `"key": value`), without building a tree:
+/// one pass, written into a [`Bounded`] of `cap` bytes; strings are copied with their `\u`
+/// escapes of printable characters decoded (so the page shows a bidi override as such). The
+/// text and whether it was cut; `None` when `input` does not read as JSON (a stray character,
+/// unbalanced brackets, a raw control character in a string, or, when `complete`, an
+/// unclosed bracket or string).
+fn pretty_json(input: &[u8], complete: bool, cap: usize) -> Option<(String, bool)> {
+    let mut out = Bounded::new(cap);
+    let mut open: Vec<u8> = Vec::new();
+    let mut i = 0;
+    let skip_ws = |mut j: usize| {
+        while j < input.len() && matches!(input[j], b' ' | b'\t' | b'\n' | b'\r') {
+            j += 1;
+        }
+        j
+    };
+    i = skip_ws(i);
+    if i == input.len() {
+        return None;
+    }
+    while i < input.len() {
+        let b = input[i];
+        match b {
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            b'{' | b'[' => {
+                let close = if b == b'{' { b'}' } else { b']' };
+                let next = skip_ws(i + 1);
+                if next < input.len() && input[next] == close {
+                    out.push(&[b, close]);
+                    i = next + 1;
+                } else {
+                    open.push(close);
+                    out.push(&[b]);
+                    out.line(open.len());
+                    i += 1;
+                }
+            }
+            b'}' | b']' => {
+                if open.pop() != Some(b) {
+                    return None;
+                }
+                out.line(open.len());
+                out.push(&[b]);
+                i += 1;
+            }
+            b',' => {
+                if open.is_empty() {
+                    return None;
+                }
+                out.push(b",");
+                out.line(open.len());
+                i += 1;
+            }
+            b':' => {
+                if open.last() != Some(&b'}') {
+                    return None;
+                }
+                out.push(b": ");
+                i += 1;
+            }
+            b'"' => match copy_string(input, i, &mut out) {
+                Ok(end) => i = end,
+                // The head ends inside this string.
+                Err(Unread::Cut) if !complete => i = input.len(),
+                Err(_) => return None,
+            },
+            b'-' | b'+' | b'.' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z' => {
+                let start = i;
+                while i < input.len()
+                    && matches!(input[i], b'-' | b'+' | b'.' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
+                {
+                    i += 1;
+                }
+                out.push(&input[start..i]);
+            }
+            _ => return None,
+        }
+    }
+    if complete && !open.is_empty() {
+        return None;
+    }
+    let cut = out.full;
+    Some((out.into_string(), cut))
+}
+
+/// Why a string was not copied whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unread {
+    /// The input ends inside it.
+    Cut,
+    /// It is not a JSON string (a raw control character, a bad escape).
+    Bad,
+}
+
+/// Copies the JSON string starting at `input[start]` (`"`) into `out`; the index past its
+/// closing quote.
+fn copy_string(input: &[u8], start: usize, out: &mut Bounded) -> Result<usize, Unread> {
+    out.push(b"\"");
+    let mut i = start + 1;
+    let mut run = i;
+    while i < input.len() {
+        match input[i] {
+            b'"' => {
+                out.push(&input[run..=i]);
+                return Ok(i + 1);
+            }
+            c if c < 0x20 => return Err(Unread::Bad),
+            b'\\' => {
+                out.push(&input[run..i]);
+                let (text, len) = unescape(&input[i..])?;
+                match text {
+                    Some(c) => {
+                        let mut buf = [0u8; 4];
+                        out.push(c.encode_utf8(&mut buf).as_bytes());
+                    }
+                    None => out.push(&input[i..i + len]),
+                }
+                i += len;
+                run = i;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push(&input[run..]);
+    Err(Unread::Cut)
+}
+
+/// The escape at the start of `input` (`\n`, `\u00e9`, a surrogate pair): the character to
+/// write instead of it, when serde_json would write it raw (a `\u` escape of a printable
+/// character, `\/`), else `None` (keep the escape), and the escape's length.
+fn unescape(input: &[u8]) -> Result<(Option<char>, usize), Unread> {
+    let hex4 = |from: usize| -> Result<u32, Unread> {
+        let digits = input.get(from..from + 4).ok_or(Unread::Cut)?;
+        std::str::from_utf8(digits)
+            .ok()
+            .and_then(|d| u32::from_str_radix(d, 16).ok())
+            .ok_or(Unread::Bad)
+    };
+    match input.get(1).ok_or(Unread::Cut)? {
+        b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => Ok((None, 2)),
+        b'/' => Ok((Some('/'), 2)),
+        b'u' => {
+            let first = hex4(2)?;
+            let (code, len) = if (0xD800..0xDC00).contains(&first) {
+                let low = match input.get(6..8) {
+                    None => return Err(Unread::Cut),
+                    Some(b"\\u") => Some(hex4(8)?),
+                    Some(_) => None,
+                };
+                match low {
+                    Some(low) if (0xDC00..0xE000).contains(&low) => {
+                        (0x10000 + ((first - 0xD800) << 10) + (low - 0xDC00), 12)
+                    }
+                    _ => return Ok((None, 6)),
+                }
+            } else {
+                (first, 6)
+            };
+            let c = char::from_u32(code).filter(|c| !c.is_control() && !matches!(c, '"' | '\\'));
+            Ok((c, len))
+        }
+        _ => Err(Unread::Bad),
     }
 }
 
@@ -478,7 +750,13 @@ pub struct ExecutionDetail {
 }
 
 impl NextStep {
-    fn of(e: &ExecutionView, now: DateTime<Utc>, dead_after: chrono::Duration) -> Self {
+    /// `paused`: the task is paused cluster-wide (no scheduler claims it until resumed).
+    fn of(
+        e: &ExecutionView,
+        now: DateTime<Utc>,
+        dead_after: chrono::Duration,
+        paused: bool,
+    ) -> Self {
         let owner = e.picked_by.clone().unwrap_or_else(|| "?".to_owned());
         let retry = if e.consecutive_failures > 0 {
             format!(
@@ -490,6 +768,20 @@ impl NextStep {
             String::new()
         };
         let (at, on, text) = match e.state {
+            State::Scheduled | State::Due if paused => (
+                Some(e.execution_time),
+                None,
+                format!(
+                    "{} {} UTC{retry}; but the task is paused: no scheduler picks it up until \
+                     the task is resumed.",
+                    if e.state == State::Due {
+                        "Due since"
+                    } else {
+                        "Due at"
+                    },
+                    e.execution_time.format("%Y-%m-%d %H:%M:%S")
+                ),
+            ),
             State::Scheduled => (
                 Some(e.execution_time),
                 None,
@@ -566,6 +858,9 @@ pub struct TaskRow {
     pub counts: Counts,
     /// Earliest execution time.
     pub next_execution_time: Option<DateTime<Utc>>,
+    /// The per-task counts could not be read (a row docket cannot decode): `counts` are
+    /// missing, not zero.
+    pub unreadable: bool,
 }
 
 /// One bar of the backlog chart.
@@ -636,6 +931,8 @@ pub struct Overview {
     pub queue_types_total: usize,
     /// What waits and since when, per task and task type.
     pub lag: LagView,
+    /// What could not be read (rows docket cannot decode); the rest is shown.
+    pub unreadable: Vec<Unreadable>,
 }
 
 /// One task's page.
@@ -657,6 +954,8 @@ pub struct TaskPage {
     pub dead_total: usize,
     /// Its failing executions.
     pub failing: Vec<ExecutionView>,
+    /// What could not be read (rows docket cannot decode); the rest is shown.
+    pub unreadable: Vec<Unreadable>,
 }
 
 /// A search's hits.
@@ -682,6 +981,8 @@ pub struct SearchResult {
     pub task_page: Option<String>,
     /// With only a task type given: that work-queue task type (see its page).
     pub task_type_page: Option<String>,
+    /// What could not be read (rows docket cannot decode); the rest is shown.
+    pub unreadable: Vec<Unreadable>,
 }
 
 /// One work-queue assignment.
@@ -726,7 +1027,8 @@ pub struct ItemView {
     pub max_assignments: i32,
     /// Worker holding it now.
     pub held_by: Option<String>,
-    /// Custom attributes.
+    /// Custom attributes: an object, or the string `unreadable: <why>` when the stored text
+    /// is not a JSON object.
     pub attributes: serde_json::Value,
     /// Size of the payload in bytes.
     pub data_bytes: Option<usize>,
@@ -752,6 +1054,8 @@ pub struct QueuePage {
     pub types: Vec<QueueTypeRow>,
     /// Task types in all.
     pub types_total: usize,
+    /// What could not be read (rows docket cannot decode); the rest is shown.
+    pub unreadable: Vec<Unreadable>,
 }
 
 /// One task type.
@@ -832,14 +1136,45 @@ impl Web {
     }
 
     /// Scheduler task names (rows that are not work-queue items), and work-queue task types.
-    fn names(&self) -> Result<(Vec<String>, Vec<String>), WebError> {
+    fn names(
+        &self,
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Result<(Vec<String>, Vec<String>), WebError> {
         let all: Vec<String> = self
-            .client
-            .summary()?
+            .summary(unreadable)?
+            .0
             .into_iter()
             .map(|s| s.task_name)
             .collect();
         self.split_names(all)
+    }
+
+    /// The per-task summary; when a row cannot be decoded, the first [`NAME_ROWS`] task
+    /// names (one seek each) with their counts missing, noted in `unreadable`. The flag says
+    /// whether the counts were read.
+    fn summary(
+        &self,
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Result<(Vec<docket_core::store::TaskSummary>, bool), WebError> {
+        let read = self.client.summary().map_err(WebError::from);
+        let fallback = || None;
+        if let Some(summary) =
+            or_unreadable(read.map(Some), fallback, "per-task counts", unreadable)?
+        {
+            return Ok((summary, true));
+        }
+        let names = self.client.store().execution_names_after(None, NAME_ROWS)?;
+        let rows = names
+            .into_iter()
+            .map(|task_name| docket_core::store::TaskSummary {
+                task_name,
+                total: 0,
+                picked: 0,
+                failing: 0,
+                next_execution_time: None,
+            })
+            .collect();
+        Ok((rows, false))
     }
 
     fn split_names(&self, all: Vec<String>) -> Result<(Vec<String>, Vec<String>), WebError> {
@@ -990,6 +1325,7 @@ impl Web {
                         failing: s.failing,
                     },
                     next_execution_time: s.next_execution_time,
+                    unreadable: false,
                     task: s.task_name,
                 }
             })
@@ -1002,7 +1338,8 @@ impl Web {
     /// statement over the dead rows). No scan of the table.
     pub(crate) fn lag(&self, now: DateTime<Utc>) -> Result<LagView, WebError> {
         let started = std::time::Instant::now();
-        let lag = self.client.lag(NAME_ROWS, LAG_CAP, self.queue.is_ok())?;
+        let mut unreadable = Vec::new();
+        let lag = self.lag_by_name(&mut unreadable)?;
         let dead: HashMap<String, i64> = self
             .client
             .dead_counts(now - self.dead_after)?
@@ -1022,7 +1359,10 @@ impl Web {
                 })
                 .collect()
         };
-        let paused = self.paused()?;
+        let mut paused = or_unreadable(self.paused(), Vec::new, "paused tasks", &mut unreadable)?;
+        let paused_names: HashSet<String> = paused.iter().map(|p| p.task.clone()).collect();
+        let paused_total = paused.len();
+        paused.truncate(NAME_ROWS);
         let mut tasks = Vec::new();
         let mut queue_types = Vec::new();
         let names_read = lag.names.len();
@@ -1048,7 +1388,7 @@ impl Web {
                         capped: n.picked.capped,
                     },
                     dead,
-                    paused: paused.iter().any(|p| p.task == n.name),
+                    paused: paused_names.contains(&n.name),
                     levels: levels(&n.levels),
                     task: n.name,
                 });
@@ -1061,7 +1401,41 @@ impl Web {
             tasks,
             queue_types,
             paused,
+            paused_total,
+            unreadable,
             read_secs: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// [`docket_core::SchedulerClient::lag`], name by name through the store, so that a name
+    /// whose rows cannot all be decoded is noted in `unreadable` in its place and the other
+    /// names are still read: the first [`NAME_ROWS`] names (one seek each), then per name its
+    /// lag ranges up to [`LAG_CAP`] rows.
+    fn lag_by_name(&self, unreadable: &mut Vec<Unreadable>) -> Result<docket_core::Lag, WebError> {
+        let store = self.client.store();
+        let now = self.clock.now();
+        let mut names = store.execution_names_after(None, NAME_ROWS + 1)?;
+        let names_capped = names.len() > NAME_ROWS;
+        names.truncate(NAME_ROWS);
+        let mut read = Vec::with_capacity(names.len());
+        for name in &names {
+            let lag = store
+                .execution_name_lag(&docket_core::store::LagQuery {
+                    name,
+                    now,
+                    cap: LAG_CAP,
+                    items: self.queue.is_ok(),
+                })
+                .map_err(WebError::from);
+            if let Some(lag) = or_unreadable(lag.map(Some), || None, name, unreadable)? {
+                read.push(lag);
+            }
+        }
+        Ok(docket_core::Lag {
+            now,
+            names: read,
+            names_capped,
+            cap: LAG_CAP,
         })
     }
 
@@ -1077,14 +1451,22 @@ impl Web {
 
     /// Pauses or resumes `task` cluster-wide; whether anything changed. Every change is
     /// written to standard error as an audit line (who: `via`, e.g. the client address).
+    ///
+    /// A task is paused only if it has an execution (a typo must not report success while
+    /// the real task runs on), or, with `unknown_confirmed`, a name with no execution yet
+    /// that holds no control, bidi or zero-width character (a look-alike of a real name).
     pub(crate) fn pause_or_resume(
         &self,
         task: &str,
         action: TaskAction,
+        unknown_confirmed: bool,
         via: &str,
     ) -> Result<bool, WebError> {
         let changed = match action {
-            TaskAction::Pause => self.client.pause(task, Some(PAUSED_BY))?,
+            TaskAction::Pause => {
+                self.check_pausable(task, unknown_confirmed)?;
+                self.client.pause(task, Some(PAUSED_BY))?
+            }
             TaskAction::Resume => self.client.resume(task)?,
         };
         audit(&format!(
@@ -1097,6 +1479,47 @@ impl Web {
             action.done(changed)
         ));
         Ok(changed)
+    }
+
+    /// Whether `task` may be paused: it has an execution (two index seeks, unpicked and
+    /// picked, at most one row each), or it is confirmed and its name holds no hidden
+    /// character.
+    fn check_pausable(&self, task: &str, unknown_confirmed: bool) -> Result<(), WebError> {
+        let shown = task
+            .chars()
+            .map(|c| {
+                if crate::links::hidden_char(c) {
+                    format!("\\u{{{:04X}}}", u32::from(c))
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect::<String>();
+        for picked in [false, true] {
+            let any = self.client.list_scheduled(&ListFilter {
+                task_name: Some(task.to_owned()),
+                picked: Some(picked),
+                limit: Some(1),
+                ..ListFilter::default()
+            })?;
+            if !any.is_empty() {
+                return Ok(());
+            }
+        }
+        if unknown_confirmed {
+            if task.chars().any(crate::links::hidden_char) {
+                return Err(WebError::BadRequest(format!(
+                    "{shown:?} holds control, bidi or zero-width characters: it is not paused \
+                     without an execution of that name"
+                )));
+            }
+            return Ok(());
+        }
+        Err(WebError::NotFound(format!(
+            "no execution of task {shown:?} in {}: nothing was paused. Check the name; to \
+             pause a task that has no execution yet, POST /api/tasks/{{task}}/pause?confirm=unknown",
+            self.table
+        )))
     }
 
     /// The executions a bulk action on `task` would change: its failing executions that are
@@ -1127,8 +1550,10 @@ impl Web {
     }
 
     /// Applies a confirmed bulk action to `rows` (as the preview listed them, at most
-    /// [`BULK_LIMIT`]): each row is changed only if it is still at its version and not
-    /// picked, else skipped with the reason; one audit line says what was done.
+    /// [`BULK_LIMIT`]): each row is changed only if, at the version confirmed, it is still
+    /// failing and not picked (checked on the row read, then written by one statement
+    /// guarded by that version), else skipped with the reason; one audit line names every
+    /// row changed.
     pub(crate) fn bulk_apply(
         &self,
         task: &str,
@@ -1154,19 +1579,32 @@ impl Web {
             })?),
             _ => at,
         };
-        let mut done = 0;
+        let mut changed: Vec<BulkChanged> = Vec::new();
         let mut skipped = Vec::new();
+        let now = self.clock.now();
+        // Named in the audit line with `{:?}`: a line feed in an instance id stays `\n`.
+        let names = |rows: &[BulkChanged]| {
+            rows.iter()
+                .map(|r| format!("{:?}", r.instance))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         for row in rows {
             let key = ExecutionKey::new(task, &row.instance);
-            let outcome = match action {
-                BulkAction::Retry => self.reschedule(&key, row.version, self.clock.now()),
-                BulkAction::Reschedule => {
-                    self.reschedule(&key, row.version, at.unwrap_or_else(|| self.clock.now()))
-                }
-                BulkAction::Cancel => self.cancel(&key, row.version),
-            };
+            let outcome = self
+                .check_at_version(&key, row.version, Expect::FailingUnpicked)
+                .and_then(|_| match action {
+                    BulkAction::Retry => self.reschedule_at_version(&key, row.version, now),
+                    BulkAction::Reschedule => {
+                        self.reschedule_at_version(&key, row.version, at.unwrap_or(now))
+                    }
+                    BulkAction::Cancel => self.cancel_at_version(&key, row.version),
+                });
             match outcome {
-                Ok(()) => done += 1,
+                Ok(()) => changed.push(BulkChanged {
+                    instance: row.instance.clone(),
+                    version: row.version,
+                }),
                 Err(e @ (WebError::Conflict(_) | WebError::NotFound(_))) => {
                     skipped.push(BulkSkipped {
                         instance: row.instance.clone(),
@@ -1175,27 +1613,32 @@ impl Web {
                 }
                 Err(e) => {
                     audit(&format!(
-                        "bulk {} of task {task:?} in {} ({via}): {done} {}, then failed: {e}",
+                        "bulk {} of task {task:?} in {} ({via}): {} {} [{}], then failed: {e}",
                         action.as_str(),
                         self.table,
-                        action.done()
+                        changed.len(),
+                        action.done(),
+                        names(&changed)
                     ));
                     return Err(e);
                 }
             }
         }
         audit(&format!(
-            "bulk {} of task {task:?} in {} ({via}): {done} of {} {}, {} skipped",
+            "bulk {} of task {task:?} in {} ({via}): {} of {} {} [{}], {} skipped",
             action.as_str(),
             self.table,
+            changed.len(),
             rows.len(),
             action.done(),
+            names(&changed),
             skipped.len()
         ));
         Ok(BulkResult {
             task: task.to_owned(),
             action,
-            done,
+            done: changed.len(),
+            changed,
             skipped,
         })
     }
@@ -1211,16 +1654,26 @@ impl Web {
     pub(crate) fn overview(&self) -> Result<Overview, WebError> {
         let meta = self.meta();
         let now = meta.now;
-        let summary = self.client.summary()?;
+        let mut unreadable = Vec::new();
+        let (summary, counted) = self.summary(&mut unreadable)?;
         let (tasks, mut queue_types) =
             self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
         let task_set: HashSet<&String> = tasks.iter().collect();
-        let picked = self.picked(&task_set, now)?;
-        let failing = self
-            .failing(None, now)?
-            .into_iter()
-            .filter(|e| task_set.contains(&e.task))
-            .collect();
+        let picked = or_unreadable(
+            self.picked(&task_set, now),
+            Picked::default,
+            "running and dead executions",
+            &mut unreadable,
+        )?;
+        let failing = or_unreadable(
+            self.failing(None, now),
+            Vec::new,
+            "failing executions",
+            &mut unreadable,
+        )?
+        .into_iter()
+        .filter(|e| task_set.contains(&e.task))
+        .collect();
         let (backlog, due) = self.backlog(&tasks)?;
         let mut rows = self.rows(
             summary,
@@ -1229,6 +1682,9 @@ impl Web {
             &due,
             backlog.capped,
         );
+        for row in rows.iter_mut() {
+            row.unreadable = !counted;
+        }
         let tasks_total = rows.len();
         let totals = totals(&rows);
         rows.truncate(NAME_ROWS);
@@ -1247,6 +1703,7 @@ impl Web {
             failing,
             queue_types,
             queue_types_total,
+            unreadable,
             meta,
         })
     }
@@ -1255,8 +1712,26 @@ impl Web {
     pub(crate) fn task(&self, task: &str) -> Result<TaskPage, WebError> {
         let meta = self.meta();
         let now = meta.now;
-        let summary = self.client.summary()?;
-        let (tasks, _) = self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
+        let mut unreadable = Vec::new();
+        let (summary, counted) = self.summary(&mut unreadable)?;
+        let (tasks, _) = if counted {
+            self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?
+        } else {
+            // Past the first names read: every scheduler task name (one statement).
+            let tasks = self.client.task_names()?;
+            (tasks, Vec::new())
+        };
+        let summary = if counted {
+            summary
+        } else {
+            vec![docket_core::store::TaskSummary {
+                task_name: task.to_owned(),
+                total: 0,
+                picked: 0,
+                failing: 0,
+                next_execution_time: None,
+            }]
+        };
         let Some(name) = tasks.iter().find(|t| *t == task) else {
             return Err(WebError::NotFound(format!(
                 "no scheduler task {task:?} in {}",
@@ -1264,23 +1739,42 @@ impl Web {
             )));
         };
         let only: HashSet<&String> = std::iter::once(name).collect();
-        let picked = self.picked(&only, now)?;
+        let picked = or_unreadable(
+            self.picked(&only, now),
+            Picked::default,
+            "running and dead executions",
+            &mut unreadable,
+        )?;
         let (backlog, due) = self.backlog(std::slice::from_ref(name))?;
-        let row = self
+        let mut row = self
             .rows(summary, &only, &picked.dead_per_task, &due, backlog.capped)
             .pop()
             .ok_or_else(|| WebError::NotFound(format!("no scheduler task {task:?}")))?;
-        let executions = self
-            .client
-            .list_scheduled(&ListFilter {
-                task_name: Some(task.to_owned()),
-                limit: Some(LIST_LIMIT),
-                ..ListFilter::default()
-            })?
+        row.unreadable = !counted;
+        let executions = or_unreadable(
+            self.client
+                .list_scheduled(&ListFilter {
+                    task_name: Some(task.to_owned()),
+                    limit: Some(LIST_LIMIT),
+                    ..ListFilter::default()
+                })
+                .map_err(WebError::from),
+            Vec::new,
+            "this task's executions",
+            &mut unreadable,
+        )?
+        .into_iter()
+        .map(|e| self.view(e, now))
+        .collect();
+        let paused = or_unreadable(self.paused(), Vec::new, "paused tasks", &mut unreadable)?
             .into_iter()
-            .map(|e| self.view(e, now))
-            .collect();
-        let paused = self.paused()?.into_iter().find(|p| p.task == task);
+            .find(|p| p.task == task);
+        let failing = or_unreadable(
+            self.failing(Some(task), now),
+            Vec::new,
+            "failing executions",
+            &mut unreadable,
+        )?;
         Ok(TaskPage {
             paused,
             backlog,
@@ -1288,7 +1782,8 @@ impl Web {
             executions,
             picked: picked.running.into_iter().chain(picked.dead).collect(),
             dead_total: picked.dead_total,
-            failing: self.failing(Some(task), now)?,
+            failing,
+            unreadable,
             meta,
         })
     }
@@ -1322,7 +1817,8 @@ impl Web {
             Some(e) if !is_item => {
                 let data = DataView::of(e.task_data.as_deref());
                 let execution = self.view(e, now);
-                let next = NextStep::of(&execution, now, self.dead_after);
+                let paused = self.paused()?.iter().any(|p| p.task == key.task_name);
+                let next = NextStep::of(&execution, now, self.dead_after, paused);
                 Ok(ExecutionDetail {
                     execution,
                     data,
@@ -1344,7 +1840,8 @@ impl Web {
     ) -> Result<SearchResult, WebError> {
         let meta = self.meta();
         let now = meta.now;
-        let (tasks, types) = self.names()?;
+        let mut unreadable = Vec::new();
+        let (tasks, types) = self.names(&mut unreadable)?;
         let mut result = SearchResult {
             meta,
             task: task.clone(),
@@ -1355,6 +1852,7 @@ impl Web {
             items: Vec::new(),
             task_page: None,
             task_type_page: None,
+            unreadable,
         };
         let Some(instance) = instance else {
             let Some(task) = task else {
@@ -1391,7 +1889,13 @@ impl Web {
             let key = ExecutionKey::new(name, &instance);
             match (&self.queue, is_type) {
                 (_, false) => {
-                    if let Some(e) = self.client.get(&key)? {
+                    let found = or_unreadable(
+                        self.client.get(&key).map_err(WebError::from),
+                        || None,
+                        &format!("{name}/{instance}"),
+                        &mut result.unreadable,
+                    )?;
+                    if let Some(e) = found {
                         result.executions.push(self.view(e, now));
                     }
                 }
@@ -1407,29 +1911,80 @@ impl Web {
     }
 
     /// Reschedules an execution that is not running to `at` (run now: `at` = now), if it is
-    /// still at `version` when checked ([`docket_core::SchedulerClient::reschedule`] then
-    /// refuses it if it was picked meanwhile).
+    /// still at `version`: the row read at `version` must not be picked, and the write is one
+    /// statement guarded by `version` (every change of a row, a claim included, bumps its
+    /// version), so a row changed between the check and the write is left alone (`409`).
     pub(crate) fn reschedule(
         &self,
         key: &ExecutionKey,
         version: i64,
         at: DateTime<Utc>,
     ) -> Result<(), WebError> {
-        self.check_unpicked(key, version)?;
-        Ok(self.client.reschedule(key, at)?)
+        self.check_at_version(key, version, Expect::Unpicked)?;
+        self.reschedule_at_version(key, version, at)
     }
 
-    /// Cancels (removes) an execution that is not running, if it is still at `version` when
-    /// checked ([`docket_core::SchedulerClient::cancel`] then refuses it if it was picked
-    /// meanwhile).
+    /// Cancels (removes) an execution that is not running, if it is still at `version`; as
+    /// [`Web::reschedule`], the removal is one statement guarded by `version`.
     pub(crate) fn cancel(&self, key: &ExecutionKey, version: i64) -> Result<(), WebError> {
-        self.check_unpicked(key, version)?;
-        Ok(self.client.cancel(key)?)
+        self.check_at_version(key, version, Expect::Unpicked)?;
+        self.cancel_at_version(key, version)
     }
 
-    /// The execution exists, is a scheduler execution, is not picked, and is at `version`.
-    fn check_unpicked(&self, key: &ExecutionKey, version: i64) -> Result<(), WebError> {
+    /// The write of [`Web::reschedule`]: one `UPDATE ... WHERE <key> AND version = ?`; then,
+    /// when the row is due, the backend's wake-up signal (PostgreSQL `NOTIFY`), as
+    /// `SchedulerClient::reschedule` sends it.
+    fn reschedule_at_version(
+        &self,
+        key: &ExecutionKey,
+        version: i64,
+        at: DateTime<Utc>,
+    ) -> Result<(), WebError> {
+        let at = docket_core::clock::to_micros(at);
+        let changes = Changes {
+            execution_time: Some(at),
+            ..Changes::default()
+        };
+        if !self
+            .client
+            .store()
+            .execution_update(key, Guard::Version(version), &changes)?
+        {
+            return Err(stale(key, version));
+        }
+        if at <= self.clock.now() {
+            if let Some(signals) = &self.signals {
+                signals.announce();
+            }
+        }
+        Ok(())
+    }
+
+    /// The write of [`Web::cancel`]: one `DELETE ... WHERE <key> AND version = ?`.
+    fn cancel_at_version(&self, key: &ExecutionKey, version: i64) -> Result<(), WebError> {
+        if !self
+            .client
+            .store()
+            .execution_remove(key, Guard::Version(version))?
+        {
+            return Err(stale(key, version));
+        }
+        Ok(())
+    }
+
+    /// The execution exists, is a scheduler execution, is at `version`, and at that version
+    /// is in the state `expect` names. A write guarded by `version` then changes exactly the
+    /// row checked here.
+    fn check_at_version(
+        &self,
+        key: &ExecutionKey,
+        version: i64,
+        expect: Expect,
+    ) -> Result<ExecutionView, WebError> {
         let e = self.execution(key)?;
+        if e.version != version {
+            return Err(stale(key, version));
+        }
         if matches!(e.state, State::Running | State::Dead) {
             return Err(WebError::Conflict(format!(
                 "{}/{} is {} (picked by {}); only executions that are not running can be \
@@ -1440,10 +1995,13 @@ impl Web {
                 e.picked_by.as_deref().unwrap_or("?")
             )));
         }
-        if e.version != version {
-            return Err(stale(key, version));
+        if expect == Expect::FailingUnpicked && e.consecutive_failures <= 0 {
+            return Err(WebError::Conflict(format!(
+                "{}/{} is not failing: a bulk action changes failing executions only",
+                key.task_name, key.task_instance
+            )));
         }
-        Ok(())
+        Ok(e)
     }
 
     // ---- work queue ----
@@ -1471,7 +2029,8 @@ impl Web {
     pub(crate) fn queue_page(&self) -> Result<QueuePage, WebError> {
         let meta = self.meta();
         let unavailable = self.queue.as_ref().err().cloned();
-        let summary = self.client.summary()?;
+        let mut unreadable = Vec::new();
+        let (summary, _) = self.summary(&mut unreadable)?;
         let (_, types) = self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
         let types: HashSet<&String> = types.iter().collect();
         let mut rows: Vec<QueueTypeRow> = summary
@@ -1490,6 +2049,7 @@ impl Web {
             unavailable,
             types: rows,
             types_total,
+            unreadable,
         })
     }
 
@@ -1497,7 +2057,8 @@ impl Web {
     /// scan of the table, for the pages that show the count).
     fn check_type(&self, task_type: &str) -> Result<i64, WebError> {
         self.queue()?;
-        let summary = self.client.summary()?;
+        // Counts missing (a row docket cannot decode) show as 0 on the type's page.
+        let (summary, _) = self.summary(&mut Vec::new())?;
         let (_, types) = self.split_names(summary.iter().map(|s| s.task_name.clone()).collect())?;
         if !types.iter().any(|t| t == task_type) {
             return Err(type_missing(task_type, &self.table));
@@ -1722,7 +2283,12 @@ fn item_view(listed: ListedItem, list: bool) -> Result<ItemView, WebError> {
     Ok(ItemView {
         record: serde_json::to_value(item.record)
             .map_err(|e| WebError::Internal(format!("record key: {e}")))?,
-        attributes: serde_json::Value::Object(item.attributes()?),
+        // Attributes that do not parse (written by SQL or another program) are shown as such
+        // on this item alone, not as the whole page's failure.
+        attributes: match item.attributes() {
+            Ok(map) => serde_json::Value::Object(map),
+            Err(e) => serde_json::Value::String(format!("unreadable: {e}")),
+        },
         data_bytes: item.data.as_ref().map(Vec::len),
         task_type: item.key.task_name,
         item: item.key.task_instance,
@@ -1736,7 +2302,17 @@ fn item_view(listed: ListedItem, list: bool) -> Result<ItemView, WebError> {
     })
 }
 
+/// What a guarded write needs the row (at the version the caller saw) to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// Not picked (single actions).
+    Unpicked,
+    /// Not picked and failing (bulk actions: the state their confirmation showed).
+    FailingUnpicked,
+}
+
 /// Picked executions as the pages show them.
+#[derive(Default)]
 struct Picked {
     running: Vec<ExecutionView>,
     dead: Vec<ExecutionView>,

@@ -5,14 +5,14 @@ use crate::auth::local_path;
 use crate::chart::backlog_svg;
 use crate::error::{HtmlError, WebError};
 use crate::limit::ClientIp;
-use crate::links::{seg, BasePath};
+use crate::links::{hidden_char, seg, BasePath};
 use crate::model::{
     check_worker, parse_time, AssignmentView, BulkAction, BulkRow, Capped, Counts, DataView,
     ExecAction, ExecutionView, ItemView, LagView, LevelAge, LimitQuery, Meta, PausedView,
-    SearchQuery, State as ExecState, TaskAction, WorkerAction, BULK_LIMIT, DATA_SHOWN, HELD_ROWS,
-    HEX_HEAD, LIST_LIMIT,
+    SearchQuery, State as ExecState, TaskAction, Unreadable, WorkerAction, BULK_LIMIT, DATA_SHOWN,
+    HELD_ROWS, HEX_HEAD, LIST_LIMIT,
 };
-use crate::state::{blocking, AppState, Web};
+use crate::state::{blocking, blocking_row, AppState, Web};
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -85,18 +85,6 @@ fn opt_when(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Markup {
         Some(t) => when(t, now),
         None => html! { span.muted { "—" } },
     }
-}
-
-/// Whether `c` is shown as an escape: control characters, and the invisible format characters
-/// that reorder or hide text (bidi embeddings, overrides and isolates such as U+202E, marks,
-/// zero-width characters, the BOM), with which a name could pass for another.
-fn hidden_char(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-                | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}'
-        )
 }
 
 /// `value` with every [`hidden_char`] written as a visible `\u{202E}`-style escape.
@@ -270,9 +258,14 @@ fn error_page(b: &BasePath, e: &ErrorPage) -> Markup {
     )
 }
 
-/// Any unknown path.
-pub async fn not_found() -> HtmlError {
-    HtmlError(WebError::NotFound("there is no such page".into()))
+/// Any unknown path: a JSON answer under `/api/`, a page elsewhere.
+pub async fn not_found(uri: axum::http::Uri) -> Response {
+    let e = WebError::NotFound("there is no such page".into());
+    if uri.path() == "/api" || uri.path().starts_with("/api/") {
+        crate::error::ApiError(e).into_response()
+    } else {
+        HtmlError(e).into_response()
+    }
 }
 
 /// "Showing `shown` of `total` `what`" when a list was cut, with a hint where to look.
@@ -369,6 +362,19 @@ fn data_card(data: &DataView) -> Markup {
                     p { "First " (HEX_HEAD.min(*bytes)) " bytes:" }
                     pre.data.mono { (hex_head) }
                 },
+            }
+        }
+    }
+}
+
+/// What could not be read because a row holds a value docket cannot decode, each in its place
+/// (nothing when all was read).
+fn unreadable_card(notes: &[Unreadable]) -> Markup {
+    html! {
+        @if !notes.is_empty() {
+            div.unreadable role="alert" {
+                p { strong { "Unreadable rows: " } "a row holds a value docket cannot read (written by SQL or another program); what it hides is missing below, not zero. Fix or delete the row with SQL." }
+                ul { @for n in notes { li { (shown(&n.what)) ": " (visible(&n.reason)) } } }
             }
         }
     }
@@ -487,6 +493,7 @@ fn lag_card(b: &BasePath, lag: &LagView, by_priority: bool) -> Markup {
                     }
                 }
                 p.note { "Counts stop at " (lag.cap) " (shown as ≥). " @if lag.names_capped { "Only the first " (lag.names_read) " task names are shown." } }
+                (unreadable_card(&lag.unreadable))
             }
         }
     }
@@ -603,6 +610,7 @@ pub async fn overview(
             p.sub { (o.tasks_total) " tasks · " (o.totals.total) " executions" }
         }
         (flash(q.done.as_deref()))
+        (unreadable_card(&o.unreadable))
         (stat_cards(&o.totals))
         div.grid {
             section.card.wide {
@@ -616,15 +624,19 @@ pub async fn overview(
                             @for t in &o.tasks {
                                 tr {
                                     td { a href=(b.task(&t.task)) { (shown(&t.task)) } }
-                                    @if t.counts.due_capped {
+                                    @if t.unreadable {
+                                        td.num.unreadable colspan="5" { "unreadable" }
+                                    } @else if t.counts.due_capped {
                                         td.num.due { "≥ " (t.counts.due) }
                                     } @else {
                                         (count_cell(t.counts.due, "due"))
                                     }
-                                    td.num { (t.counts.scheduled.map_or("—".to_owned(), |n| n.to_string())) }
-                                    (count_cell(t.counts.running, "running"))
-                                    (count_cell(t.counts.failing, "bad"))
-                                    (count_cell(t.counts.dead, "bad"))
+                                    @if !t.unreadable {
+                                        td.num { (t.counts.scheduled.map_or("—".to_owned(), |n| n.to_string())) }
+                                        (count_cell(t.counts.running, "running"))
+                                        (count_cell(t.counts.failing, "bad"))
+                                        (count_cell(t.counts.dead, "bad"))
+                                    }
                                     td { (opt_when(t.next_execution_time, now)) }
                                 }
                             }
@@ -695,6 +707,7 @@ pub async fn task(
             p.sub { (t.row.counts.total) " executions" }
         }
         (flash(q.done.as_deref()))
+        (unreadable_card(&t.unreadable))
         (pause_card(&t.row.task, t.paused.as_ref(), &viewer, now))
         (stat_cards(&t.row.counts))
         div.grid {
@@ -749,7 +762,8 @@ pub async fn execution(
     let b = &web.base;
     let q = html_query(q)?;
     let key = ExecutionKey::new(task, instance);
-    let (detail, meta) = blocking(&web, move |w| Ok((w.execution_detail(&key)?, w.meta()))).await?;
+    let (detail, meta) =
+        blocking_row(&web, move |w| Ok((w.execution_detail(&key)?, w.meta()))).await?;
     let e = &detail.execution;
     let viewer = Viewer::of(&web, &headers);
     let now = meta.now;
@@ -843,11 +857,18 @@ pub async fn bulk_preview(
     let viewer = Viewer::of(&web, &headers);
     let now = p.meta.now;
     let here = b.task(&p.task);
-    let rows: String = p
-        .rows
-        .iter()
-        .map(|e| format!("{} {}\n", e.version, e.instance))
-        .collect();
+    // Exact keys: the rows as one JSON array (a line feed or any other character of an
+    // instance id is escaped inside its JSON string, so it cannot split or forge a row).
+    let rows = serde_json::to_string(
+        &p.rows
+            .iter()
+            .map(|e| BulkRow {
+                instance: e.instance.clone(),
+                version: e.version,
+            })
+            .collect::<Vec<_>>(),
+    )
+    .map_err(|e| WebError::Internal(format!("bulk rows: {e}")))?;
     let body = html! {
         p.crumbs { a href=(b.root()) { "Scheduler" } " / " a href=(here) { (shown(&p.task)) } " / " }
         div.title { h1 { "Confirm: " (action.as_str()) " failing executions" } }
@@ -889,7 +910,7 @@ pub async fn bulk_preview(
 #[derive(Debug, Deserialize)]
 pub struct BulkForm {
     csrf: String,
-    /// `version instance` per line, as the confirmation page listed them.
+    /// `[{"instance": ..., "version": N}, ...]`, as the confirmation page listed them.
     rows: String,
     at: Option<String>,
 }
@@ -928,6 +949,15 @@ pub async fn bulk_apply(
         p.crumbs { a href=(b.root()) { "Scheduler" } " / " a href=(here) { (shown(&task)) } " / " }
         div.title { h1 { "Bulk " (action.as_str()) } }
         p.flash role="status" { "Done: " (r.done) " " (action.done()) "." }
+        @if !r.changed.is_empty() {
+            section.card #changed {
+                h2 { (r.changed.len()) " " (action.done()) }
+                table {
+                    thead { tr { th { "Instance" } th { "Version confirmed" } } }
+                    tbody { @for c in &r.changed { tr { td.mono { (shown(&c.instance)) } td { (c.version) } } } }
+                }
+            }
+        }
         @if !r.skipped.is_empty() {
             section.card #skipped {
                 h2 { (r.skipped.len()) " left alone" }
@@ -949,23 +979,13 @@ pub async fn bulk_apply(
     ))
 }
 
-/// `version instance` lines (the confirmation page's hidden field) as rows.
+/// The confirmation page's hidden field: the rows as a JSON array of `{instance, version}`.
 fn parse_bulk_rows(text: &str) -> Result<Vec<BulkRow>, WebError> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|line| {
-            let (version, instance) = line.split_once(' ').ok_or_else(|| {
-                WebError::BadRequest(format!("malformed row {line:?}: expected VERSION INSTANCE"))
-            })?;
-            let version = version
-                .parse::<i64>()
-                .map_err(|_| WebError::BadRequest(format!("malformed version in row {line:?}")))?;
-            Ok(BulkRow {
-                instance: instance.trim_end_matches('\r').to_owned(),
-                version,
-            })
-        })
-        .collect()
+    serde_json::from_str(text).map_err(|e| {
+        WebError::BadRequest(format!(
+            "malformed rows: expected the confirmation page's JSON list ({e})"
+        ))
+    })
 }
 
 /// Fields of a task action form (pause, resume).
@@ -992,7 +1012,7 @@ pub async fn task_action(
         client.map_or("an unknown address".to_owned(), |ip| ip.to_string())
     );
     let name = task.clone();
-    let changed = blocking(&web, move |w| w.pause_or_resume(&name, action, &via)).await?;
+    let changed = blocking(&web, move |w| w.pause_or_resume(&name, action, false, &via)).await?;
     let to = format!("{}?done={}", b.task(&task), qv(action.done(changed)));
     Ok(Redirect::to(&to).into_response())
 }
@@ -1050,6 +1070,7 @@ pub async fn search(
     let hits = r.executions.len() + r.items.len();
     let body = html! {
         div.title { h1 { "Search" } }
+        (unreadable_card(&r.unreadable))
         section.card {
             form.inline method="get" action=(b.at("/search")) {
                 input type="text" name="task" placeholder="Task or task type (any)" value=(r.task.as_deref().unwrap_or("")) aria-label="Task";
@@ -1079,6 +1100,9 @@ fn record(item: &ItemView) -> String {
 /// Custom attributes as a small table (strings unquoted, other values as JSON).
 fn attributes(item: &ItemView) -> Markup {
     html! {
+        @if let Some(why) = item.attributes.as_str() {
+            p.unreadable { (visible(why)) }
+        }
         @if let Some(map) = item.attributes.as_object().filter(|m| !m.is_empty()) {
             dl.attrs {
                 @for (name, value) in map {
@@ -1146,6 +1170,7 @@ pub async fn queue(State(web): State<AppState>, headers: HeaderMap) -> PageResul
     let now = p.meta.now;
     let body = html! {
         div.title { h1 { "Work queue" } p.sub { "items worked by people, per task type" } }
+        (unreadable_card(&p.unreadable))
         section.card {
             @if let Some(reason) = &p.unavailable {
                 p.empty { "No work queue on this table: " (shown(reason)) }

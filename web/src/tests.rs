@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, Request, StatusCode};
 use chrono::{Duration, Utc};
 use docket_core::queue::{AssignmentStatus, Batch, Record};
-use docket_core::store::{Changes, Guard, PickChange};
+use docket_core::store::{Changes, Guard, NewExecution, PickChange};
 use docket_core::{
     ExecutionKey, QueueConfig, SchedulerClient, Store, StoreConfig, SystemClock, TaskDescriptor,
     WorkQueue,
@@ -32,6 +32,17 @@ impl Fixture {
     /// report: `failing` (due, 2 failures), `running` (picked, heartbeat 1 min ago), `dead`
     /// (picked, heartbeat 2 h ago); work queue `label`: rec1..rec3, 2 assignments each.
     fn new(token: Option<&str>) -> Self {
+        Self::with_reads(token, true)
+    }
+
+    /// As [`Fixture::new`]; `open_reads`: whether reads need no token (see
+    /// `Dashboard::open_reads`; these tests read as visitors unless they test that).
+    fn with_reads(token: Option<&str>, open_reads: bool) -> Self {
+        Self::with_limits(token, open_reads, super::Concurrency::default())
+    }
+
+    /// As [`Fixture::with_reads`], with other bounds of concurrent database work.
+    fn with_limits(token: Option<&str>, open_reads: bool, concurrency: super::Concurrency) -> Self {
         let (dir, store) = seeded_store();
         let web = super::Dashboard::new(
             store.clone(),
@@ -45,6 +56,8 @@ impl Fixture {
             },
         )
         .clock(Arc::new(SystemClock))
+        .open_reads(open_reads)
+        .concurrency(concurrency)
         .build()
         .unwrap();
         Self {
@@ -92,6 +105,16 @@ impl Fixture {
         }
         self.send(req.body(Body::from(body.to_owned())).unwrap())
             .await
+    }
+
+    /// `POST uri` with the bearer token and no body.
+    async fn api_post_empty(&self, uri: &str) -> Reply {
+        let req = Request::post(uri)
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .body(Body::empty())
+            .unwrap();
+        self.send(req).await
     }
 
     async fn form_post(
@@ -230,6 +253,21 @@ pub(super) fn claim(
         ..Changes::default()
     };
     assert!(store.execution_update(key, Guard::Any, &claim).unwrap());
+}
+
+/// The value of the first field named `name` in `html`, its HTML escapes undone.
+pub(super) fn hidden_value(html: &str, name: &str) -> Option<String> {
+    let marker = format!("name=\"{name}\" value=\"");
+    let at = html.find(&marker)? + marker.len();
+    let len = html[at..].find('"')?;
+    Some(
+        html[at..at + len]
+            .replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&"),
+    )
 }
 
 pub(super) fn hidden_csrf(html: &str) -> Option<String> {
@@ -1245,6 +1283,14 @@ async fn wrong_tokens_are_rate_limited_per_client() {
         .is_empty());
     assert_eq!(from([10, 0, 0, 7], TOKEN).await.status, StatusCode::OK);
 
+    // Finding 7: wrong tokens from 100 other addresses (one each) lock nobody else out (the
+    // old total limit of 100 refused everyone for 5 minutes).
+    for n in 0..100u8 {
+        let r = from([10, 1, 0, n], "wrong-guess").await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{n}");
+    }
+    assert_eq!(from([10, 0, 0, 8], TOKEN).await.status, StatusCode::OK);
+
     // The sign-in form from the blocked address: 429 page with Retry-After.
     let (csrf, cookie) = f.login_form().await;
     let mut req = Request::post("/login")
@@ -1809,11 +1855,12 @@ async fn bulk_actions_on_failing_executions_are_confirmed_and_bounded() {
     assert_eq!(confirm.status, StatusCode::OK);
     assert!(confirm.body.contains("Confirm: cancel 1 executions"));
     let version = f.version("report", "failing");
-    assert!(confirm
-        .body
-        .contains(&format!("name=\"rows\" value=\"{version} failing\n\"")));
+    let rows = hidden_value(&confirm.body, "rows").expect("the rows field");
+    assert_eq!(
+        serde_json::from_str::<Value>(&rows).unwrap(),
+        serde_json::json!([{"instance": "failing", "version": version}])
+    );
     let csrf = f.csrf_of(&cookie).await;
-    let rows = format!("{version} failing\n");
     let form = format!("csrf={csrf}&rows={}", super::links::seg(&rows));
     let done = f
         .form_post("/tasks/report/bulk/cancel", Some(&cookie), None, &form)
@@ -1841,4 +1888,332 @@ async fn bulk_actions_on_failing_executions_are_confirmed_and_bounded() {
         )
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "CSRF checked");
+}
+
+/// Finding 2: a failing row whose instance id holds a line feed (`x\n1 victim`, possible
+/// through db-scheduler or SQL) must not make the confirmation change a row it never showed,
+/// and no bulk action changes a row that is not failing, whoever sends its key and version.
+/// Without the fix the hidden field was `VERSION INSTANCE` lines: posting the confirmation
+/// back cancelled the healthy `victim`; and the API cancelled a healthy row given its key.
+#[tokio::test]
+async fn bulk_actions_change_exactly_the_confirmed_failing_rows() {
+    let f = Fixture::new(Some(TOKEN));
+    let now = Utc::now();
+    let sneaky = "x\n1 victim";
+    for id in [sneaky, "victim"] {
+        assert!(f
+            .store
+            .execution_insert(&NewExecution {
+                task_name: "report".into(),
+                task_instance: id.into(),
+                task_data: None,
+                execution_time: now - Duration::minutes(1),
+                priority: None,
+            })
+            .unwrap());
+    }
+    let failing = Changes {
+        last_failure: Some(now),
+        consecutive_failures: Some(1),
+        ..Changes::default()
+    };
+    assert!(f
+        .store
+        .execution_update(&ExecutionKey::new("report", sneaky), Guard::Any, &failing)
+        .unwrap());
+    let victim = ExecutionKey::new("report", "victim");
+    let victim_version = f.version("report", "victim");
+    assert_eq!(
+        victim_version, 1,
+        "the id the line feed forges names version 1"
+    );
+
+    // The confirmation, posted back as the browser would.
+    let cookie = f.sign_in().await;
+    let confirm = f
+        .get_signed_in("/tasks/report/bulk?action=cancel", Some(&cookie))
+        .await;
+    assert_eq!(confirm.status, StatusCode::OK, "{}", confirm.body);
+    let rows = hidden_value(&confirm.body, "rows").expect("the rows field");
+    let csrf = f.csrf_of(&cookie).await;
+    let form = format!("csrf={csrf}&rows={}", super::links::seg(&rows));
+    let done = f
+        .form_post("/tasks/report/bulk/cancel", Some(&cookie), None, &form)
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+    assert!(
+        f.store.execution_get(&victim).unwrap().is_some(),
+        "the healthy row was never shown: it must not be cancelled"
+    );
+    for id in [sneaky, "failing"] {
+        assert!(
+            f.store
+                .execution_get(&ExecutionKey::new("report", id))
+                .unwrap()
+                .is_none(),
+            "{id:?} was confirmed and cancelled"
+        );
+    }
+    assert!(done.body.contains("Done: 2 cancelled."), "{}", done.body);
+    assert!(
+        done.body.contains("x\\u{000A}1 victim"),
+        "the result names the rows changed, the line feed made visible: {}",
+        done.body
+    );
+
+    // The API: a healthy row's key and version is refused (left alone, with the reason).
+    let r = f
+        .api_post(
+            "/api/tasks/report/bulk/cancel",
+            Some(TOKEN),
+            &format!(r#"{{"rows":[{{"instance":"victim","version":{victim_version}}}]}}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let result: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(result["done"], 0, "{result}");
+    assert_eq!(result["changed"], serde_json::json!([]), "{result}");
+    assert_eq!(result["skipped"][0]["instance"], "victim", "{result}");
+    assert!(
+        result["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not failing"),
+        "{result}"
+    );
+    assert!(f.store.execution_get(&victim).unwrap().is_some());
+
+    // And a failing one through the API is named in the result.
+    assert!(f
+        .store
+        .execution_update(&victim, Guard::Any, &failing)
+        .unwrap());
+    let v = f.version("report", "victim");
+    let r = f
+        .api_post(
+            "/api/tasks/report/bulk/retry",
+            Some(TOKEN),
+            &format!(r#"{{"rows":[{{"instance":"victim","version":{v}}}]}}"#),
+        )
+        .await;
+    let result: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(
+        result["changed"],
+        serde_json::json!([{"instance": "victim", "version": v}]),
+        "{result}"
+    );
+}
+
+/// Finding 8: with a token configured, reads needed none (an execution's page showed up to
+/// 64 KiB of task data to anyone reaching the port). Now, by default, every read needs a
+/// session or the bearer token; `open_reads(true)` opens them again. Without the fix the
+/// anonymous reads below answered 200.
+#[tokio::test]
+async fn reads_need_the_token_when_one_is_set() {
+    let f = Fixture::with_reads(Some(TOKEN), false);
+    for page in [
+        "/",
+        "/executions/email/later",
+        "/tasks/email",
+        "/queue",
+        "/search?instance=x",
+    ] {
+        let r = f.get(page).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{page}: {}", r.body);
+        assert_eq!(
+            r.headers[header::LOCATION],
+            format!("/login?next={}", super::links::seg(page)),
+            "{page}"
+        );
+    }
+    for machine in ["/api/executions/email/later", "/api/overview", "/metrics"] {
+        let r = f.get(machine).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{machine}: {}", r.body);
+        assert!(
+            r.headers.contains_key(header::WWW_AUTHENTICATE),
+            "{machine}"
+        );
+        assert_eq!(r.json()["status"], 401, "{machine}");
+        assert!(
+            !r.body.contains("later\",\"state"),
+            "{machine}: nothing shown"
+        );
+    }
+    // The sign-in page and the stylesheet stay open.
+    assert_eq!(f.get("/login").await.status, StatusCode::OK);
+    assert_eq!(f.get("/style.css").await.status, StatusCode::OK);
+    // The bearer token (any case of the scheme) or a session opens every read.
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let req = Request::get("/api/executions/email/later")
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, format!("{scheme} {TOKEN}"))
+            .body(Body::empty())
+            .unwrap();
+        let r = f.send(req).await;
+        assert_eq!(r.status, StatusCode::OK, "{scheme}: {}", r.body);
+    }
+    let req = Request::get("/metrics")
+        .header(header::HOST, "localhost")
+        .header(header::AUTHORIZATION, "Bearer wrong-token-here!")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(f.send(req).await.status, StatusCode::UNAUTHORIZED);
+    let cookie = f.sign_in().await;
+    for page in ["/", "/executions/email/later", "/metrics", "/api/overview"] {
+        let r = f.get_signed_in(page, Some(&cookie)).await;
+        assert_eq!(r.status, StatusCode::OK, "{page} signed in: {}", r.body);
+    }
+    // Opened on purpose: reads need nothing, writes still the token.
+    let open = Fixture::with_reads(Some(TOKEN), true);
+    assert_eq!(
+        open.get("/executions/email/later").await.status,
+        StatusCode::OK
+    );
+    let r = open
+        .api_post(
+            "/api/executions/email/later/cancel",
+            None,
+            r#"{"version":1}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    // Without a token everything is read-only and open, as before.
+    assert_eq!(
+        Fixture::with_reads(None, false).get("/").await.status,
+        StatusCode::OK
+    );
+}
+
+/// Finding 8's smaller items: `/api/<unknown>` answers JSON, `bearer` in lower case is a
+/// bearer token on writes too, and a paused task's execution page does not promise a run at
+/// the next poll.
+#[tokio::test]
+async fn api_404s_are_json_lower_case_bearer_works_and_paused_pages_say_so() {
+    let f = Fixture::new(Some(TOKEN));
+    let r = f.get("/api/no-such-thing").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.json()["status"], 404, "{}", r.body);
+    assert!(f.get("/no-such-page").await.body.contains("<html"));
+
+    let req = Request::post("/api/tasks/email/pause")
+        .header(header::HOST, "localhost")
+        .header(header::AUTHORIZATION, format!("bearer {TOKEN}"))
+        .body(Body::empty())
+        .unwrap();
+    let r = f.send(req).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let page = f.get("/executions/email/high").await;
+    assert!(page.body.contains("the task is paused"), "{}", page.body);
+    assert!(!page.body.contains("at its next poll"), "{}", page.body);
+    let api: Value = serde_json::from_str(&f.get("/api/executions/email/high").await.body).unwrap();
+    assert!(
+        api["next"]["text"].as_str().unwrap().contains("paused"),
+        "{api}"
+    );
+}
+
+/// Finding 5: 60 concurrent overviews answered 55 x 503 after long waits and `/metrics` took
+/// 6 to 14 s behind them. Now page and API requests take turns for their database work
+/// (`Concurrency`), a request finding every turn taken and the queue full is answered `503`
+/// with `Retry-After` at once, and `/metrics` has turns of its own. Without the bound the
+/// overview below answered 200 (nothing limited it); without `/metrics`' own turns it
+/// answered 503 with the pages' turn taken.
+#[tokio::test]
+async fn a_busy_dashboard_answers_503_at_once_and_metrics_still_answer() {
+    let f = Fixture::with_limits(Some(TOKEN), true, super::Concurrency { work: 1, queue: 0 });
+    // Another request holds the only turn (its database work still running).
+    let turn = f.web.pages.turns.clone().try_acquire_owned().unwrap();
+    let r = f.get("/").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+    assert_eq!(r.headers[header::RETRY_AFTER], "1");
+    assert!(r.body.contains("busy"), "{}", r.body);
+    let r = f.get("/api/overview").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.json()["status"], 503);
+    let r = f.get("/metrics").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body.contains("docket_count_cap 1000"), "{}", r.body);
+    drop(turn);
+    assert_eq!(f.get("/").await.status, StatusCode::OK);
+    assert_eq!(
+        f.web.pages.turns.available_permits(),
+        1,
+        "the turn is given back when the work ends"
+    );
+}
+
+/// Finding 6: pausing a task that does not exist succeeded (a typo reported success while the
+/// real task ran on), and a zero-width look-alike of a real name was paused and shown in
+/// `/metrics` as the real one. Now a name with no execution is refused (`404`), unless the API
+/// confirms it (`?confirm=unknown`), which a name with hidden characters never passes.
+/// Without the check every pause below answered 200.
+#[tokio::test]
+async fn pausing_refuses_unknown_and_look_alike_task_names() {
+    let f = Fixture::new(Some(TOKEN));
+    let fx = &f;
+    let pause = |name: &str, query: &str| {
+        let uri = format!("/api/tasks/{}/pause{query}", super::links::seg(name));
+        async move { fx.api_post_empty(&uri).await }
+    };
+    let look_alike = "emai\u{200B}l";
+    for name in ["emial", look_alike] {
+        let r = pause(name, "").await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{name:?}: {}", r.body);
+        assert!(r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was paused"));
+    }
+    let r = pause(look_alike, "?confirm=unknown").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(
+        r.body.contains("u{200B}"),
+        "the hidden character is named: {}",
+        r.body
+    );
+    let r = pause("email", "?confirm=yes").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let paused = f.store.paused_list().unwrap();
+    assert!(paused.is_empty(), "nothing paused: {paused:?}");
+
+    // A real task, and a new name confirmed on purpose.
+    assert_eq!(pause("email", "").await.status, StatusCode::OK);
+    assert_eq!(
+        pause("nightly", "?confirm=unknown").await.status,
+        StatusCode::OK
+    );
+    let names: Vec<String> = f
+        .store
+        .paused_list()
+        .unwrap()
+        .into_iter()
+        .map(|p| p.task_name)
+        .collect();
+    assert_eq!(names, ["email", "nightly"]);
+}
+
+/// Finding 6, the size part: 50,000 paused rows made `/metrics` 2.1 MB and `/api/overview`
+/// 4.5 MB (every paused task listed). Now the first 200 by name are listed, with the total.
+/// Without the cap this test saw 250 `docket_task_paused` samples.
+#[tokio::test]
+async fn paused_lists_are_capped_in_metrics_and_the_api() {
+    let f = Fixture::new(Some(TOKEN));
+    for i in 0..250 {
+        assert!(f
+            .store
+            .paused_set(&format!("gone-{i:03}"), Utc::now(), Some("sql"))
+            .unwrap());
+    }
+    let metrics = f.get("/metrics").await.body;
+    let samples = metrics
+        .lines()
+        .filter(|l| l.starts_with("docket_task_paused{"))
+        .count();
+    assert_eq!(samples, 200, "{metrics}");
+    assert!(metrics.contains("\ndocket_paused_tasks 250\n"), "{metrics}");
+    let lag = f.get("/api/lag").await.json();
+    assert_eq!(lag["lag"]["paused"].as_array().unwrap().len(), 200);
+    assert_eq!(lag["lag"]["paused_total"], 250);
+    let overview = f.get("/api/overview").await.json();
+    assert_eq!(overview["lag"]["paused"].as_array().unwrap().len(), 200);
 }

@@ -115,11 +115,19 @@ impl Scraped {
     }
 }
 
+const TOKEN: &str = "a-token-for-metrics-tests";
+
+/// `GET uri` as a scraper configured with the token (`authorization: credentials`).
 async fn get(web: &Arc<Web>, uri: &str) -> (StatusCode, String, String) {
-    let req = Request::get(uri)
-        .header(header::HOST, "localhost")
-        .body(Body::empty())
-        .unwrap();
+    get_with(web, uri, Some(TOKEN)).await
+}
+
+async fn get_with(web: &Arc<Web>, uri: &str, token: Option<&str>) -> (StatusCode, String, String) {
+    let mut req = Request::get(uri).header(header::HOST, "localhost");
+    if let Some(t) = token {
+        req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+    }
+    let req = req.body(Body::empty()).unwrap();
     let res = router(web.clone()).oneshot(req).await.unwrap();
     let status = res.status();
     let ctype = res
@@ -144,7 +152,7 @@ async fn metrics_match_sql(harness: &dyn Harness) {
     let web = super::Dashboard::new(
         store.clone(),
         Access::Token {
-            token: Some("a-token-for-metrics-tests".into()),
+            token: Some(TOKEN.into()),
             hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
             secure_cookies: false,
         },
@@ -153,7 +161,9 @@ async fn metrics_match_sql(harness: &dyn Harness) {
     .build()
     .unwrap();
 
-    // No token: /metrics is a read, like every GET of the API.
+    // With a token set, /metrics is a read that needs it, like every GET of the API.
+    let (status, _, _) = get_with(&web, "/metrics", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (status, ctype, text) = get(&web, "/metrics").await;
     assert_eq!(status, StatusCode::OK, "{text}");
     assert_eq!(ctype, super::metrics::CONTENT_TYPE);
