@@ -119,10 +119,12 @@ impl Dialect for MysqlDialect {
             // The binary protocol counts parameters in 16 bits.
             max_binds: 65_535,
             max_insert_rows: usize::MAX,
-            // The range optimizer's time grows faster than an OR list of key equalities
-            // (MariaDB 10.11: 0.4 ms for 10 keys, 2.2 ms for 40, 21 ms for 100, against 1 to 2
-            // ms to run the statement).
-            max_key_terms: 20,
+            // Keys are written grouped by task name, `task_name = ? AND task_instance IN
+            // (...)`, which the range optimizer plans in linear time (MariaDB 10.11, 100 keys:
+            // 1.2 ms; 500: 7.4 ms). An `OR` list of key equalities grows faster (0.4 ms for
+            // 10 keys, 2.2 ms for 40, 12.9 ms for 100), which is what a batch of many task
+            // names still writes: 200 keys bounds that case.
+            max_key_terms: 200,
             // Neither server has `ON CONFLICT`, and `INSERT IGNORE` would also downgrade
             // strict-mode errors (data too long) to truncating warnings. The insert is plain;
             // the session turns a duplicate-key error into "0 rows inserted".

@@ -138,12 +138,12 @@ pub struct Syntax {
     /// For a statement that writes several executions named by key (the claim of selected
     /// keys, batched completions): match them through one primary-key probe per key over bound
     /// arrays (`UNNEST`, as [`Syntax::binds_arrays`]), each probe returning the one column
-    /// `columns`, between `open` and `close`. Default `None`: `(task_name = ? AND
-    /// task_instance = ? [AND version = ?]) OR ...`.
+    /// `columns`, between `open` and `close`. Default `None`: the keys grouped by task name,
+    /// `(task_name = ? AND task_instance IN (...) [AND version = CASE ...]) OR ...`.
     pub key_probe: Option<ClaimMatch>,
-    /// Most keys one statement names in its `(task_name = ? AND task_instance = ? ...) OR ...`
-    /// list (batched completions, the claim of selected keys); longer lists are split into
-    /// several statements of the same transaction. Default 500.
+    /// Most keys one statement names in its key list (`(task_name = ? AND task_instance IN
+    /// (...)) OR ...`: batched completions, heartbeats, the claim of selected keys); longer
+    /// lists are split into several statements of the same transaction. Default 500.
     pub max_key_terms: usize,
     /// Whether a multi-row insert binds one array per column (`INSERT ... SELECT * FROM
     /// UNNEST(?, ...)`, [`SqlWriter::insert_rows`]) rather than one value per cell. The

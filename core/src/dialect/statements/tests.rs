@@ -67,16 +67,29 @@ fn update_versions_sets_shared_values_once_and_differing_ones_per_row() {
          execution_time = CASE WHEN (task_name = ? AND task_instance = ?) THEN ? \
          WHEN (task_name = ? AND task_instance = ?) THEN ? ELSE execution_time END, \
          consecutive_failures = ?, version = version + 1 WHERE \
-         (task_name = ? AND task_instance = ? AND version = ?) OR \
-         (task_name = ? AND task_instance = ? AND version = ?)"
+         (task_name = ? AND task_instance IN (?, ?) AND version = CASE task_instance \
+         WHEN ? THEN ? WHEN ? THEN ? END)"
     );
-    assert_eq!(r.binds.len(), 16);
-    assert_eq!(r.binds[12], Value::BigInt(3));
-    let d = s.delete_versions(&[(&a, 3), (&b, 4)]);
+    assert_eq!(r.binds.len(), 17);
+    assert_eq!(r.binds[13], Value::from("1"));
+    assert_eq!(r.binds[14], Value::BigInt(3));
+    // Keys grouped by task name, in the order each name first appears.
+    let c = ExecutionKey::new("u", "1");
+    let d = s.delete_versions(&[(&a, 3), (&c, 5), (&b, 4)]);
     assert_eq!(
         d.sql,
-        "DELETE FROM \"scheduled_tasks\" WHERE (task_name = ? AND task_instance = ? AND \
-         version = ?) OR (task_name = ? AND task_instance = ? AND version = ?)"
+        "DELETE FROM \"scheduled_tasks\" WHERE (task_name = ? AND task_instance IN (?, ?) AND \
+         version = CASE task_instance WHEN ? THEN ? WHEN ? THEN ? END) OR (task_name = ? AND \
+         task_instance = ? AND version = ?)"
+    );
+    assert_eq!(
+        d.binds,
+        ["t", "1", "2", "1"]
+            .map(Value::from)
+            .into_iter()
+            .chain([Value::BigInt(3), Value::from("2"), Value::BigInt(4)])
+            .chain([Value::from("u"), Value::from("1"), Value::BigInt(5)])
+            .collect::<Vec<_>>()
     );
 }
 
