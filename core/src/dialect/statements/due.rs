@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The keys of one task name in a key list: the name, then each instance with its version.
+type KeyGroup<'k> = (&'k str, Vec<(&'k str, Option<i64>)>);
+
 impl<'d> Statements<'d> {
     /// `WHERE` of the due-queries plus their `ORDER BY` and limit.
     /// Returns the level the `ORDER BY` was written for.
@@ -187,7 +190,7 @@ impl<'d> Statements<'d> {
         w: &mut SqlWriter<'_>,
         keys: impl IntoIterator<Item = (&'k ExecutionKey, Option<i64>)>,
     ) {
-        let mut groups: Vec<(&str, Vec<(&str, Option<i64>)>)> = Vec::new();
+        let mut groups: Vec<KeyGroup<'_>> = Vec::new();
         for (key, version) in keys {
             let member = (key.task_instance.as_str(), version);
             match groups.iter_mut().find(|(name, _)| *name == key.task_name) {
