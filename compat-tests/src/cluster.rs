@@ -1,0 +1,458 @@
+//! The cluster suite (docs/RELIABILITY.md, "Past one database server"): scheduler processes
+//! (the `reliab_worker` binary) on the nodes of a three-node MariaDB Galera cluster and on a
+//! PostgreSQL primary with a standby behind a libpq multi-host URL, every run counted.
+//!
+//! The clusters come from `scripts/cluster.sh` (Debian's packages, loopback ports), which
+//! prints the variables read here: `DOCKET_GALERA_URLS` (three `mysql://` URLs, one per node),
+//! `DOCKET_PG_HA_URL` (`postgres://h1:p1,h2:p2/db?target_session_attrs=read-write`),
+//! `DOCKET_PG_HA_SYNC` (`on`: synchronous standby) and `DOCKET_CLUSTER_CTL` (the script, whose
+//! `kill`, `restart` and `promote` the cases call). Without them every case fails with
+//! `NOT RUN:`; a missing cluster is never a pass.
+
+use crate::backends::{connect, unique_name};
+use crate::faults::{duplicates, failures, instances};
+use crate::reliability::{remaining, report_of, Cluster, Launch, RELIAB};
+use diesel::connection::SimpleConnection;
+use diesel::{Connection, MysqlConnection, PgConnection, RunQueryDsl};
+use docket_core::{SchedulerClient, Store, StoreConfig};
+use std::collections::HashMap;
+use std::process::Command;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// The Galera nodes' URLs, comma-separated (no database).
+pub const GALERA_ENV: &str = "DOCKET_GALERA_URLS";
+/// The PostgreSQL multi-host URL (database `postgres`).
+pub const PG_HA_ENV: &str = "DOCKET_PG_HA_URL";
+/// `on` when the PostgreSQL standby is synchronous.
+pub const PG_HA_SYNC_ENV: &str = "DOCKET_PG_HA_SYNC";
+/// The cluster script (`kill NODE`, `restart NODE`, `promote`).
+pub const CTL_ENV: &str = "DOCKET_CLUSTER_CTL";
+
+/// How to get the clusters, for the `NOT RUN` message.
+const HOW: &str = "start the clusters with `scripts/cluster.sh run cargo test -p \
+                   docket-compat-tests --test cluster` (or `scripts/cluster.sh start` and \
+                   `eval \"$(scripts/cluster.sh env)\"`)";
+
+/// The value of `var`, or a `NOT RUN` failure naming it.
+fn required(var: &str) -> String {
+    match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => v,
+        _ => panic!("NOT RUN: {var} is unset: {HOW}"),
+    }
+}
+
+/// One case at a time: the clusters are shared, and a case kills their nodes.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs the cluster script with `args` (kill, restart, promote), failing the case if it fails.
+fn ctl(args: &[&str]) {
+    let script = required(CTL_ENV);
+    let out = Command::new(&script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {script}: {e}"));
+    assert!(
+        out.status.success(),
+        "{script} {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `url` with its database replaced by `database` (query kept).
+fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let start = base.find("://").map_or(0, |i| i + 3);
+    let end = base[start..].find('/').map_or(base.len(), |i| start + i);
+    let mut out = format!("{}/{database}", &base[..end]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+/// A database of its own on the Galera cluster (created through node 1; DDL is replicated
+/// to every node before it returns), dropped at the end.
+struct GaleraDb {
+    nodes: Vec<String>,
+    database: String,
+}
+
+impl GaleraDb {
+    fn new() -> Self {
+        let nodes: Vec<String> = required(GALERA_ENV)
+            .split(',')
+            .map(|u| u.trim().to_owned())
+            .collect();
+        assert_eq!(nodes.len(), 3, "{GALERA_ENV} names three nodes: {nodes:?}");
+        let database = unique_name();
+        let mut conn = MysqlConnection::establish(&nodes[0])
+            .unwrap_or_else(|e| panic!("NOT RUN: cannot connect to {}: {e}; {HOW}", nodes[0]));
+        conn.batch_execute(&format!("CREATE DATABASE `{database}`"))
+            .unwrap_or_else(|e| panic!("create database {database}: {e}"));
+        Self { nodes, database }
+    }
+
+    /// Node `i`'s URL of the database.
+    fn url(&self, i: usize) -> String {
+        with_database(&self.nodes[i], &self.database)
+    }
+
+    /// Certification conflicts so far, summed over the nodes: transactions that failed
+    /// certification at commit, and local transactions aborted by a replicated one
+    /// (`wsrep_local_cert_failures + wsrep_local_bf_aborts`; each conflict is counted on the
+    /// node whose transaction lost).
+    fn conflicts(&self) -> i64 {
+        #[derive(diesel::QueryableByName)]
+        struct Value {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            v: String,
+        }
+        let mut total = 0;
+        for node in &self.nodes {
+            let mut conn = MysqlConnection::establish(node)
+                .unwrap_or_else(|e| panic!("cannot connect to {node}: {e}"));
+            for name in ["WSREP_LOCAL_CERT_FAILURES", "WSREP_LOCAL_BF_ABORTS"] {
+                let rows: Vec<Value> = diesel::sql_query(
+                    "SELECT VARIABLE_VALUE AS v FROM information_schema.GLOBAL_STATUS \
+                     WHERE VARIABLE_NAME = ?",
+                )
+                .bind::<diesel::sql_types::Text, _>(name)
+                .load(&mut conn)
+                .unwrap_or_else(|e| panic!("{name} on {node}: {e}"));
+                total += rows
+                    .first()
+                    .and_then(|r| r.v.parse::<i64>().ok())
+                    .unwrap_or_else(|| panic!("{name} on {node}: no number"));
+            }
+        }
+        total
+    }
+}
+
+impl Drop for GaleraDb {
+    fn drop(&mut self) {
+        if let Ok(mut conn) = MysqlConnection::establish(&self.nodes[0]) {
+            let _ = conn.batch_execute(&format!("DROP DATABASE IF EXISTS `{}`", self.database));
+        }
+    }
+}
+
+/// Schedules `n` `reliab` executions through `store`: even ones with priorities 1..=10, odd
+/// ones with none (NULL), in batches.
+fn schedule(url: &str, backend: &str, n: usize) {
+    let on = connect(backend, url, StoreConfig::with_priority(true)).expect("store");
+    let off = connect(backend, url, StoreConfig::with_priority(false)).expect("store");
+    let clients = [
+        SchedulerClient::new(on).expect("schema migrated"),
+        SchedulerClient::new(off).expect("schema migrated"),
+    ];
+    for chunk in (0..n).collect::<Vec<_>>().chunks(2_000) {
+        for (parity, client) in clients.iter().enumerate() {
+            let instances = chunk.iter().filter(|i| *i % 2 == parity).map(|i| {
+                RELIAB
+                    .instance(format!("{i:06}"))
+                    .priority((*i % 10) as i16 + 1)
+            });
+            client.schedule_batch(instances).expect("batch scheduled");
+        }
+    }
+}
+
+/// A migrated store on `url`.
+fn migrated(backend: &str, url: &str) -> Arc<dyn Store> {
+    let store = connect(backend, url, StoreConfig::with_priority(true))
+        .unwrap_or_else(|e| panic!("cannot open a store on {url}: {e}"));
+    store.migrate(None).expect("migrations apply");
+    store
+}
+
+/// What one Galera run measured.
+#[derive(Debug, Clone, Copy)]
+pub struct GaleraRun {
+    /// Executions run.
+    pub executions: usize,
+    /// Seconds from the workers' start to the last execution's removal.
+    pub seconds: f64,
+    /// Certification conflicts the servers counted during the run.
+    pub conflicts: i64,
+}
+
+impl GaleraRun {
+    /// Executions per second.
+    pub fn rate(&self) -> f64 {
+        self.executions as f64 / self.seconds
+    }
+
+    /// Conflicts per 1,000 executions.
+    pub fn conflicts_per_1000(&self) -> f64 {
+        self.conflicts as f64 * 1000.0 / self.executions as f64
+    }
+}
+
+/// One scheduler process per node (`spread`; otherwise all three on node 1), each polling
+/// with `polling` (`fetch`, `lock-and-fetch`), priority on or off, `n` executions with
+/// handlers that return at once. Asserted: every execution ran exactly once, none was
+/// declared dead or fenced, and no poll, claim, heartbeat or outcome write failed (the
+/// certification conflicts of a multi-primary cluster are retried as contention, never
+/// surfaced). Returns the figures.
+pub fn galera_run(exe: &str, polling: &str, priority: bool, n: usize, spread: bool) -> GaleraRun {
+    let db = GaleraDb::new();
+    let store = migrated("mysql", &db.url(0));
+    schedule(&db.url(0), "mysql", n);
+    let workers: Vec<_> = (0..3)
+        .map(|i| {
+            let mut w = Launch::new(&format!("node{}-{polling}", i + 1), polling);
+            w.url = Some(db.url(if spread { i } else { 0 }));
+            if !priority {
+                w.env.push(("RELIAB_PRIORITY".into(), "off".into()));
+            }
+            w
+        })
+        .collect();
+    let conflicts_before = db.conflicts();
+    let started = Instant::now();
+    let mut cluster = Cluster::launch("mysql", &db.url(0), exe, &workers, 15_000, 0, None);
+    cluster.wait("all executions to complete", || remaining(&*store) == 0);
+    let elapsed = started.elapsed();
+    for i in 0..workers.len() {
+        cluster.stop(i);
+    }
+    let conflicts = db.conflicts() - conflicts_before;
+    let events: Vec<String> = (0..workers.len()).flat_map(|i| cluster.events(i)).collect();
+    let dead = instances(&events, "dead").len();
+    let lost = instances(&events, "lost").len();
+    let runs = cluster.finish();
+    let failed = failures(&events);
+    let run = GaleraRun {
+        executions: n,
+        seconds: elapsed.as_secs_f64(),
+        conflicts,
+    };
+    let figures = format!(
+        ", {polling}, priority {}, {}; {conflicts} certification conflicts ({:.1} per 1,000); \
+         {} failed statements; {dead} declared dead, {lost} fenced",
+        if priority { "on" } else { "off" },
+        if spread {
+            "one process per node"
+        } else {
+            "every process on node 1"
+        },
+        run.conflicts_per_1000(),
+        failed.len(),
+    );
+    assert_eq!(runs.len(), n, "every execution ran{figures}");
+    let twice = duplicates(&runs);
+    assert!(
+        twice.is_empty(),
+        "ran more than once{figures}: {:?}",
+        &twice[..twice.len().min(5)]
+    );
+    assert!(
+        failed.is_empty(),
+        "statements failed{figures}; first: {:?}",
+        &failed[..failed.len().min(3)]
+    );
+    assert_eq!(
+        (dead, lost),
+        (0, 0),
+        "nothing declared dead or fenced{figures}"
+    );
+    report_of("galera", "cluster", n, workers.len(), elapsed, &figures);
+    run
+}
+
+/// Executions per case (`DOCKET_CLUSTER_EXECUTIONS`, default 3,000).
+pub fn executions() -> usize {
+    std::env::var("DOCKET_CLUSTER_EXECUTIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3_000)
+}
+
+/// [`galera_run`] with one process per node.
+pub fn galera_exactly_once(exe: &str, polling: &str, priority: bool) {
+    let _one = one_at_a_time();
+    galera_run(exe, polling, priority, executions(), true);
+}
+
+/// Throughput with every write on one node against writes spread over three, side by side
+/// (lock-and-fetch, priority on, the same executions), both exactly once; the figures are
+/// printed (`galera one node vs three: ...`) for docs/RELIABILITY.md.
+pub fn galera_one_node_against_three(exe: &str) {
+    let _one = one_at_a_time();
+    let n = executions();
+    let one = galera_run(exe, "lock-and-fetch", true, n, false);
+    let three = galera_run(exe, "lock-and-fetch", true, n, true);
+    eprintln!(
+        "galera one node vs three (lock-and-fetch, priority on, {n} executions): \
+         one node {:.0} executions/s, {:.1} conflicts per 1,000; three nodes {:.0} \
+         executions/s, {:.1} conflicts per 1,000",
+        one.rate(),
+        one.conflicts_per_1000(),
+        three.rate(),
+        three.conflicts_per_1000()
+    );
+    assert_eq!(
+        one.conflicts, 0,
+        "writes on one node meet no certification conflict (row locks see each other)"
+    );
+}
+
+/// PostgreSQL failover: three scheduler processes (lock-and-fetch priority on and off, fetch)
+/// on the multi-host URL with `target_session_attrs=read-write`; once a quarter of the
+/// executions ran, the primary is killed (`kill -9`) and the standby promoted. Asserted: every
+/// execution ran (nothing lost); with a synchronous standby none ran twice; the schedulers
+/// reconnected to the new primary by themselves (an execution scheduled after the promotion,
+/// through a client opened before the kill, ran); the interruption (kill to that execution's
+/// start) is printed.
+pub fn pg_failover(exe: &str) {
+    let _one = one_at_a_time();
+    let url = required(PG_HA_ENV);
+    let sync = required(PG_HA_SYNC_ENV) == "on";
+    let n = executions();
+    let database = unique_name();
+    {
+        let mut admin = PgConnection::establish(&url)
+            .unwrap_or_else(|e| panic!("NOT RUN: cannot connect to {url}: {e}; {HOW}"));
+        admin
+            .batch_execute(&format!("CREATE DATABASE {database}"))
+            .unwrap_or_else(|e| panic!("create database {database}: {e}"));
+    }
+    let db_url = with_database(&url, &database);
+    let store = migrated("postgres", &db_url);
+    schedule(&db_url, "postgres", n);
+    let client = SchedulerClient::new(store.clone()).expect("schema migrated");
+    let mut off = Launch::new("lock-and-fetch-off", "lock-and-fetch");
+    off.env.push(("RELIAB_PRIORITY".into(), "off".into()));
+    let workers = [
+        Launch::new("lock-and-fetch-on", "lock-and-fetch"),
+        off,
+        Launch::new("fetch-on", "fetch"),
+    ];
+    // Heartbeat 5 s x 4 missed: a 20 s dead window, well past the failover.
+    let started = Instant::now();
+    let mut cluster = Cluster::launch("postgres", &db_url, exe, &workers, 5_000, 5, None);
+    let logged = |c: &Cluster| (0..workers.len()).map(|i| c.logged(i)).sum::<usize>();
+    until("a quarter of the executions to run", || {
+        logged(&cluster) >= n / 4
+    });
+    let at_kill = logged(&cluster);
+    let killed = Instant::now();
+    ctl(&["kill", "pg1"]);
+    ctl(&["promote"]);
+    let promoted = killed.elapsed();
+    // Scheduled through the client opened before the failover: its pool reconnects too.
+    let marker = "after-failover";
+    let scheduled = retry_for(Duration::from_secs(30), || {
+        client.schedule(RELIAB.instance(marker).priority(10))
+    });
+    until("the execution scheduled after the failover to run", || {
+        (0..workers.len()).any(|i| cluster.started(i).iter().any(|s| s == marker))
+    });
+    let interruption = killed.elapsed();
+    cluster.wait("all executions to complete", || remaining(&*store) == 0);
+    let elapsed = started.elapsed();
+    let events: Vec<String> = (0..workers.len()).flat_map(|i| cluster.events(i)).collect();
+    let dead = instances(&events, "dead").len();
+    let lost = instances(&events, "lost").len();
+    let poll_failures = events
+        .iter()
+        .filter(|l| l.starts_with("poll-failed"))
+        .count();
+    let runs: HashMap<String, Vec<String>> = cluster.finish();
+    let twice = duplicates(&runs);
+    let figures = format!(
+        ", {} standby; killed after {at_kill} runs; promoted {:.1} s after the kill, \
+         client reconnected after {:.1} s, first execution on the new primary {:.1} s after the \
+         kill; {poll_failures} failed polls during the failover, {dead} declared dead, \
+         {lost} fenced, {} ran twice",
+        if sync { "synchronous" } else { "asynchronous" },
+        promoted.as_secs_f64(),
+        scheduled.as_secs_f64(),
+        interruption.as_secs_f64(),
+        twice.len()
+    );
+    let missing: Vec<String> = (0..n)
+        .map(|i| format!("{i:06}"))
+        .filter(|id| !runs.contains_key(id))
+        .collect();
+    report_of("postgres", "failover", n, workers.len(), elapsed, &figures);
+    if sync {
+        assert!(
+            missing.is_empty(),
+            "lost {} executions{figures}: {:?}",
+            missing.len(),
+            &missing[..missing.len().min(5)]
+        );
+        assert!(
+            twice.is_empty(),
+            "ran more than once{figures}: {:?}",
+            &twice[..twice.len().min(5)]
+        );
+    } else {
+        eprintln!(
+            "postgres failover (asynchronous standby): {} of {n} executions never ran \
+             (rows the standby never received)",
+            missing.len()
+        );
+    }
+    assert!(runs.contains_key(marker), "the marker ran{figures}");
+    if let Ok(mut admin) = PgConnection::establish(&url) {
+        let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"));
+    }
+}
+
+/// Waits until `done` holds, failing the case after 5 minutes.
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Calls `f` until it succeeds or `patience` passes (then fails the case); returns how long it
+/// took.
+fn retry_for<T, E: std::fmt::Display>(
+    patience: Duration,
+    mut f: impl FnMut() -> Result<T, E>,
+) -> Duration {
+    let started = Instant::now();
+    loop {
+        match f() {
+            Ok(_) => return started.elapsed(),
+            Err(e) if started.elapsed() >= patience => {
+                panic!("still failing after {patience:?}: {e}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn database_is_replaced_and_query_kept() {
+        assert_eq!(
+            with_database(
+                "postgres://p@h1:1,h2:2/postgres?target_session_attrs=read-write",
+                "d"
+            ),
+            "postgres://p@h1:1,h2:2/d?target_session_attrs=read-write"
+        );
+        assert_eq!(
+            with_database("mysql://root@127.0.0.1:4306", "d"),
+            "mysql://root@127.0.0.1:4306/d"
+        );
+    }
+}
