@@ -171,8 +171,7 @@ gclient() {
 galera_pid() { cat "$(gnode_dir "$1")/server.pid" 2>/dev/null; }
 
 galera_running() {
-  local pid
-  pid="$(galera_pid "$1")" && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+  alive "$(galera_pid "$1")"
 }
 
 # Waits until node i is Synced and ready (state transfer included).
@@ -281,10 +280,21 @@ pkill_own_rsync() {
 
 pg_dir() { echo "$dir/pg$1"; }
 
+# Whether process $1 runs (a zombie, not yet reaped after a kill -9, does not).
+alive() {
+  [ -n "$1" ] && kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
+}
+
 pg_running() {
   local f
   f="$(pg_dir "$1")/postmaster.pid"
-  [ -f "$f" ] && kill -0 "$(head -1 "$f")" 2>/dev/null
+  [ -f "$f" ] && alive "$(head -1 "$f")"
+}
+
+# The primary's view of its standby: "streaming sync", "streaming async" or nothing.
+pg_replication() {
+  as postgres "$(pgbin)/psql" -h 127.0.0.1 -p "${pg_ports[0]}" -U postgres -Atc \
+    "SELECT state || ' ' || sync_state FROM pg_stat_replication WHERE application_name = 'standby1'" 2>/dev/null || true
 }
 
 pg_ctl_() {
@@ -294,7 +304,11 @@ pg_ctl_() {
 }
 
 pg_start() {
-  if pg_running 1 && pg_running 2; then
+  local want="streaming sync"
+  [ "$pg_sync" = off ] && want="streaming async"
+  # Whole as asked: both running, the standby streaming as DOCKET_PG_SYNC says. Anything else
+  # (after a failover, or asked the other way) is made afresh.
+  if pg_running 1 && pg_running 2 && [ "$(pg_replication)" = "$want" ]; then
     return 0
   fi
   pg_stop
@@ -342,21 +356,16 @@ unix_socket_directories = '$d2'
 synchronous_standby_names = ''
 EOF
   pg_ctl_ 2 start >/dev/null
-  # Wait until the standby streams (and, when synchronous, is the sync standby).
+  # Wait until the standby streams and, when synchronous, is the sync standby (it shows as
+  # async for a moment after it connects).
   local n=0 state
   while [ $n -lt 120 ]; do
-    state="$(as postgres "$(pgbin)/psql" -h 127.0.0.1 -p "${pg_ports[0]}" -U postgres -Atc \
-      "SELECT state || ' ' || sync_state FROM pg_stat_replication WHERE application_name = 'standby1'" 2>/dev/null)" || true
-    case "$state" in
-    "streaming sync" | "streaming async") break ;;
-    esac
+    state="$(pg_replication)"
+    [ "$state" = "$want" ] && break
     sleep 0.5
     n=$((n + 1))
   done
-  case "$state" in
-  "streaming sync" | "streaming async") ;;
-  *) die "the standby is not streaming (state: '$state'); see $dir/pg2.log" ;;
-  esac
+  [ "$state" = "$want" ] || die "the standby is not '$want' (state: '$state'); see $dir/pg2.log"
   say "PostgreSQL: primary 127.0.0.1:${pg_ports[0]}, standby 127.0.0.1:${pg_ports[1]} ($state)"
 }
 
