@@ -311,8 +311,10 @@ pub fn galera_one_node_against_three(exe: &str) {
 /// executions ran, the primary is killed (`kill -9`) and the standby promoted. Asserted: every
 /// execution ran (nothing lost); with a synchronous standby none ran twice; the schedulers
 /// reconnected to the new primary by themselves (an execution scheduled after the promotion,
-/// through a client opened before the kill, ran); the interruption (kill to that execution's
-/// start) is printed.
+/// through a client opened before the kill, ran); so did their wake-up listeners (once idle,
+/// the schedulers poll every 20 s, so only a wake-up from the new primary starts each of three
+/// executions scheduled then within 0.5 s); the interruption (kill to the first execution's start) is
+/// printed.
 pub fn pg_failover(exe: &str) {
     let _one = one_at_a_time();
     let url = required(PG_HA_ENV);
@@ -325,6 +327,27 @@ pub fn pg_failover(exe: &str) {
         admin
             .batch_execute(&format!("CREATE DATABASE {database}"))
             .unwrap_or_else(|e| panic!("create database {database}: {e}"));
+        // The standby is what the case says it is (a pair left over from an earlier failover
+        // has none: `scripts/cluster.sh start pg` makes it afresh).
+        #[derive(diesel::QueryableByName)]
+        struct State {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            s: String,
+        }
+        let states: Vec<State> =
+            diesel::sql_query("SELECT state || ' ' || sync_state AS s FROM pg_stat_replication")
+                .load(&mut admin)
+                .unwrap_or_else(|e| panic!("pg_stat_replication: {e}"));
+        let want = if sync {
+            "streaming sync"
+        } else {
+            "streaming async"
+        };
+        assert!(
+            states.iter().any(|st| st.s == want),
+            "NOT RUN: no {want} standby (run `scripts/cluster.sh start pg`); replication: {:?}",
+            states.iter().map(|st| &st.s).collect::<Vec<_>>()
+        );
     }
     let db_url = with_database(&url, &database);
     let store = migrated("postgres", &db_url);
@@ -332,12 +355,20 @@ pub fn pg_failover(exe: &str) {
     let client = SchedulerClient::new(store.clone()).expect("schema migrated");
     let mut off = Launch::new("lock-and-fetch-off", "lock-and-fetch");
     off.env.push(("RELIAB_PRIORITY".into(), "off".into()));
-    let workers = [
+    let mut workers = [
         Launch::new("lock-and-fetch-on", "lock-and-fetch"),
         off,
         Launch::new("fetch-on", "fetch"),
     ];
-    // Heartbeat 5 s x 4 missed: a 20 s dead window, well past the failover.
+    // A polling interval far longer than the failover: an idle scheduler waits that long
+    // unless its wake-up listener, reconnected to the new primary, wakes it.
+    for w in &mut workers {
+        w.env
+            .push(("RELIAB_POLLING_MS".into(), POLLING_MS.to_string()));
+    }
+    // Heartbeat 5 s x 4 missed: a 20 s dead window, well past the failover. A claim whose
+    // commit reached the standby but whose answer was lost in the kill is held by nobody who
+    // knows it: revived after that window and run then, once (counted as declared dead).
     let started = Instant::now();
     let mut cluster = Cluster::launch("postgres", &db_url, exe, &workers, 5_000, 5, None);
     let logged = |c: &Cluster| (0..workers.len()).map(|i| c.logged(i)).sum::<usize>();
@@ -360,6 +391,26 @@ pub fn pg_failover(exe: &str) {
     let interruption = killed.elapsed();
     cluster.wait("all executions to complete", || remaining(&*store) == 0);
     let elapsed = started.elapsed();
+    // Idle now, each scheduler waits its polling interval unless woken: one more execution,
+    // scheduled through the new primary, starts at once only if a wake-up listener listens
+    // there (it lost its connection in the kill and had to open another).
+    // Three times, so that a poll that happens to fall just after one of them (each
+    // scheduler polls every 20 s) cannot pass for a wake-up.
+    let idle: Vec<String> = (0..3)
+        .map(|i| format!("woken-after-failover-{i}"))
+        .collect();
+    let mut woken = Duration::ZERO;
+    for instance in &idle {
+        std::thread::sleep(Duration::from_millis(300));
+        let asked = Instant::now();
+        client
+            .schedule(RELIAB.instance(instance.as_str()))
+            .expect("scheduled on the new primary");
+        until("the execution scheduled while idle to run", || {
+            (0..workers.len()).any(|i| cluster.started(i).iter().any(|s| s == instance))
+        });
+        woken = woken.max(asked.elapsed());
+    }
     let events: Vec<String> = (0..workers.len()).flat_map(|i| cluster.events(i)).collect();
     let dead = instances(&events, "dead").len();
     let lost = instances(&events, "lost").len();
@@ -368,17 +419,23 @@ pub fn pg_failover(exe: &str) {
         .filter(|l| l.starts_with("poll-failed"))
         .count();
     let runs: HashMap<String, Vec<String>> = cluster.finish();
+    assert!(
+        idle.iter().all(|i| runs.contains_key(i)),
+        "the executions scheduled while idle ran"
+    );
     let twice = duplicates(&runs);
     let figures = format!(
         ", {} standby; killed after {at_kill} runs; promoted {:.1} s after the kill, \
          client reconnected after {:.1} s, first execution on the new primary {:.1} s after the \
          kill; {poll_failures} failed polls during the failover, {dead} declared dead, \
-         {lost} fenced, {} ran twice",
+         {lost} fenced, {} ran twice; executions scheduled while idle started within {:.3} \
+         s",
         if sync { "synchronous" } else { "asynchronous" },
         promoted.as_secs_f64(),
         scheduled.as_secs_f64(),
         interruption.as_secs_f64(),
-        twice.len()
+        twice.len(),
+        woken.as_secs_f64()
     );
     let missing: Vec<String> = (0..n)
         .map(|i| format!("{i:06}"))
@@ -405,6 +462,11 @@ pub fn pg_failover(exe: &str) {
         );
     }
     assert!(runs.contains_key(marker), "the marker ran{figures}");
+    assert!(
+        woken < Duration::from_millis(500),
+        "an idle scheduler found work on the new primary only by polling (every {POLLING_MS} \
+         ms) after {woken:?}, not woken by its listener{figures}"
+    );
     if let Ok(mut admin) = PgConnection::establish(&url) {
         let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"));
     }
@@ -418,6 +480,9 @@ fn until(what: &str, mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The failover case's polling interval (see [`pg_failover`]).
+const POLLING_MS: u64 = 20_000;
 
 /// Calls `f` until it succeeds or `patience` passes (then fails the case); returns how long it
 /// took.
