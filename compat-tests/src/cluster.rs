@@ -6,8 +6,10 @@
 //! prints the variables read here: `DOCKET_GALERA_URLS` (three `mysql://` URLs, one per node),
 //! `DOCKET_PG_HA_URL` (`postgres://h1:p1,h2:p2/db?target_session_attrs=read-write`),
 //! `DOCKET_PG_HA_SYNC` (`on`: synchronous standby) and `DOCKET_CLUSTER_CTL` (the script, whose
-//! `kill`, `restart` and `promote` the cases call). Without them every case fails with
-//! `NOT RUN:`; a missing cluster is never a pass.
+//! `kill`, `restart` and `promote` the cases call). When they are unset the test process runs
+//! `scripts/cluster.sh start` itself (as root; it installs what is missing) and a detached
+//! watchdog runs `scripts/cluster.sh stop` once the process has gone. If that fails too, every
+//! case fails with `NOT RUN:` and the reason; a missing cluster is never a pass.
 
 use crate::backends::{connect, unique_name};
 use crate::faults::{duplicates, failures, instances};
@@ -16,8 +18,9 @@ use diesel::connection::SimpleConnection;
 use diesel::{Connection, MysqlConnection, PgConnection, RunQueryDsl};
 use docket_core::{SchedulerClient, Store, StoreConfig};
 use std::collections::HashMap;
-use std::process::Command;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The Galera nodes' URLs, comma-separated (no database).
@@ -34,12 +37,74 @@ const HOW: &str = "start the clusters with `scripts/cluster.sh run cargo test -p
                    docket-compat-tests --test cluster` (or `scripts/cluster.sh start` and \
                    `eval \"$(scripts/cluster.sh env)\"`)";
 
-/// The value of `var`, or a `NOT RUN` failure naming it.
+/// The value of `var`: from the environment, else from the clusters this process started
+/// ([`started`]); or a `NOT RUN` failure saying why there is none.
 fn required(var: &str) -> String {
     match std::env::var(var) {
         Ok(v) if !v.trim().is_empty() => v,
-        _ => panic!("NOT RUN: {var} is unset: {HOW}"),
+        _ => match started() {
+            Ok(vars) => vars
+                .get(var)
+                .cloned()
+                .unwrap_or_else(|| panic!("NOT RUN: {var}: scripts/cluster.sh env has none")),
+            Err(e) => {
+                panic!("NOT RUN: {var} is unset, and starting the clusters failed: {e}; {HOW}")
+            }
+        },
     }
+}
+
+/// The cluster script of this checkout.
+fn script() -> String {
+    format!("{}/../scripts/cluster.sh", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Starts the clusters once per process (`scripts/cluster.sh start`), with a detached
+/// watchdog that stops them when this process is gone; the variables `scripts/cluster.sh env`
+/// prints.
+fn started() -> Result<&'static HashMap<String, String>, String> {
+    static STARTED: OnceLock<Result<HashMap<String, String>, String>> = OnceLock::new();
+    STARTED
+        .get_or_init(|| {
+            let script = script();
+            let run = |args: &[&str]| {
+                let out = Command::new(&script)
+                    .args(args)
+                    .output()
+                    .map_err(|e| format!("cannot run {script}: {e}"))?;
+                if !out.status.success() {
+                    let err = String::from_utf8_lossy(&out.stderr);
+                    let lines: Vec<&str> = err.lines().collect();
+                    return Err(format!(
+                        "{script} {args:?}: {}",
+                        lines[lines.len().saturating_sub(8)..].join(" | ")
+                    ));
+                }
+                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            };
+            run(&["start"])?;
+            let watchdog = format!(
+                "while kill -0 {} 2>/dev/null; do sleep 1; done; exec '{script}' stop",
+                std::process::id()
+            );
+            Command::new("sh")
+                .args(["-c", &watchdog])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn()
+                .map_err(|e| format!("cannot start the clusters' watchdog: {e}"))?;
+            Ok(run(&["env"])?
+                .lines()
+                .filter_map(|line| {
+                    let (k, v) = line.strip_prefix("export ")?.split_once('=')?;
+                    Some((k.to_owned(), v.trim_matches('\'').to_owned()))
+                })
+                .collect())
+        })
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// One case at a time: the clusters are shared, and a case kills their nodes.
@@ -50,9 +115,15 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
 
 /// Runs the cluster script with `args` (kill, restart, promote), failing the case if it fails.
 fn ctl(args: &[&str]) {
+    ctl_with(args, &[]);
+}
+
+/// [`ctl`] with extra environment variables.
+fn ctl_with(args: &[&str], env: &[(&str, &str)]) {
     let script = required(CTL_ENV);
     let out = Command::new(&script)
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {script}: {e}"));
     assert!(
@@ -319,6 +390,11 @@ pub fn pg_failover(exe: &str) {
     let _one = one_at_a_time();
     let url = required(PG_HA_ENV);
     let sync = required(PG_HA_SYNC_ENV) == "on";
+    // A pair whole as asked (an earlier failover left none): made afresh when it is not.
+    ctl_with(
+        &["start", "pg"],
+        &[("DOCKET_PG_SYNC", if sync { "on" } else { "off" })],
+    );
     let n = executions();
     let database = unique_name();
     {
