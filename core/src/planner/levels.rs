@@ -571,13 +571,19 @@ fn next_at(src: &dyn DueSource, level: Level, p: &DueParams<'_>) -> Result<Next,
 /// contention (MariaDB ends one of two transactions now and then; on a Galera cluster every
 /// two nodes' claims of the same rows, one failing certification at commit), so it is not a
 /// failure. Each retry waits a moment first ([`pause_before_retry`]).
-pub(super) fn retried<T>(
+pub(super) fn retried<T>(claim: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    retried_up_to(CONTENTION_RETRIES, claim)
+}
+
+/// [`retried`], up to `bound` times.
+pub(super) fn retried_up_to<T>(
+    bound: usize,
     mut claim: impl FnMut() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     let mut retries = 0;
     loop {
         match claim() {
-            Err(StoreError::Contention { source }) if retries < CONTENTION_RETRIES => {
+            Err(StoreError::Contention { source }) if retries < bound => {
                 retries += 1;
                 metrics::counter!("docket_contention_retries_total").increment(1);
                 tracing::debug!(error = %source, retries, "claim ended by contention; retrying");
