@@ -377,6 +377,228 @@ pub fn galera_one_node_against_three(exe: &str) {
     );
 }
 
+/// A Galera node killed (`kill -9` of its server) mid-run and brought back: one scheduler
+/// process per node, 3,000 executions of 50 ms, dead window 4 s (1 s x 4). Once a quarter
+/// ran and node 3's scheduler holds executions, node 3's server is killed; its scheduler can
+/// reach no database, so the others revive what it held after the dead window and finish
+/// everything. Then node 3 is restarted (it rejoins by state transfer) and, once node 3's
+/// scheduler writes again, 600 more executions are scheduled: node 3's scheduler, still running, takes part again. Asserted:
+/// nothing lost; an execution ran twice only if node 3's scheduler had started or held it at
+/// the kill (it runs what it had queued, and cannot write the outcome: at-least-once), never
+/// more than twice; node 3's scheduler ran some of the executions scheduled after its node
+/// came back.
+pub fn galera_node_killed_and_back(exe: &str) {
+    const N: usize = 3_000;
+    const MORE: usize = 600;
+    let _one = one_at_a_time();
+    let db = GaleraDb::new();
+    let store = migrated("mysql", &db.url(0));
+    schedule(&db.url(0), "mysql", N);
+    let workers: Vec<_> = (0..3)
+        .map(|i| {
+            let mut w = Launch::new(&format!("node{}", i + 1), "lock-and-fetch");
+            w.url = Some(db.url(i));
+            w
+        })
+        .collect();
+    let started = Instant::now();
+    let mut cluster = Cluster::launch("mysql", &db.url(0), exe, &workers, 1_000, 50, None);
+    let victim = 2;
+    until("a quarter to run while node 3 holds executions", || {
+        (0..3).map(|i| cluster.logged(i)).sum::<usize>() >= N / 4
+            && !crate::reliability::held_by(&*store, "node3").is_empty()
+    });
+    let held = crate::reliability::held_by(&*store, "node3");
+    let before_kill: std::collections::HashSet<String> =
+        cluster.started(victim).into_iter().collect();
+    ctl(&["kill", "g3"]);
+    let killed = Instant::now();
+    cluster.wait("the others to finish everything", || {
+        remaining(&*store) == 0
+    });
+    let finished = killed.elapsed();
+    ctl(&["restart", "g3"]);
+    let rejoined = killed.elapsed();
+    // Its scheduler's statements wait in the pool for a connection while the node is down, and
+    // come back once the pool has one again: the first sign is the outcomes it could not write,
+    // now fenced (its executions were revived meanwhile) and reported as lost.
+    until("node 3's scheduler to write again", || {
+        cluster
+            .events(victim)
+            .iter()
+            .any(|l| l.starts_with("lost "))
+    });
+    let back = killed.elapsed();
+    let node3_before = cluster.logged(victim);
+    let client = SchedulerClient::new(
+        connect("mysql", &db.url(0), StoreConfig::with_priority(true)).expect("store"),
+    )
+    .expect("schema migrated");
+    client
+        .schedule_batch((0..MORE).map(|i| RELIAB.instance(format!("after-{i:04}"))))
+        .expect("scheduled after the node came back");
+    cluster.wait("the executions scheduled after the rejoin", || {
+        remaining(&*store) == 0
+    });
+    let node3_after = cluster.logged(victim) - node3_before;
+    let elapsed = started.elapsed();
+    let events: Vec<String> = (0..3).flat_map(|i| cluster.events(i)).collect();
+    let dead = instances(&events, "dead").len();
+    let runs = cluster.finish();
+    let twice = duplicates(&runs);
+    let figures = format!(
+        "; node 3 held {} at the kill, had started {}; the others finished {:.1} s after the \
+         kill; node 3 Synced again {:.1} s after it, its scheduler writing again after {:.1} s; \
+         {dead} declared dead, {} ran twice; node 3's scheduler ran {node3_after} of the {MORE} \
+         scheduled after",
+        held.len(),
+        before_kill.len(),
+        finished.as_secs_f64(),
+        rejoined.as_secs_f64(),
+        back.as_secs_f64(),
+        twice.len()
+    );
+    assert_eq!(runs.len(), N + MORE, "every execution ran{figures}");
+    for (id, by) in &twice {
+        assert!(
+            by.len() == 2
+                && (before_kill.contains(*id) || held.contains(*id))
+                && by.iter().any(|w| w == "node3"),
+            "{id} ran {by:?}: only what node 3 had started or held may run again, once{figures}"
+        );
+    }
+    assert!(dead > 0, "the kill hit executions node 3 held{figures}");
+    assert!(
+        node3_after > 0,
+        "node 3's scheduler took part again after its node came back{figures}"
+    );
+    report_of("galera", "node killed", N + MORE, 3, elapsed, &figures);
+}
+
+/// The work queue across nodes: six workers, two on each Galera node, each with a queue on
+/// its own node's store, race for 150 items of at most 2 assignments (`next_for`, then
+/// `submit`). Asserted: `next_for` and `submit` never fail (their certification conflicts are
+/// retried), no item is held by two workers at once (every item handed out was held by the
+/// worker it was handed to, one at a time as recorded), and after the race every item has
+/// exactly its 2 assignments, by two different workers, both submitted: never more than
+/// `max_assignments`, whichever nodes the claims committed on.
+pub fn galera_queue_across_nodes() {
+    use docket_core::queue::{AssignmentStatus, Batch, QueueConfig, Record};
+    use docket_core::{ExecutionKey, WorkQueue};
+    use std::collections::HashSet;
+    const TASK: &str = "review";
+    const N: usize = 150;
+    let _one = one_at_a_time();
+    let db = GaleraDb::new();
+    migrated("mysql", &db.url(0));
+    let queues: Vec<WorkQueue> = (0..3)
+        .map(|i| {
+            let store =
+                connect("mysql", &db.url(i), StoreConfig::with_priority(true)).expect("store");
+            WorkQueue::new(store, QueueConfig::default()).expect("work-queue schema migrated")
+        })
+        .collect();
+    let ids: Vec<String> = (0..N).map(|i| format!("item-{i:03}")).collect();
+    queues[0]
+        .enqueue(&Batch {
+            task_type: TASK.to_owned(),
+            max_assignments: 2,
+            records: ids.iter().map(Record::new).collect(),
+        })
+        .expect("enqueued");
+    let conflicts_before = db.conflicts();
+    let started = Instant::now();
+    let holds = Mutex::new(Vec::new());
+    let errors = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for w in 0..6 {
+            let (q, holds, errors) = (&queues[w % 3], &holds, &errors);
+            s.spawn(move || {
+                let worker = format!("node{}-w{w}", w % 3 + 1);
+                loop {
+                    let item = match q.next_for(&worker, TASK) {
+                        Ok(Some(item)) => item,
+                        Ok(None) => break,
+                        Err(e) => {
+                            errors
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .push(format!("next_for: {e}"));
+                            break;
+                        }
+                    };
+                    let ok = item.held_by.as_deref() == Some(worker.as_str())
+                        && item.assignments <= item.max_assignments;
+                    holds.lock().unwrap_or_else(PoisonError::into_inner).push((
+                        item.key.task_instance.clone(),
+                        worker.clone(),
+                        ok,
+                    ));
+                    if let Err(e) = q.submit(&worker, &item.key) {
+                        errors
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(format!("submit: {e}"));
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let elapsed = started.elapsed();
+    let errors = errors.into_inner().unwrap_or_else(PoisonError::into_inner);
+    assert!(
+        errors.is_empty(),
+        "the queue failed under certification conflicts: {errors:?}"
+    );
+    let mut claims = holds.into_inner().unwrap_or_else(PoisonError::into_inner);
+    assert!(
+        claims.iter().all(|(_, _, ok)| *ok),
+        "an item was handed out not held by its worker, or past its maximum"
+    );
+    // A worker stops at its first None, which can come while another still holds the last item
+    // it could take: drain what is left, worker by worker.
+    loop {
+        let before = claims.len();
+        for w in 0..6 {
+            let worker = format!("node{}-w{w}", w % 3 + 1);
+            let q = &queues[w % 3];
+            while let Some(item) = q.next_for(&worker, TASK).expect("next_for") {
+                claims.push((item.key.task_instance.clone(), worker.clone(), true));
+                q.submit(&worker, &item.key).expect("submit");
+            }
+        }
+        if claims.len() == before {
+            break;
+        }
+    }
+    let conflicts = db.conflicts() - conflicts_before;
+    let mut per_item: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for (id, worker, _) in &claims {
+        assert!(
+            per_item.entry(id).or_default().insert(worker),
+            "{worker} took {id} twice"
+        );
+    }
+    assert_eq!(claims.len(), 2 * N, "every item taken exactly twice");
+    for id in &ids {
+        let key = ExecutionKey::new(TASK, id);
+        let item = queues[1].item(&key).expect("read").expect("item");
+        assert_eq!((item.assignments, item.max_assignments), (2, 2), "{id}");
+        let done = queues[2].assignments(&key).expect("read");
+        assert_eq!(done.len(), 2, "{id}: {done:?}");
+        assert!(
+            done.iter().all(|a| a.status == AssignmentStatus::Submitted),
+            "{id}"
+        );
+    }
+    eprintln!(
+        "galera work queue: {N} items x 2 assignments, 6 workers on 3 nodes, {:.1} s, \
+         {conflicts} certification conflicts, 0 errors, none past its maximum",
+        elapsed.as_secs_f64()
+    );
+}
+
 /// PostgreSQL failover: three scheduler processes (lock-and-fetch priority on and off, fetch)
 /// on the multi-host URL with `target_session_attrs=read-write`; once a quarter of the
 /// executions ran, the primary is killed (`kill -9`) and the standby promoted. Asserted: every

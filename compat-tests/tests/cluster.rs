@@ -30,6 +30,16 @@ mod galera {
     }
 
     #[test]
+    fn work_queue_across_nodes() {
+        docket_compat_tests::cluster::galera_queue_across_nodes();
+    }
+
+    #[test]
+    fn node_killed_and_back() {
+        docket_compat_tests::cluster::galera_node_killed_and_back(EXE);
+    }
+
+    #[test]
     fn one_node_against_three() {
         galera_one_node_against_three(EXE);
     }
