@@ -409,8 +409,10 @@ stop_all() {
     local w
     w="$(cat "$f")"
     # The watchdog calls stop itself: never kill the process running this.
-    [ "$w" != "$$" ] && [ "$w" != "$PPID" ] && pkill -KILL -P "$w" 2>/dev/null
-    [ "$w" != "$$" ] && [ "$w" != "$PPID" ] && kill -KILL "$w" 2>/dev/null || true
+    if [ "$w" != "$$" ] && [ "$w" != "$PPID" ]; then
+      pkill -KILL -P "$w" 2>/dev/null || true
+      kill -KILL "$w" 2>/dev/null || true
+    fi
   fi
   rm -rf "$dir"
 }
