@@ -14,6 +14,8 @@
 #   run CMD...         start, run CMD with the env, stop whatever happens (CI uses this)
 #   kill NODE          kill -9 of one server: g1 g2 g3 (Galera), pg1 (primary), pg2 (standby)
 #   restart NODE       starts a Galera node that was killed (it rejoins by state transfer)
+#   isolate NODE       cuts a Galera node off into a non-primary component (gmcast.isolate)
+#   rejoin NODE        ends that and waits until the node is Synced again
 #   promote            promotes the PostgreSQL standby (pg_ctl promote) and waits for it
 #
 # Ports: Galera SQL 4306-4308, group communication 4567/4577/4587, incremental state transfer
@@ -465,6 +467,24 @@ restart)
     galera_start_node "${1#g}"
     ;;
   *) die "restart g1|g2|g3" ;;
+  esac
+  ;;
+isolate)
+  # Cuts a Galera node off from the others (gmcast.isolate): alone it is a non-primary
+  # component and refuses queries (1047) while the other two stay primary.
+  case "${1:-}" in
+  g1 | g2 | g3) gclient "${1#g}" -e "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'" ;;
+  *) die "isolate g1|g2|g3" ;;
+  esac
+  ;;
+rejoin)
+  # Ends the isolation; waits until the node is Synced again (incremental state transfer).
+  case "${1:-}" in
+  g1 | g2 | g3)
+    gclient "${1#g}" -e "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=0'"
+    galera_wait_synced "${1#g}"
+    ;;
+  *) die "rejoin g1|g2|g3" ;;
   esac
   ;;
 promote)

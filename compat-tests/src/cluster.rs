@@ -475,6 +475,98 @@ pub fn galera_node_killed_and_back(exe: &str) {
     report_of("galera", "node killed", N + MORE, 3, elapsed, &figures);
 }
 
+/// A Galera node cut off into a non-primary component (`gmcast.isolate`) for 10 s, longer
+/// than the dead window (4 s: 1 s x 4), while one lock-and-fetch scheduler per node runs 3,000
+/// executions of 50 ms. Node 3's server stays up but refuses every statement (1047, "WSREP has
+/// not yet prepared node for application use"): its scheduler's polls fail and are retried
+/// after the polling interval, its heartbeats fail, and the others revive what it held. Then
+/// node 3 rejoins (Synced again) and 600 more executions are scheduled. Asserted: nothing
+/// lost; an execution ran twice only if node 3's scheduler had started or held it at the cut,
+/// and at most twice; node 3's scheduler failed polls while cut off (it noticed) and ran some
+/// of the executions scheduled after it rejoined (it resumed by itself).
+pub fn galera_node_cut_off(exe: &str) {
+    const N: usize = 3_000;
+    const MORE: usize = 600;
+    let _one = one_at_a_time();
+    let db = GaleraDb::new();
+    let store = migrated("mysql", &db.url(0));
+    schedule(&db.url(0), "mysql", N);
+    let workers: Vec<_> = (0..3)
+        .map(|i| {
+            let mut w = Launch::new(&format!("node{}", i + 1), "lock-and-fetch");
+            w.url = Some(db.url(i));
+            w
+        })
+        .collect();
+    let started = Instant::now();
+    let mut cluster = Cluster::launch("mysql", &db.url(0), exe, &workers, 1_000, 50, None);
+    let victim = 2;
+    until("a quarter to run while node 3 holds executions", || {
+        (0..3).map(|i| cluster.logged(i)).sum::<usize>() >= N / 4
+            && !crate::reliability::held_by(&*store, "node3").is_empty()
+    });
+    let held = crate::reliability::held_by(&*store, "node3");
+    let before_cut: std::collections::HashSet<String> =
+        cluster.started(victim).into_iter().collect();
+    ctl(&["isolate", "g3"]);
+    let cut = Instant::now();
+    std::thread::sleep(Duration::from_secs(10));
+    let failed_polls = cluster
+        .events(victim)
+        .iter()
+        .filter(|l| l.starts_with("poll-failed"))
+        .count();
+    ctl(&["rejoin", "g3"]);
+    let rejoined = cut.elapsed();
+    cluster.wait("the others to finish everything", || {
+        remaining(&*store) == 0
+    });
+    let node3_before = cluster.logged(victim);
+    let client = SchedulerClient::new(
+        connect("mysql", &db.url(0), StoreConfig::with_priority(true)).expect("store"),
+    )
+    .expect("schema migrated");
+    client
+        .schedule_batch((0..MORE).map(|i| RELIAB.instance(format!("after-{i:04}"))))
+        .expect("scheduled after the rejoin");
+    cluster.wait("the executions scheduled after the rejoin", || {
+        remaining(&*store) == 0
+    });
+    let node3_after = cluster.logged(victim) - node3_before;
+    let elapsed = started.elapsed();
+    let events: Vec<String> = (0..3).flat_map(|i| cluster.events(i)).collect();
+    let dead = instances(&events, "dead").len();
+    let runs = cluster.finish();
+    let twice = duplicates(&runs);
+    let figures = format!(
+        "; node 3 held {} at the cut, had started {}; {failed_polls} of its polls failed while \
+         cut off; Synced again {:.1} s after the cut; {dead} declared dead, {} ran twice; node \
+         3's scheduler ran {node3_after} of the {MORE} scheduled after",
+        held.len(),
+        before_cut.len(),
+        rejoined.as_secs_f64(),
+        twice.len()
+    );
+    assert_eq!(runs.len(), N + MORE, "every execution ran{figures}");
+    for (id, by) in &twice {
+        assert!(
+            by.len() == 2
+                && (before_cut.contains(*id) || held.contains(*id))
+                && by.iter().any(|w| w == "node3"),
+            "{id} ran {by:?}: only what node 3 had started or held may run again, once{figures}"
+        );
+    }
+    assert!(
+        failed_polls > 0,
+        "node 3's scheduler noticed the cut{figures}"
+    );
+    assert!(
+        node3_after > 0,
+        "node 3's scheduler resumed after its node rejoined{figures}"
+    );
+    report_of("galera", "node cut off", N + MORE, 3, elapsed, &figures);
+}
+
 /// The work queue across nodes: six workers, two on each Galera node, each with a queue on
 /// its own node's store, race for 150 items of at most 2 assignments (`next_for`, then
 /// `submit`). Asserted: `next_for` and `submit` never fail (their certification conflicts are

@@ -40,6 +40,11 @@ mod galera {
     }
 
     #[test]
+    fn node_cut_off_and_back() {
+        docket_compat_tests::cluster::galera_node_cut_off(EXE);
+    }
+
+    #[test]
     fn one_node_against_three() {
         galera_one_node_against_three(EXE);
     }
