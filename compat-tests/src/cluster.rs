@@ -408,11 +408,13 @@ pub fn galera_node_killed_and_back(exe: &str) {
         (0..3).map(|i| cluster.logged(i)).sum::<usize>() >= N / 4
             && !crate::reliability::held_by(&*store, "node3").is_empty()
     });
+    ctl(&["kill", "g3"]);
+    let killed = Instant::now();
+    // Read after the kill: what node 3 claimed up to the kill (nothing is revived before the
+    // dead window), and what it started (it goes on starting what it had queued).
     let held = crate::reliability::held_by(&*store, "node3");
     let before_kill: std::collections::HashSet<String> =
         cluster.started(victim).into_iter().collect();
-    ctl(&["kill", "g3"]);
-    let killed = Instant::now();
     cluster.wait("the others to finish everything", || {
         remaining(&*store) == 0
     });
@@ -505,12 +507,15 @@ pub fn galera_node_cut_off(exe: &str) {
         (0..3).map(|i| cluster.logged(i)).sum::<usize>() >= N / 4
             && !crate::reliability::held_by(&*store, "node3").is_empty()
     });
-    let held = crate::reliability::held_by(&*store, "node3");
-    let before_cut: std::collections::HashSet<String> =
-        cluster.started(victim).into_iter().collect();
     ctl(&["isolate", "g3"]);
     let cut = Instant::now();
+    // Read after the cut (through node 1): what node 3 claimed up to it; nothing is revived
+    // before the dead window.
+    let held = crate::reliability::held_by(&*store, "node3");
     std::thread::sleep(Duration::from_secs(10));
+    // What it started, including what it had queued and started while cut off.
+    let before_cut: std::collections::HashSet<String> =
+        cluster.started(victim).into_iter().collect();
     let failed_polls = cluster
         .events(victim)
         .iter()
@@ -585,8 +590,8 @@ pub fn galera_queue_across_nodes() {
     migrated("mysql", &db.url(0));
     let queues: Vec<WorkQueue> = (0..3)
         .map(|i| {
-            let store =
-                connect("mysql", &db.url(i), StoreConfig::with_priority(true)).expect("store");
+            let store = connect("mysql", &db.url(i), StoreConfig::with_priority(true))
+                .unwrap_or_else(|e| panic!("a store on node {}: {e}", i + 1));
             WorkQueue::new(store, QueueConfig::default()).expect("work-queue schema migrated")
         })
         .collect();
