@@ -8,7 +8,9 @@
 # Usage: scripts/cluster.sh COMMAND
 #   install            installs the missing Debian packages (as root; otherwise prints them)
 #   start [galera|pg]  starts both (or one); idempotent: running nodes are left alone, a
-#                      PostgreSQL pair that is not whole (after a failover) is made afresh
+#                      PostgreSQL pair that is not whole (after a failover) is made afresh;
+#                      `start --owner PID ...` records PID as the clusters' owner
+#   stop --if-owner PID  stops them only if PID is still their owner (a test's watchdog)
 #   env                prints the `export` lines the cluster tests read (below)
 #   stop               stops every server it started and removes the directory; idempotent
 #   run CMD...         start, run CMD with the env, stop whatever happens (CI uses this)
@@ -206,7 +208,8 @@ galera_start_node() {
   local extra=()
   [ -n "$bootstrap" ] && extra+=(--wsrep-new-cluster)
   # Detached, in its own session: it outlives this script until `stop` (or the watchdog).
-  setsid mariadbd --defaults-file="$d/my.cnf" "${extra[@]}" </dev/null >/dev/null 2>&1 &
+  # 9>&-: the server must not inherit the lock (see lock), or it would hold it for good.
+  setsid mariadbd --defaults-file="$d/my.cnf" "${extra[@]}" </dev/null >/dev/null 2>&1 9>&- &
   echo $! >"$d/server.pid"
   galera_wait_synced "$i"
 }
@@ -302,7 +305,7 @@ pg_replication() {
 pg_ctl_() {
   local i=$1
   shift
-  as postgres "$(pgbin)/pg_ctl" -D "$(pg_dir "$i")" -l "$dir/pg$i.log" -w -t 60 "$@"
+  as postgres "$(pgbin)/pg_ctl" -D "$(pg_dir "$i")" -l "$dir/pg$i.log" -w -t 60 "$@" 9>&-
 }
 
 pg_start() {
@@ -388,7 +391,7 @@ watchdog() {
     return 0
   fi
   # Its own session, so it survives the caller; `stop` kills it.
-  setsid bash -c "sleep $ttl; DOCKET_CLUSTER_DIR='$dir' '$self' stop" </dev/null >/dev/null 2>&1 &
+  setsid bash -c "sleep $ttl; DOCKET_CLUSTER_DIR='$dir' '$self' stop" </dev/null >/dev/null 2>&1 9>&- &
   echo $! >"$f"
 }
 
@@ -403,7 +406,16 @@ env_lines() {
   echo "export DOCKET_CLUSTER_DIR='$dir'"
 }
 
+# One start or stop at a time (a test process's watchdog may still be stopping the clusters
+# when the next run starts them): an exclusive lock beside the directory, held on fd 9 until
+# this process ends. Every server and watchdog started under it closes fd 9 (`9>&-`).
+lock() {
+  exec 9>>"$dir.lock"
+  flock 9
+}
+
 stop_all() {
+  lock
   galera_stop
   pg_stop
   local f="$dir/watchdog.pid"
@@ -427,8 +439,16 @@ install)
   ;;
 start)
   what="${1:-all}"
+  owner=""
+  if [ "$what" = --owner ]; then
+    owner="${2:?start --owner PID [galera|pg|all]}"
+    what="${3:-all}"
+  fi
   install
+  lock
   prepare_dir
+  # The process whose watchdog may stop the clusters (stop --if-owner): the last to start them.
+  [ -n "$owner" ] && echo "$owner" >"$dir/owner"
   watchdog
   case "$what" in
   galera) galera_start ;;
@@ -444,6 +464,11 @@ env)
   env_lines
   ;;
 stop)
+  if [ "${1:-}" = --if-owner ]; then
+    # A test process's watchdog: stop only clusters that process started last.
+    lock
+    [ "$(cat "$dir/owner" 2>/dev/null)" = "${2:?stop --if-owner PID}" ] || exit 0
+  fi
   stop_all
   ;;
 run)

@@ -82,10 +82,11 @@ fn started() -> Result<&'static HashMap<String, String>, String> {
                 }
                 Ok(String::from_utf8_lossy(&out.stdout).into_owned())
             };
-            run(&["start"])?;
+            let me = std::process::id().to_string();
+            run(&["start", "--owner", &me])?;
+            // Stops them once this process is gone, unless a later run has taken them over.
             let watchdog = format!(
-                "while kill -0 {} 2>/dev/null; do sleep 1; done; exec '{script}' stop",
-                std::process::id()
+                "while kill -0 {me} 2>/dev/null; do sleep 1; done; exec '{script}' stop --if-owner {me}"
             );
             Command::new("sh")
                 .args(["-c", &watchdog])
