@@ -31,10 +31,18 @@ use std::fmt;
 /// [`StoreError::Connection`], a missing row [`StoreError::NotFound`], a deadlock or
 /// serialization failure [`StoreError::Contention`] (diesel reports MySQL's 1213 and
 /// PostgreSQL's 40001 as `SerializationFailure`; PostgreSQL's deadlock, 40P01, and MySQL's
-/// lock wait timeout, 1205, only by their messages).
+/// lock wait timeout, 1205, only by their messages). MySQL's 1213 raised by a `COMMIT` is
+/// known by its message too: diesel sends `COMMIT` as plain text, whose errors it reports
+/// without their code. That is how a Galera cluster ends the loser of two nodes' transactions
+/// on the same rows (certification at commit; row locks are local to a node), so without the
+/// message such a claim was a failed poll instead of a retry.
 pub fn db(e: diesel::result::Error) -> StoreError {
     use diesel::result::{DatabaseErrorKind as Kind, Error};
-    const CONTENTION: [&str; 2] = ["deadlock detected", "Lock wait timeout exceeded"];
+    const CONTENTION: [&str; 3] = [
+        "deadlock detected",
+        "Lock wait timeout exceeded",
+        "Deadlock found when trying to get lock",
+    ];
     match e {
         Error::DatabaseError(Kind::SerializationFailure, _) => StoreError::Contention {
             source: Box::new(e),
@@ -239,4 +247,33 @@ pub(crate) fn run<DB: Backend>(
         .run_pending_migrations(Steps { plan, by_statement })
         .map_err(|source| StoreError::Migration { source })?;
     Ok(applied.iter().map(ToString::to_string).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::db;
+    use diesel::result::{DatabaseErrorKind as Kind, Error};
+    use docket_core::StoreError;
+
+    fn unknown(message: &str) -> Error {
+        Error::DatabaseError(Kind::Unknown, Box::new(message.to_owned()))
+    }
+
+    /// MySQL/MariaDB's 1213 from a `COMMIT` (diesel reports it without its code): a Galera
+    /// certification conflict, retried as contention like the 1213 of a statement.
+    #[test]
+    fn deadlock_at_commit_is_contention() {
+        let e = unknown("Deadlock found when trying to get lock; try restarting transaction");
+        assert!(matches!(db(e), StoreError::Contention { .. }));
+        let e = Error::DatabaseError(Kind::SerializationFailure, Box::new(String::new()));
+        assert!(matches!(db(e), StoreError::Contention { .. }));
+        let e = unknown("Lock wait timeout exceeded; try restarting transaction");
+        assert!(matches!(db(e), StoreError::Contention { .. }));
+    }
+
+    #[test]
+    fn other_errors_are_not_contention() {
+        let e = unknown("Table 'docket.x' doesn't exist");
+        assert!(matches!(db(e), StoreError::Database { .. }));
+    }
 }

@@ -111,14 +111,14 @@ fn settled(store: &dyn Store, ids: &[String]) -> bool {
 }
 
 /// Instances that ran more than once, with their runners.
-fn duplicates(runs: &HashMap<String, Vec<String>>) -> Vec<(&String, &Vec<String>)> {
+pub(crate) fn duplicates(runs: &HashMap<String, Vec<String>>) -> Vec<(&String, &Vec<String>)> {
     let mut twice: Vec<_> = runs.iter().filter(|(_, w)| w.len() > 1).collect();
     twice.sort();
     twice
 }
 
 /// The instances of `events` lines starting with `kind ` (`lost`, `dead`, `failed`).
-fn instances<'a>(events: &'a [String], kind: &str) -> Vec<&'a str> {
+pub(crate) fn instances<'a>(events: &'a [String], kind: &str) -> Vec<&'a str> {
     events
         .iter()
         .filter_map(|line| line.strip_prefix(kind)?.strip_prefix(' '))
@@ -242,7 +242,7 @@ pub fn paused_process_is_fenced(h: &dyn Harness, exe: &str) {
 
 /// Lines of `events` that record a failed statement: failed polls, claims, heartbeats and
 /// outcome writes (anything the scheduler logged as an error, and the warnings that carry one).
-fn failures(events: &[String]) -> Vec<&String> {
+pub(crate) fn failures(events: &[String]) -> Vec<&String> {
     events
         .iter()
         .filter(|l| {

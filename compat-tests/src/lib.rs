@@ -10,6 +10,7 @@
 
 pub mod backends;
 pub mod cases;
+pub mod cluster;
 pub mod db_scheduler;
 pub mod faults;
 pub mod harness;

@@ -14,7 +14,8 @@
 //! task's default policy retries them 5 minutes later), so the tests see failures and
 //! reschedules written too. `RELIAB_PRIORITY=off` makes it a priority-off scheduler;
 //! `RELIAB_CLOCK_CORRECTION=off` one on its own clock, uncorrected by the server's;
-//! `RELIAB_DEBUG` (any value) adds docket's debug lines (polls, clock samples) to the events.
+//! `RELIAB_DEBUG` (any value) adds docket's debug lines (polls, clock samples) to the events;
+//! `RELIAB_POLLING_MS` sets the polling interval (default 100).
 
 use docket_compat_tests::backends::connect;
 use docket_core::{
@@ -130,6 +131,12 @@ fn run() -> Result<(), String> {
     let priority = std::env::var("RELIAB_PRIORITY").map_or(true, |v| v != "off");
     // RELIAB_CLOCK_CORRECTION=off: the node's clock as it is (the skew test without the fix).
     let clock_correction = std::env::var("RELIAB_CLOCK_CORRECTION").map_or(true, |v| v != "off");
+    // RELIAB_POLLING_MS: the polling interval (default 100 ms); a long one leaves finding new
+    // work after a failed poll to the wake-up listener (the failover case).
+    let polling_interval = Duration::from_millis(match std::env::var("RELIAB_POLLING_MS") {
+        Ok(v) => v.parse().map_err(|e| format!("RELIAB_POLLING_MS: {e}"))?,
+        Err(_) => 100,
+    });
     let store =
         connect(&backend, &url, StoreConfig::with_priority(priority)).map_err(|e| e.to_string())?;
     let me = name.clone();
@@ -157,7 +164,7 @@ fn run() -> Result<(), String> {
         .config(SchedulerConfig {
             threads,
             polling,
-            polling_interval: Duration::from_millis(100),
+            polling_interval,
             heartbeat_interval: heartbeat,
             missed_heartbeats_limit: 4,
             scheduler_name: name,

@@ -189,7 +189,7 @@ impl Planner {
         // a clock: a poll's probes and earlier levels took 4 s of round trips over a slow
         // link, and rows stamped with the poll's start were dead to the other schedulers the
         // moment they were claimed.
-        let mut rows = self.by_level(src, p, true, |level, limit, due_by| {
+        let claimed = self.by_level(src, p, true, |level, limit, due_by| {
             self.without_poison(p.now, limit, |exclude, room| {
                 retried(|| {
                     let due = Due {
@@ -199,7 +199,20 @@ impl Planner {
                     src.claim_rows(&due, picked_by)
                 })
             })
-        })?;
+        });
+        let mut rows = match claimed {
+            Ok(rows) => rows,
+            // Still ended by contention after every retry: other schedulers are claiming these
+            // rows right now (on a multi-primary cluster, each node's claim of the same rows
+            // until one wins certification). Nothing was written; this poll claims nothing,
+            // counted, and the next poll reads on. Not a failed poll: the work is being done.
+            Err(StoreError::Contention { source }) => {
+                metrics::counter!("docket_contention_gave_up_total").increment(1);
+                tracing::debug!(error = %source, "claim kept losing to contention; claiming nothing this poll");
+                Vec::new()
+            }
+            Err(e) => return Err(e),
+        };
         if self.policy.mode == PriorityMode::Strict {
             rows.sort_by(|a, b| a.cmp_in_hand_out_order(b, &self.policy));
         }
@@ -272,10 +285,25 @@ impl Planner {
             learned: Vec::new(),
             began: Instant::now(),
         };
-        match &self.policy.mode {
-            PriorityMode::Strict => self.strict(&mut poll, &plan)?,
-            PriorityMode::Weighted(weights) => self.weighted(&mut poll, &plan, weights)?,
-            PriorityMode::Aging(aging) => self.aging(&mut poll, &plan, aging)?,
+        let walked = match &self.policy.mode {
+            PriorityMode::Strict => self.strict(&mut poll, &plan),
+            PriorityMode::Weighted(weights) => self.weighted(&mut poll, &plan, weights),
+            PriorityMode::Aging(aging) => self.aging(&mut poll, &plan, aging),
+        };
+        if let Err(e) = walked {
+            // Each level's claim is a transaction of its own, committed: a claiming poll that
+            // fails at a later level hands out what it claimed before. Failing the poll would
+            // leave those rows picked by a scheduler that does not know it holds them, never
+            // heart-beaten, revived only after the dead window (seen on Galera: a level's
+            // claim ended by certification conflicts after an earlier level's committed).
+            if claims && !poll.rows.is_empty() {
+                if !matches!(e, StoreError::Contention { .. }) {
+                    tracing::warn!(err = %e, claimed = poll.rows.len(),
+                        "poll ended early by an error; handing out what it claimed");
+                }
+                return Ok(poll.rows);
+            }
+            return Err(e);
         }
         let mut state = self.level_state();
         if state.writes == writes {
@@ -540,21 +568,41 @@ fn next_at(src: &dyn DueSource, level: Level, p: &DueParams<'_>) -> Result<Next,
 /// deadlock or a serialization conflict with other schedulers ([`StoreError::Contention`]:
 /// nothing was written), up to [`CONTENTION_RETRIES`] times; each retry is counted
 /// (`docket_contention_retries_total`). Schedulers locking rows in different orders is normal
-/// contention (MariaDB ends one of two transactions now and then), so it is not a failure.
-pub(super) fn retried<T>(
+/// contention (MariaDB ends one of two transactions now and then; on a Galera cluster every
+/// two nodes' claims of the same rows, one failing certification at commit), so it is not a
+/// failure. Each retry waits a moment first ([`pause_before_retry`]).
+pub(super) fn retried<T>(claim: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    retried_up_to(CONTENTION_RETRIES, claim)
+}
+
+/// [`retried`], up to `bound` times.
+pub(super) fn retried_up_to<T>(
+    bound: usize,
     mut claim: impl FnMut() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     let mut retries = 0;
     loop {
         match claim() {
-            Err(StoreError::Contention { source }) if retries < CONTENTION_RETRIES => {
+            Err(StoreError::Contention { source }) if retries < bound => {
                 retries += 1;
                 metrics::counter!("docket_contention_retries_total").increment(1);
                 tracing::debug!(error = %source, retries, "claim ended by contention; retrying");
+                pause_before_retry(retries);
             }
             other => return other,
         }
     }
+}
+
+/// A random 1 to 5 ms, doubled for each retry so far: two claimers that met are unlikely to
+/// meet again at once, and on a Galera node the winner's write set has had time to be
+/// applied, so the retry sees its rows picked instead of claiming them again.
+fn pause_before_retry(retries: usize) {
+    use std::hash::{BuildHasher, Hasher};
+    let mut random = std::collections::hash_map::RandomState::new().build_hasher();
+    random.write_usize(retries);
+    let micros = (1_000 + random.finish() % 4_000) << (retries.saturating_sub(1).min(4));
+    std::thread::sleep(std::time::Duration::from_micros(micros));
 }
 
 /// `p` at `level` for `room` rows due by `due_by`, leaving out `exclude`.

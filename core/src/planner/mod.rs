@@ -31,6 +31,7 @@ pub use levels::{CONTENTION_RETRIES, LEVEL_CACHE_TTL_MS, MAX_PROBED_LEVELS};
 pub use planned::Planned;
 pub use poison::{MAX_HELD_BACK, POISON_HOLD_BACK_MS};
 pub use queue::ORDER_INDEX_TTL_MS;
+pub use queue::QUEUE_CONTENTION_RETRIES;
 
 pub use crate::store::{Decoded, DueSource, ItemSource, Probe};
 

@@ -19,6 +19,8 @@ struct Memory {
     lists_all: bool,
     /// Claims the database ends for contention before one goes through.
     contended: Cell<usize>,
+    /// Claims that go through before every later one fails with a database error.
+    claims_before_failing: Cell<Option<usize>>,
 }
 
 fn t0() -> DateTime<Utc> {
@@ -126,6 +128,11 @@ impl DueSource for Memory {
 
     fn claim_rows(&self, due: &Due<'_>, picked_by: &str) -> Result<Decoded, StoreError> {
         self.count();
+        match self.claims_before_failing.get() {
+            Some(0) => return Err(StoreError::database("the server went away")),
+            Some(n) => self.claims_before_failing.set(Some(n - 1)),
+            None => {}
+        }
         if self.contended.get() > 0 {
             self.contended.set(self.contended.get() - 1);
             return Err(StoreError::Contention {
@@ -418,7 +425,8 @@ fn aging_ranks_levels_by_their_oldest_item() {
 }
 
 /// A claim the database ends for contention (a deadlock between claimers) is run again a few
-/// times, not a failed poll; past the bound the poll fails with the database's word.
+/// times, not a failed poll; past the bound the poll claims nothing (others are claiming those
+/// rows), leaves nothing claimed, and is not a failure either.
 #[test]
 fn contended_claims_are_retried_a_bounded_number_of_times() {
     for (contended, ok) in [(CONTENTION_RETRIES, true), (CONTENTION_RETRIES + 1, false)] {
@@ -433,15 +441,44 @@ fn contended_claims_are_retried_a_bounded_number_of_times() {
             claim_for: None,
             clock: None,
         };
-        match planner.claim(&memory, &p, "me") {
-            Ok(rows) => {
-                assert!(ok, "{contended} contentions");
-                assert_eq!(ids(&rows), ["a"]);
-            }
-            Err(e) => {
-                assert!(!ok, "{contended} contentions: {e}");
-                assert!(matches!(e, StoreError::Contention { .. }));
-            }
+        let rows = planner
+            .claim(&memory, &p, "me")
+            .unwrap_or_else(|e| panic!("{contended} contentions: {e}"));
+        if ok {
+            assert_eq!(ids(&rows), ["a"], "{contended} contentions");
+        } else {
+            assert!(rows.is_empty(), "{contended} contentions");
+            assert!(
+                memory.rows.borrow().iter().all(|e| !e.picked),
+                "nothing left claimed"
+            );
         }
     }
+}
+
+/// A claiming poll that fails at a later level hands out the rows it claimed (and committed)
+/// at the earlier ones: failing the poll would leave them picked by nobody who knows, until
+/// dead detection. A poll that claimed nothing still fails.
+#[test]
+fn a_claim_failing_at_a_later_level_hands_out_the_earlier_levels() {
+    let memory = Memory::with(vec![row("a", Some(5), 10), row("b", Some(3), 10)]);
+    memory.claims_before_failing.set(Some(1));
+    let planner = planner(PriorityMode::Strict);
+    let names = names();
+    let p = DueParams {
+        now: t0(),
+        task_names: &names,
+        limit: 2,
+        claim_for: None,
+        clock: None,
+    };
+    let rows = planner
+        .claim(&memory, &p, "me")
+        .expect("the first level's rows");
+    assert_eq!(ids(&rows), ["a"]);
+    memory.claims_before_failing.set(Some(0));
+    assert!(
+        planner.claim(&memory, &p, "me").is_err(),
+        "nothing claimed: fails"
+    );
 }

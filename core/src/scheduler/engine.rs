@@ -308,6 +308,15 @@ impl Engine {
                 Some(candidate)
             }
             Ok(false) => None, // another scheduler claimed it first
+            // The database ended the claim for a concurrent change of the row: on a
+            // multi-primary cluster (Galera) another node's claim of the same candidate won
+            // certification, so this is the race above lost at commit. Nothing was written;
+            // the row is still due if nobody holds it, and the next poll sees it.
+            Err(StoreError::Contention { source }) => {
+                metrics::counter!("docket_claim_conflicts_total").increment(1);
+                debug!(task = %candidate.task_name, error = %source, "claim lost to a concurrent change");
+                None
+            }
             Err(err) => {
                 warn!(task = %candidate.task_name, %err, "claim failed");
                 None
