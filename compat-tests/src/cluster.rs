@@ -378,6 +378,86 @@ pub fn galera_one_node_against_three(exe: &str) {
     );
 }
 
+/// Executions of the node-3 fault cases, and how many more are scheduled after the fault.
+const N: usize = 3_000;
+const MORE: usize = 600;
+/// Node 3's scheduler, the one whose node the fault cases take away.
+const VICTIM: usize = 2;
+
+/// The start of the node-3 fault cases: a Galera cluster, one lock-and-fetch scheduler per
+/// node running [`N`] executions of 50 ms (dead window 4 s: 1 s x 4), returned once a quarter
+/// ran while node 3's scheduler holds executions.
+struct NodeThreeRun {
+    db: GaleraDb,
+    store: Arc<dyn Store>,
+    cluster: Cluster,
+    started: Instant,
+}
+
+impl NodeThreeRun {
+    fn start(exe: &str) -> Self {
+        let db = GaleraDb::new();
+        let store = migrated("mysql", &db.url(0));
+        schedule(&db.url(0), "mysql", N);
+        let workers: Vec<_> = (0..3)
+            .map(|i| {
+                let mut w = Launch::new(&format!("node{}", i + 1), "lock-and-fetch");
+                w.url = Some(db.url(i));
+                w
+            })
+            .collect();
+        let started = Instant::now();
+        let cluster = Cluster::launch("mysql", &db.url(0), exe, &workers, 1_000, 50, None);
+        until("a quarter to run while node 3 holds executions", || {
+            (0..3).map(|i| cluster.logged(i)).sum::<usize>() >= N / 4
+                && !crate::reliability::held_by(&*store, "node3").is_empty()
+        });
+        Self {
+            db,
+            store,
+            cluster,
+            started,
+        }
+    }
+}
+
+/// Schedules [`MORE`] executions once node 3 is back and waits for them; returns how many of
+/// them node 3's scheduler ran.
+fn schedule_more(db: &GaleraDb, store: &dyn Store, cluster: &mut Cluster) -> usize {
+    let node3_before = cluster.logged(VICTIM);
+    let client = SchedulerClient::new(
+        connect("mysql", &db.url(0), StoreConfig::with_priority(true)).expect("store"),
+    )
+    .expect("schema migrated");
+    client
+        .schedule_batch((0..MORE).map(|i| RELIAB.instance(format!("after-{i:04}"))))
+        .expect("scheduled after node 3 came back");
+    cluster.wait("the executions scheduled after node 3 came back", || {
+        remaining(store) == 0
+    });
+    cluster.logged(VICTIM) - node3_before
+}
+
+/// Every execution ran, and one ran twice only if node 3's scheduler had started (`started`)
+/// or held (`held`) it at the fault, and at most twice.
+fn reruns_only_of_node_three(
+    runs: &std::collections::HashMap<String, Vec<String>>,
+    twice: &[(&String, &Vec<String>)],
+    started: &std::collections::HashSet<String>,
+    held: &[String],
+    figures: &str,
+) {
+    assert_eq!(runs.len(), N + MORE, "every execution ran{figures}");
+    for (id, by) in twice {
+        assert!(
+            by.len() == 2
+                && (started.contains(*id) || held.contains(*id))
+                && by.iter().any(|w| w == "node3"),
+            "{id} ran {by:?}: only what node 3 had started or held may run again, once{figures}"
+        );
+    }
+}
+
 /// A Galera node killed (`kill -9` of its server) mid-run and brought back: one scheduler
 /// process per node, 3,000 executions of 50 ms, dead window 4 s (1 s x 4). Once a quarter
 /// ran and node 3's scheduler holds executions, node 3's server is killed; its scheduler can
@@ -389,33 +469,20 @@ pub fn galera_one_node_against_three(exe: &str) {
 /// more than twice; node 3's scheduler ran some of the executions scheduled after its node
 /// came back.
 pub fn galera_node_killed_and_back(exe: &str) {
-    const N: usize = 3_000;
-    const MORE: usize = 600;
     let _one = one_at_a_time();
-    let db = GaleraDb::new();
-    let store = migrated("mysql", &db.url(0));
-    schedule(&db.url(0), "mysql", N);
-    let workers: Vec<_> = (0..3)
-        .map(|i| {
-            let mut w = Launch::new(&format!("node{}", i + 1), "lock-and-fetch");
-            w.url = Some(db.url(i));
-            w
-        })
-        .collect();
-    let started = Instant::now();
-    let mut cluster = Cluster::launch("mysql", &db.url(0), exe, &workers, 1_000, 50, None);
-    let victim = 2;
-    until("a quarter to run while node 3 holds executions", || {
-        (0..3).map(|i| cluster.logged(i)).sum::<usize>() >= N / 4
-            && !crate::reliability::held_by(&*store, "node3").is_empty()
-    });
+    let NodeThreeRun {
+        db,
+        store,
+        mut cluster,
+        started,
+    } = NodeThreeRun::start(exe);
     ctl(&["kill", "g3"]);
     let killed = Instant::now();
     // Read after the kill: what node 3 claimed up to the kill (nothing is revived before the
     // dead window), and what it started (it goes on starting what it had queued).
     let held = crate::reliability::held_by(&*store, "node3");
     let before_kill: std::collections::HashSet<String> =
-        cluster.started(victim).into_iter().collect();
+        cluster.started(VICTIM).into_iter().collect();
     cluster.wait("the others to finish everything", || {
         remaining(&*store) == 0
     });
@@ -427,23 +494,12 @@ pub fn galera_node_killed_and_back(exe: &str) {
     // now fenced (its executions were revived meanwhile) and reported as lost.
     until("node 3's scheduler to write again", || {
         cluster
-            .events(victim)
+            .events(VICTIM)
             .iter()
             .any(|l| l.starts_with("lost "))
     });
     let back = killed.elapsed();
-    let node3_before = cluster.logged(victim);
-    let client = SchedulerClient::new(
-        connect("mysql", &db.url(0), StoreConfig::with_priority(true)).expect("store"),
-    )
-    .expect("schema migrated");
-    client
-        .schedule_batch((0..MORE).map(|i| RELIAB.instance(format!("after-{i:04}"))))
-        .expect("scheduled after the node came back");
-    cluster.wait("the executions scheduled after the rejoin", || {
-        remaining(&*store) == 0
-    });
-    let node3_after = cluster.logged(victim) - node3_before;
+    let node3_after = schedule_more(&db, &*store, &mut cluster);
     let elapsed = started.elapsed();
     let events: Vec<String> = (0..3).flat_map(|i| cluster.events(i)).collect();
     let dead = instances(&events, "dead").len();
@@ -461,15 +517,7 @@ pub fn galera_node_killed_and_back(exe: &str) {
         back.as_secs_f64(),
         twice.len()
     );
-    assert_eq!(runs.len(), N + MORE, "every execution ran{figures}");
-    for (id, by) in &twice {
-        assert!(
-            by.len() == 2
-                && (before_kill.contains(*id) || held.contains(*id))
-                && by.iter().any(|w| w == "node3"),
-            "{id} ran {by:?}: only what node 3 had started or held may run again, once{figures}"
-        );
-    }
+    reruns_only_of_node_three(&runs, &twice, &before_kill, &held, &figures);
     assert!(dead > 0, "the kill hit executions node 3 held{figures}");
     assert!(
         node3_after > 0,
@@ -488,26 +536,13 @@ pub fn galera_node_killed_and_back(exe: &str) {
 /// and at most twice; node 3's scheduler failed polls while cut off (it noticed) and ran some
 /// of the executions scheduled after it rejoined (it resumed by itself).
 pub fn galera_node_cut_off(exe: &str) {
-    const N: usize = 3_000;
-    const MORE: usize = 600;
     let _one = one_at_a_time();
-    let db = GaleraDb::new();
-    let store = migrated("mysql", &db.url(0));
-    schedule(&db.url(0), "mysql", N);
-    let workers: Vec<_> = (0..3)
-        .map(|i| {
-            let mut w = Launch::new(&format!("node{}", i + 1), "lock-and-fetch");
-            w.url = Some(db.url(i));
-            w
-        })
-        .collect();
-    let started = Instant::now();
-    let mut cluster = Cluster::launch("mysql", &db.url(0), exe, &workers, 1_000, 50, None);
-    let victim = 2;
-    until("a quarter to run while node 3 holds executions", || {
-        (0..3).map(|i| cluster.logged(i)).sum::<usize>() >= N / 4
-            && !crate::reliability::held_by(&*store, "node3").is_empty()
-    });
+    let NodeThreeRun {
+        db,
+        store,
+        mut cluster,
+        started,
+    } = NodeThreeRun::start(exe);
     ctl(&["isolate", "g3"]);
     let cut = Instant::now();
     // Read after the cut (through node 1): what node 3 claimed up to it; nothing is revived
@@ -516,9 +551,9 @@ pub fn galera_node_cut_off(exe: &str) {
     std::thread::sleep(Duration::from_secs(10));
     // What it started, including what it had queued and started while cut off.
     let before_cut: std::collections::HashSet<String> =
-        cluster.started(victim).into_iter().collect();
+        cluster.started(VICTIM).into_iter().collect();
     let failed_polls = cluster
-        .events(victim)
+        .events(VICTIM)
         .iter()
         .filter(|l| l.starts_with("poll-failed"))
         .count();
@@ -527,18 +562,7 @@ pub fn galera_node_cut_off(exe: &str) {
     cluster.wait("the others to finish everything", || {
         remaining(&*store) == 0
     });
-    let node3_before = cluster.logged(victim);
-    let client = SchedulerClient::new(
-        connect("mysql", &db.url(0), StoreConfig::with_priority(true)).expect("store"),
-    )
-    .expect("schema migrated");
-    client
-        .schedule_batch((0..MORE).map(|i| RELIAB.instance(format!("after-{i:04}"))))
-        .expect("scheduled after the rejoin");
-    cluster.wait("the executions scheduled after the rejoin", || {
-        remaining(&*store) == 0
-    });
-    let node3_after = cluster.logged(victim) - node3_before;
+    let node3_after = schedule_more(&db, &*store, &mut cluster);
     let elapsed = started.elapsed();
     let events: Vec<String> = (0..3).flat_map(|i| cluster.events(i)).collect();
     let dead = instances(&events, "dead").len();
@@ -553,15 +577,7 @@ pub fn galera_node_cut_off(exe: &str) {
         rejoined.as_secs_f64(),
         twice.len()
     );
-    assert_eq!(runs.len(), N + MORE, "every execution ran{figures}");
-    for (id, by) in &twice {
-        assert!(
-            by.len() == 2
-                && (before_cut.contains(*id) || held.contains(*id))
-                && by.iter().any(|w| w == "node3"),
-            "{id} ran {by:?}: only what node 3 had started or held may run again, once{figures}"
-        );
-    }
+    reruns_only_of_node_three(&runs, &twice, &before_cut, &held, &figures);
     assert!(
         failed_polls > 0,
         "node 3's scheduler noticed the cut{figures}"
