@@ -220,22 +220,12 @@ impl Drop for GaleraDb {
 /// Schedules `n` `reliab` executions through `store`: even ones with priorities 1..=10, odd
 /// ones with none (NULL), in batches.
 fn schedule(url: &str, backend: &str, n: usize) {
-    let on = connect(backend, url, StoreConfig::with_priority(true)).expect("store");
-    let off = connect(backend, url, StoreConfig::with_priority(false)).expect("store");
-    let clients = [
-        SchedulerClient::new(on).expect("schema migrated"),
-        SchedulerClient::new(off).expect("schema migrated"),
-    ];
-    for chunk in (0..n).collect::<Vec<_>>().chunks(2_000) {
-        for (parity, client) in clients.iter().enumerate() {
-            let instances = chunk.iter().filter(|i| *i % 2 == parity).map(|i| {
-                RELIAB
-                    .instance(format!("{i:06}"))
-                    .priority((*i % 10) as i16 + 1)
-            });
-            client.schedule_batch(instances).expect("batch scheduled");
-        }
-    }
+    let store = |priority| connect(backend, url, StoreConfig::with_priority(priority));
+    crate::reliability::schedule_through(
+        [store(true).expect("store"), store(false).expect("store")],
+        n,
+        2_000,
+    );
 }
 
 /// A migrated store on `url`.
@@ -320,18 +310,7 @@ pub fn galera_run(exe: &str, polling: &str, priority: bool, n: usize, spread: bo
         run.conflicts_per_1000(),
         failed.len(),
     );
-    assert_eq!(runs.len(), n, "every execution ran{figures}");
-    let twice = duplicates(&runs);
-    assert!(
-        twice.is_empty(),
-        "ran more than once{figures}: {:?}",
-        &twice[..twice.len().min(5)]
-    );
-    assert!(
-        failed.is_empty(),
-        "statements failed{figures}; first: {:?}",
-        &failed[..failed.len().min(3)]
-    );
+    crate::faults::exactly_once_without_failures(&runs, n, &failed, &figures);
     assert_eq!(
         (dead, lost),
         (0, 0),

@@ -110,6 +110,28 @@ fn settled(store: &dyn Store, ids: &[String]) -> bool {
             .all(|e| e.task_instance.starts_with("fail-") && !e.picked && e.execution_time > soon)
 }
 
+/// Every one of `n` executions ran exactly once, and no statement failed (`failed`: the
+/// workers' failed-statement lines); `figures` end each message.
+pub(crate) fn exactly_once_without_failures(
+    runs: &HashMap<String, Vec<String>>,
+    n: usize,
+    failed: &[&String],
+    figures: &str,
+) {
+    assert_eq!(runs.len(), n, "every execution ran{figures}");
+    let twice = duplicates(runs);
+    assert!(
+        twice.is_empty(),
+        "ran more than once{figures}: {:?}",
+        &twice[..twice.len().min(5)]
+    );
+    assert!(
+        failed.is_empty(),
+        "statements failed{figures}; first: {:?}",
+        &failed[..failed.len().min(3)]
+    );
+}
+
 /// Instances that ran more than once, with their runners.
 pub(crate) fn duplicates(runs: &HashMap<String, Vec<String>>) -> Vec<(&String, &Vec<String>)> {
     let mut twice: Vec<_> = runs.iter().filter(|(_, w)| w.len() > 1).collect();
@@ -311,18 +333,7 @@ pub fn contention_without_failures(h: &dyn Harness, exe: &str, priority: bool) {
         if priority { "on" } else { "off" },
         failed.len()
     );
-    assert_eq!(runs.len(), n, "every execution ran{figures}");
-    let twice = duplicates(&runs);
-    assert!(
-        twice.is_empty(),
-        "ran more than once{figures}: {:?}",
-        &twice[..twice.len().min(5)]
-    );
-    assert!(
-        failed.is_empty(),
-        "statements failed under normal contention{figures}; first: {:?}",
-        &failed[..failed.len().min(3)]
-    );
+    exactly_once_without_failures(&runs, n, &failed, &figures);
     report_of(h.name(), "contention", n, workers.len(), elapsed, &figures);
 }
 

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub(crate) const RELIAB: TaskDescriptor = TaskDescriptor::new("reliab");
@@ -22,13 +23,20 @@ pub(crate) const PATIENCE: Duration = Duration::from_secs(300);
 /// Schedules `n` executions: even ones with priorities 1..=10, odd ones by a priority-off
 /// writer (NULL priority), in all-or-nothing batches.
 pub(crate) fn schedule(space: &dyn Space, n: usize) {
-    let on = space.store(StoreConfig::with_priority(true), None);
-    let off = space.store(StoreConfig::with_priority(false), None);
-    let clients = [
-        SchedulerClient::new(on).expect("schema migrated"),
-        SchedulerClient::new(off).expect("schema migrated"),
-    ];
-    for chunk in (0..n).collect::<Vec<_>>().chunks(5_000) {
+    schedule_through(
+        [
+            space.store(StoreConfig::with_priority(true), None),
+            space.store(StoreConfig::with_priority(false), None),
+        ],
+        n,
+        5_000,
+    );
+}
+
+/// [`schedule`] through two stores of one table, priority on then off, `per_batch` at a time.
+pub(crate) fn schedule_through(stores: [Arc<dyn Store>; 2], n: usize, per_batch: usize) {
+    let clients = stores.map(|s| SchedulerClient::new(s).expect("schema migrated"));
+    for chunk in (0..n).collect::<Vec<_>>().chunks(per_batch) {
         for (parity, client) in clients.iter().enumerate() {
             let instances = chunk.iter().filter(|i| *i % 2 == parity).map(|i| {
                 RELIAB
