@@ -21,7 +21,7 @@ use diesel::backend::Backend;
 use diesel::deserialize::{self, QueryableByName};
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::query_dsl::RunQueryDsl;
-use diesel::r2d2::{ConnectionManager, Pool, R2D2Connection};
+use diesel::r2d2::{ManageConnection, Pool, R2D2Connection};
 use diesel::row::{Field, NamedRow};
 use diesel::serialize::ToSql;
 use diesel::sql_types::{
@@ -46,6 +46,9 @@ pub trait Family: Sized + Send + Sync + 'static {
         + MigrationHarness<Self::Backend>
         + Send
         + 'static;
+    /// What opens the pool's connections: diesel's [`ConnectionManager`](diesel::r2d2::ConnectionManager) for one server,
+    /// or a family's own (MySQL's tries several hosts in turn).
+    type Manager: ManageConnection<Connection = Self::Connection>;
     /// What the connector knows besides its pool (e.g. the server flavor and version).
     type Meta: Clone + std::fmt::Debug + Send + Sync + 'static;
 
@@ -112,7 +115,7 @@ pub trait Family: Sized + Send + Sync + 'static {
     /// The database's wake-ups across processes for `table`, for a connector on `pool` (see
     /// [`WakeSignals`]). Default: none (the database cannot signal; schedulers poll).
     fn wake_signals(
-        pool: &Pool<ConnectionManager<Self::Connection>>,
+        pool: &Pool<Self::Manager>,
         meta: &Self::Meta,
         table: &TableName,
     ) -> Option<Arc<dyn WakeSignals>> {

@@ -4,7 +4,7 @@
 
 use crate::family::{Cells, Family, Prepare, Statement};
 use crate::{pool, TxError};
-use diesel::r2d2::{ConnectionManager, Pool, PooledConnection};
+use diesel::r2d2::{Pool, PooledConnection};
 use docket_core::dialect::{Dialect, Rendered};
 use docket_core::ident::TableName;
 use docket_core::migrate::{MigrationFile, TableMigration};
@@ -79,7 +79,7 @@ fn discard_if_unfit<F: Family>(conn: &mut F::Connection, unfit: bool) {
 
 /// A pool of one family's connections, as a [`SqlConnector`].
 pub struct DieselConnector<F: Family> {
-    pool: Pool<ConnectionManager<F::Connection>>,
+    pool: Pool<F::Manager>,
     prepare: Prepare,
     meta: F::Meta,
 }
@@ -116,11 +116,7 @@ enum Pace {
 
 impl<F: Family> DieselConnector<F> {
     /// A connector on `pool` speaking `dialect`, with the statement cache on.
-    pub fn new(
-        pool: Pool<ConnectionManager<F::Connection>>,
-        dialect: &'static dyn Dialect,
-        meta: F::Meta,
-    ) -> Self {
+    pub fn new(pool: Pool<F::Manager>, dialect: &'static dyn Dialect, meta: F::Meta) -> Self {
         Self {
             pool,
             prepare: Prepare {
@@ -156,9 +152,7 @@ impl<F: Family> DieselConnector<F> {
     }
 
     /// A raw pooled connection (for migrations and tooling).
-    pub fn connection(
-        &self,
-    ) -> Result<PooledConnection<ConnectionManager<F::Connection>>, StoreError> {
+    pub fn connection(&self) -> Result<PooledConnection<F::Manager>, StoreError> {
         self.pool.get().map_err(pool)
     }
 

@@ -2,9 +2,10 @@
 
 use crate::dialect::Flavor;
 use crate::family::{MysqlFamily, MysqlMeta};
+use crate::hosts::MysqlManager;
 use crate::MysqlStore;
 use diesel::connection::SimpleConnection;
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
+use diesel::r2d2::{CustomizeConnection, Pool};
 use diesel::sql_types::Text;
 use diesel::{MysqlConnection, QueryableByName, RunQueryDsl};
 use docket_core::backend::SqlStore;
@@ -100,7 +101,9 @@ pub fn connect(url: &str, config: StoreConfig) -> Result<MysqlStore, StoreError>
 }
 
 /// Connects with explicit settings. The flavor (MySQL or MariaDB) is read from the server's
-/// `VERSION()`.
+/// `VERSION()`. `url` may name several hosts, `mysql://user@h1:3306,h2:3306/db` (a Galera
+/// cluster without a proxy): each new connection goes to the first host that answers a query
+/// ([`MysqlManager`]).
 pub fn connect_with(
     url: &str,
     config: StoreConfig,
@@ -118,13 +121,14 @@ pub fn connect_with(
             .connection_customizer(Box::new(SessionSetup {
                 time_zone: options.session_time_zone.clone(),
             })),
-        ConnectionManager::<MysqlConnection>::new(url),
+        MysqlManager::new(url),
     )?;
     store(connections, config, options.statement_cache)
 }
 
 /// A store on a pool the application already has (for example the one its own diesel code
-/// uses). The flavor (MySQL or MariaDB) is read from the server's `VERSION()`.
+/// uses: build it on a [`MysqlManager`], which derefs to `MysqlConnection` like diesel's
+/// `ConnectionManager`, and `MysqlManager::from` one of those). The flavor (MySQL or MariaDB) is read from the server's `VERSION()`.
 ///
 /// docket relies on strict SQL mode (an over-long value fails instead of being truncated);
 /// [`connect`] adds `STRICT_ALL_TABLES` to every session. A pool of your own must run in a
@@ -137,7 +141,7 @@ pub fn connect_with(
 /// long-lived claim statement may come to read the worker's whole assignment history on every
 /// claim.
 pub fn from_pool(
-    connections: Pool<ConnectionManager<MysqlConnection>>,
+    connections: Pool<MysqlManager>,
     config: StoreConfig,
 ) -> Result<MysqlStore, StoreError> {
     let mode = {
@@ -169,7 +173,7 @@ struct SqlMode {
 /// The store on `connections`, once the server's flavor and version are known to be
 /// supported; `statement_cache` as [`MysqlOptions::statement_cache`].
 fn store(
-    connections: Pool<ConnectionManager<MysqlConnection>>,
+    connections: Pool<MysqlManager>,
     config: StoreConfig,
     statement_cache: bool,
 ) -> Result<MysqlStore, StoreError> {

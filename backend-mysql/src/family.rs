@@ -43,6 +43,7 @@ impl MysqlMeta {
 impl Family for MysqlFamily {
     type Backend = Mysql;
     type Connection = MysqlConnection;
+    type Manager = crate::hosts::MysqlManager;
     type Meta = MysqlMeta;
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
     /// A deadlock can end a locking read's result set after its column metadata; libmariadb

@@ -32,6 +32,7 @@ mod connect;
 mod dialect;
 mod family;
 mod file_load;
+mod hosts;
 mod migrate;
 
 pub use connect::{
@@ -39,6 +40,7 @@ pub use connect::{
 };
 pub use dialect::{Flavor, MysqlDialect};
 pub use family::{MysqlFamily, MysqlMeta};
+pub use hosts::MysqlManager;
 pub use migrate::{migrate, MIGRATIONS};
 
 use docket_core::explain::PlanQuery;

@@ -47,6 +47,7 @@ pub struct OracleFamily;
 impl Family for OracleFamily {
     type Backend = Oracle;
     type Connection = OciConnection;
+    type Manager = diesel::r2d2::ConnectionManager<OciConnection>;
     type Meta = ();
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
     /// OCI runs one statement per call.

@@ -48,6 +48,7 @@ pub struct PgFamily;
 impl Family for PgFamily {
     type Backend = Pg;
     type Connection = PgConnection;
+    type Manager = ConnectionManager<PgConnection>;
     type Meta = PgMeta;
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
     /// `TIMESTAMPTZ` takes the instant as it is.

@@ -33,6 +33,7 @@ pub struct SqliteFamily;
 impl Family for SqliteFamily {
     type Backend = Sqlite;
     type Connection = SqliteConnection;
+    type Manager = diesel::r2d2::ConnectionManager<SqliteConnection>;
     type Meta = ();
     const MIGRATIONS: &'static [MigrationFile] = MIGRATIONS;
 

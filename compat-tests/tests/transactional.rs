@@ -49,10 +49,11 @@ where
 }
 
 /// The scenario, on one backend: `store` was made by `from_pool(pool)`.
-fn scenario<S, C>(store: Arc<S>, pool: Pool<ConnectionManager<C>>)
+fn scenario<S, C, M>(store: Arc<S>, pool: Pool<M>)
 where
     S: ScheduleInTransaction<Connection = C> + ExecutionStore + 'static,
     C: R2D2Connection + 'static,
+    M: diesel::r2d2::ManageConnection<Connection = C>,
     Count: QueryableByName<C::Backend>,
     diesel::query_builder::SqlQuery: diesel::query_dsl::LoadQuery<'static, C, Count>,
 {
@@ -203,9 +204,7 @@ fn mysql_rollback_leaves_no_job_commit_runs_it() {
     let space = Mysql.space();
     let pool = Pool::builder()
         .max_size(6)
-        .build(ConnectionManager::<diesel::MysqlConnection>::new(
-            space.url(),
-        ))
+        .build(docket::mysql::MysqlManager::new(&space.url()))
         .expect("the application's pool");
     let store = docket::mysql::from_pool(pool.clone(), StoreConfig::default()).expect("store");
     docket::mysql::migrate(&store, None).expect("migrate");
@@ -246,9 +245,7 @@ fn mysql_from_pool_refuses_a_non_strict_pool() {
     let pool = Pool::builder()
         .max_size(1)
         .connection_customizer(Box::new(Lax))
-        .build(ConnectionManager::<diesel::MysqlConnection>::new(
-            space.url(),
-        ))
+        .build(docket::mysql::MysqlManager::new(&space.url()))
         .expect("the application's pool");
     let err = docket::mysql::from_pool(pool, StoreConfig::default()).unwrap_err();
     assert!(err.to_string().contains("strict SQL mode"), "{err}");
