@@ -177,6 +177,25 @@ impl GaleraDb {
         with_database(&self.nodes[i], &self.database)
     }
 
+    /// Node `i`'s URL of the database naming the other nodes after it
+    /// (`mysql://root@h3,h1,h2/db`): a store on it opens each new connection on the first of
+    /// them that answers, so it leaves a node that is down or cut off by itself.
+    fn multi_host_url(&self, i: usize) -> String {
+        let host = |k: usize| {
+            let url = &self.nodes[(i + k) % 3];
+            let start = url
+                .rfind('@')
+                .or(url.find("://").map(|s| s + 2))
+                .map_or(0, |s| s + 1);
+            let end = url[start..]
+                .find(['/', '?'])
+                .map_or(url.len(), |e| start + e);
+            url[start..end].to_owned()
+        };
+        let own = self.url(i);
+        own.replacen(&host(0), &[host(0), host(1), host(2)].join(","), 1)
+    }
+
     /// Certification conflicts so far, summed over the nodes: transactions that failed
     /// certification at commit, and local transactions aborted by a replicated one
     /// (`wsrep_local_cert_failures + wsrep_local_bf_aborts`; each conflict is counted on the
@@ -374,14 +393,15 @@ struct NodeThreeRun {
 }
 
 impl NodeThreeRun {
-    fn start(exe: &str) -> Self {
+    /// Starts the run with scheduler `i` on `url(&db, i)`.
+    fn start(exe: &str, url: fn(&GaleraDb, usize) -> String) -> Self {
         let db = GaleraDb::new();
         let store = migrated("mysql", &db.url(0));
         schedule(&db.url(0), "mysql", N);
         let workers: Vec<_> = (0..3)
             .map(|i| {
                 let mut w = Launch::new(&format!("node{}", i + 1), "lock-and-fetch");
-                w.url = Some(db.url(i));
+                w.url = Some(url(&db, i));
                 w
             })
             .collect();
@@ -454,7 +474,7 @@ pub fn galera_node_killed_and_back(exe: &str) {
         store,
         mut cluster,
         started,
-    } = NodeThreeRun::start(exe);
+    } = NodeThreeRun::start(exe, GaleraDb::url);
     ctl(&["kill", "g3"]);
     let killed = Instant::now();
     // Read after the kill: what node 3 claimed up to the kill (nothing is revived before the
@@ -505,6 +525,65 @@ pub fn galera_node_killed_and_back(exe: &str) {
     report_of("galera", "node killed", N + MORE, 3, elapsed, &figures);
 }
 
+/// The kill of [`galera_node_killed_and_back`] with every scheduler on a multi-host URL, its
+/// own node first (`mysql://root@node3,node1,node2/db`, docs/RELIABILITY.md's recommendation
+/// for Galera without a proxy): node 3's scheduler opens its next connections on node 1,
+/// writes the outcomes it could not write on node 3 there, and keeps its heartbeats. Asserted:
+/// every execution ran exactly once (none twice, none lost), nobody was declared dead, and
+/// node 3's scheduler went on running executions while its node was down.
+pub fn galera_node_killed_multi_host(exe: &str) {
+    let _one = one_at_a_time();
+    // `_db` keeps the database until the end (`..` would drop it here).
+    let NodeThreeRun {
+        db: _db,
+        store,
+        mut cluster,
+        started,
+    } = NodeThreeRun::start(exe, GaleraDb::multi_host_url);
+    ctl(&["kill", "g3"]);
+    let killed = Instant::now();
+    let node3_at_kill = cluster.logged(VICTIM);
+    cluster.wait("every execution to finish", || remaining(&*store) == 0);
+    let finished = killed.elapsed();
+    let node3_during = cluster.logged(VICTIM) - node3_at_kill;
+    let elapsed = started.elapsed();
+    ctl(&["restart", "g3"]);
+    let events: Vec<String> = (0..3).flat_map(|i| cluster.events(i)).collect();
+    let dead = instances(&events, "dead").len();
+    let lost = instances(&events, "lost").len();
+    let runs = cluster.finish();
+    let twice = duplicates(&runs);
+    let figures = format!(
+        "; everything finished {:.1} s after the kill; node 3's scheduler ran {node3_during} \
+         while its node was down; {dead} declared dead, {lost} fenced, {} ran twice",
+        finished.as_secs_f64(),
+        twice.len()
+    );
+    assert_eq!(runs.len(), N, "every execution ran{figures}");
+    assert!(
+        twice.is_empty(),
+        "none ran twice{figures}: {:?}",
+        &twice[..twice.len().min(5)]
+    );
+    assert_eq!(
+        (dead, lost),
+        (0, 0),
+        "nothing revived, nothing fenced{figures}"
+    );
+    assert!(
+        node3_during > 0,
+        "node 3's scheduler moved to another node{figures}"
+    );
+    report_of(
+        "galera",
+        "node killed, multi-host URL",
+        N,
+        3,
+        elapsed,
+        &figures,
+    );
+}
+
 /// A Galera node cut off into a non-primary component (`gmcast.isolate`) for 10 s, longer
 /// than the dead window (4 s: 1 s x 4), while one lock-and-fetch scheduler per node runs 3,000
 /// executions of 50 ms. Node 3's server stays up but refuses every statement (1047, "WSREP has
@@ -521,7 +600,7 @@ pub fn galera_node_cut_off(exe: &str) {
         store,
         mut cluster,
         started,
-    } = NodeThreeRun::start(exe);
+    } = NodeThreeRun::start(exe, GaleraDb::url);
     ctl(&["isolate", "g3"]);
     let cut = Instant::now();
     // Read after the cut (through node 1): what node 3 claimed up to it; nothing is revived
@@ -763,14 +842,38 @@ pub fn pg_failover(exe: &str) {
     let started = Instant::now();
     let mut cluster = Cluster::launch("postgres", &db_url, exe, &workers, 5_000, 5, None);
     let logged = |c: &Cluster| (0..workers.len()).map(|i| c.logged(i)).sum::<usize>();
+    // Scheduled one at a time (a commit each) from now right up to the kill: what a failover can lose of
+    // work scheduled just before it. Every one acknowledged must run.
+    let stop_late = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let late = {
+        let (store, stop) = (store.clone(), stop_late.clone());
+        std::thread::spawn(move || {
+            let client = SchedulerClient::new(store).expect("schema migrated");
+            let mut acknowledged = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let id = format!("late-{:05}", acknowledged.len());
+                match client.schedule(RELIAB.instance(id.as_str())) {
+                    Ok(_) => acknowledged.push(id),
+                    // In flight at the kill: not acknowledged, so not counted.
+                    Err(e) => {
+                        eprintln!("late scheduling stopped: {e}");
+                        break;
+                    }
+                }
+            }
+            acknowledged
+        })
+    };
     until("a quarter of the executions to run", || {
         logged(&cluster) >= n / 4
     });
     let at_kill = logged(&cluster);
     let killed = Instant::now();
     ctl(&["kill", "pg1"]);
+    stop_late.store(true, std::sync::atomic::Ordering::SeqCst);
     ctl(&["promote"]);
     let promoted = killed.elapsed();
+    let late = late.join().expect("the late scheduler thread");
     // Scheduled through the client opened before the failover: its pool reconnects too.
     let marker = "after-failover";
     let scheduled = retry_for(Duration::from_secs(30), || {
@@ -830,9 +933,22 @@ pub fn pg_failover(exe: &str) {
     );
     let missing: Vec<String> = (0..n)
         .map(|i| format!("{i:06}"))
+        .chain(late.iter().cloned())
         .filter(|id| !runs.contains_key(id))
         .collect();
-    report_of("postgres", "failover", n, workers.len(), elapsed, &figures);
+    let late_lost = missing.iter().filter(|id| id.starts_with("late-")).count();
+    let figures = format!(
+        "{figures}; {} scheduled one by one up to the kill, {late_lost} of them lost",
+        late.len()
+    );
+    report_of(
+        "postgres",
+        "failover",
+        n + late.len(),
+        workers.len(),
+        elapsed,
+        &figures,
+    );
     if sync {
         assert!(
             missing.is_empty(),
@@ -847,9 +963,12 @@ pub fn pg_failover(exe: &str) {
         );
     } else {
         eprintln!(
-            "postgres failover (asynchronous standby): {} of {n} executions never ran \
-             (rows the standby never received)",
-            missing.len()
+            "postgres failover (asynchronous standby): {} of the {} acknowledged executions \
+             never ran (rows the standby never received), {late_lost} of them among the {} \
+             scheduled one by one up to the kill",
+            missing.len(),
+            n + late.len(),
+            late.len()
         );
     }
     assert!(runs.contains_key(marker), "the marker ran{figures}");

@@ -40,6 +40,11 @@ mod galera {
     }
 
     #[test]
+    fn node_killed_multi_host() {
+        docket_compat_tests::cluster::galera_node_killed_multi_host(EXE);
+    }
+
+    #[test]
     fn node_cut_off_and_back() {
         docket_compat_tests::cluster::galera_node_cut_off(EXE);
     }
