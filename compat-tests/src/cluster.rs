@@ -393,8 +393,8 @@ struct NodeThreeRun {
 }
 
 impl NodeThreeRun {
-    /// Starts the run with scheduler `i` on `url(&db, i)`.
-    fn start(exe: &str, url: fn(&GaleraDb, usize) -> String) -> Self {
+    /// Starts the run with scheduler `i` on `url(&db, i)`, heart-beating every `heartbeat_ms`.
+    fn start(exe: &str, url: fn(&GaleraDb, usize) -> String, heartbeat_ms: u64) -> Self {
         let db = GaleraDb::new();
         let store = migrated("mysql", &db.url(0));
         schedule(&db.url(0), "mysql", N);
@@ -406,7 +406,7 @@ impl NodeThreeRun {
             })
             .collect();
         let started = Instant::now();
-        let cluster = Cluster::launch("mysql", &db.url(0), exe, &workers, 1_000, 50, None);
+        let cluster = Cluster::launch("mysql", &db.url(0), exe, &workers, heartbeat_ms, 50, None);
         until("a quarter to run while node 3 holds executions", || {
             (0..3).map(|i| cluster.logged(i)).sum::<usize>() >= N / 4
                 && !crate::reliability::held_by(&*store, "node3").is_empty()
@@ -474,7 +474,7 @@ pub fn galera_node_killed_and_back(exe: &str) {
         store,
         mut cluster,
         started,
-    } = NodeThreeRun::start(exe, GaleraDb::url);
+    } = NodeThreeRun::start(exe, GaleraDb::url, 1_000);
     ctl(&["kill", "g3"]);
     let killed = Instant::now();
     // Read after the kill: what node 3 claimed up to the kill (nothing is revived before the
@@ -525,13 +525,26 @@ pub fn galera_node_killed_and_back(exe: &str) {
     report_of("galera", "node killed", N + MORE, 3, elapsed, &figures);
 }
 
-/// The kill of [`galera_node_killed_and_back`] with every scheduler on a multi-host URL, its
-/// own node first (`mysql://root@node3,node1,node2/db`, docs/RELIABILITY.md's recommendation
-/// for Galera without a proxy): node 3's scheduler opens its next connections on node 1,
-/// writes the outcomes it could not write on node 3 there, and keeps its heartbeats. Asserted:
-/// every execution ran exactly once (none twice, none lost), nobody was declared dead, and
-/// node 3's scheduler went on running executions while its node was down.
-pub fn galera_node_killed_multi_host(exe: &str) {
+/// How node 3 goes away in [`galera_node_lost_multi_host`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeFault {
+    /// `kill -9` of its server (restarted at the end).
+    Killed,
+    /// Cut off into a non-primary component (`gmcast.isolate`; rejoined at the end).
+    CutOff,
+}
+
+/// The kill of [`galera_node_killed_and_back`], or the cut of [`galera_node_cut_off`], with
+/// every scheduler on a multi-host URL, its own node first (`mysql://root@node3,node1,node2/db`,
+/// docs/RELIABILITY.md's recommendation for Galera without a proxy): node 3's scheduler opens
+/// its next connections on node 1 (a killed node refuses them; a cut-off one fails the
+/// `wsrep_ready` check once it has left the primary component, 3 to 6 s after the cut),
+/// writes there the outcomes it could not write on node 3, and keeps its heartbeats. Heartbeat
+/// 2 s x 4: a dead window longer than a cut node takes to leave the primary component, during
+/// which its writes wait. Asserted: every execution ran exactly once (none twice, none lost),
+/// nobody was declared dead, nothing fenced, and node 3's scheduler went on running executions
+/// while its node was away.
+pub fn galera_node_lost_multi_host(exe: &str, fault: NodeFault) {
     let _one = one_at_a_time();
     // `_db` keeps the database until the end (`..` would drop it here).
     let NodeThreeRun {
@@ -539,23 +552,27 @@ pub fn galera_node_killed_multi_host(exe: &str) {
         store,
         mut cluster,
         started,
-    } = NodeThreeRun::start(exe, GaleraDb::multi_host_url);
-    ctl(&["kill", "g3"]);
-    let killed = Instant::now();
-    let node3_at_kill = cluster.logged(VICTIM);
+    } = NodeThreeRun::start(exe, GaleraDb::multi_host_url, 2_000);
+    let (away, back, what) = match fault {
+        NodeFault::Killed => ("kill", "restart", "node killed, multi-host URL"),
+        NodeFault::CutOff => ("isolate", "rejoin", "node cut off, multi-host URL"),
+    };
+    ctl(&[away, "g3"]);
+    let at = Instant::now();
+    let node3_at_fault = cluster.logged(VICTIM);
     cluster.wait("every execution to finish", || remaining(&*store) == 0);
-    let finished = killed.elapsed();
-    let node3_during = cluster.logged(VICTIM) - node3_at_kill;
+    let finished = at.elapsed();
+    let node3_during = cluster.logged(VICTIM) - node3_at_fault;
     let elapsed = started.elapsed();
-    ctl(&["restart", "g3"]);
+    ctl(&[back, "g3"]);
     let events: Vec<String> = (0..3).flat_map(|i| cluster.events(i)).collect();
     let dead = instances(&events, "dead").len();
     let lost = instances(&events, "lost").len();
     let runs = cluster.finish();
     let twice = duplicates(&runs);
     let figures = format!(
-        "; everything finished {:.1} s after the kill; node 3's scheduler ran {node3_during} \
-         while its node was down; {dead} declared dead, {lost} fenced, {} ran twice",
+        "; everything finished {:.1} s after the fault; node 3's scheduler ran {node3_during} \
+         while its node was away; {dead} declared dead, {lost} fenced, {} ran twice",
         finished.as_secs_f64(),
         twice.len()
     );
@@ -574,14 +591,7 @@ pub fn galera_node_killed_multi_host(exe: &str) {
         node3_during > 0,
         "node 3's scheduler moved to another node{figures}"
     );
-    report_of(
-        "galera",
-        "node killed, multi-host URL",
-        N,
-        3,
-        elapsed,
-        &figures,
-    );
+    report_of("galera", what, N, 3, elapsed, &figures);
 }
 
 /// A Galera node cut off into a non-primary component (`gmcast.isolate`) for 10 s, longer
@@ -600,7 +610,7 @@ pub fn galera_node_cut_off(exe: &str) {
         store,
         mut cluster,
         started,
-    } = NodeThreeRun::start(exe, GaleraDb::url);
+    } = NodeThreeRun::start(exe, GaleraDb::url, 1_000);
     ctl(&["isolate", "g3"]);
     let cut = Instant::now();
     // Read after the cut (through node 1): what node 3 claimed up to it; nothing is revived

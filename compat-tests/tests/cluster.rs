@@ -7,7 +7,9 @@ const EXE: &str = env!("CARGO_BIN_EXE_reliab_worker");
 
 mod galera {
     use super::EXE;
-    use docket_compat_tests::cluster::{galera_exactly_once, galera_one_node_against_three};
+    use docket_compat_tests::cluster::{
+        galera_exactly_once, galera_node_lost_multi_host, galera_one_node_against_three, NodeFault,
+    };
 
     #[test]
     fn lock_and_fetch_priority_on() {
@@ -41,7 +43,12 @@ mod galera {
 
     #[test]
     fn node_killed_multi_host() {
-        docket_compat_tests::cluster::galera_node_killed_multi_host(EXE);
+        galera_node_lost_multi_host(EXE, NodeFault::Killed);
+    }
+
+    #[test]
+    fn node_cut_off_multi_host() {
+        galera_node_lost_multi_host(EXE, NodeFault::CutOff);
     }
 
     #[test]

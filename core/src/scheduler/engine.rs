@@ -432,7 +432,7 @@ impl Engine {
     /// Writes every pending outcome in one batch ([`ExecutionStore::execution_complete_batch`]),
     /// then reports each (a fenced-out one as [`SchedulerEvent::LostExecution`]). When the
     /// store fails, the outcomes are kept for the next try (the caller backs off), except those
-    /// past their give-up time or, during shutdown, all: their executions stay picked until
+    /// past their give-up time when the write began or, during shutdown, all: their executions stay picked until
     /// dead detection revives them. Returns `false` when the write failed.
     pub fn flush_completions(&self) -> bool {
         let batch = {
@@ -461,6 +461,10 @@ impl Engine {
                 .and_then(|u| u.execution_time)
                 .is_some_and(|t| t <= now)
         });
+        // Give-up times are checked against when this write began: a write that hung past
+        // them (a Galera node leaving its cluster holds a commit for seconds before refusing
+        // it) gets one more try, on a connection the pool may have opened elsewhere.
+        let attempted = Instant::now();
         match self.reached(self.store.execution_complete_batch(&writes)) {
             Ok(written) => {
                 let announce = due_now && written.iter().any(|w| *w);
@@ -475,11 +479,10 @@ impl Engine {
                 true
             }
             Err(err) => {
-                let now = Instant::now();
                 let stopping = self.stopping.load(Ordering::SeqCst);
                 let (keep, drop): (Vec<_>, Vec<_>) = batch
                     .into_iter()
-                    .partition(|p| !stopping && now < p.give_up_at);
+                    .partition(|p| !stopping && attempted < p.give_up_at);
                 warn!(%err, kept = keep.len(), given_up = drop.len(),
                     "could not record outcomes; retrying");
                 for p in drop {
