@@ -11,7 +11,9 @@
 use crate::error::WebError;
 use crate::state::{blocking, AppState, Web};
 use chrono::{DateTime, Utc};
-use docket_core::queue::{Item, ItemsQuery, ListedAssignment, ListedItem, MAX_WORKER_LEN};
+use docket_core::queue::{
+    Item, ItemRead, ItemsQuery, ListedAssignment, ListedItem, UnreadableItem, MAX_WORKER_LEN,
+};
 use docket_core::store::{Changes, Guard, ListFilter};
 use docket_core::{CappedCount, DeadPage, Execution, ExecutionKey, LevelLag, PausedTask};
 use serde::{Deserialize, Serialize};
@@ -1017,10 +1019,11 @@ pub struct ItemView {
     pub task_type: String,
     /// Item id.
     pub item: String,
-    /// `{"hitOrder": 1, "hitOrderDate": "2020-03-11T10:15:55.935"}`.
+    /// `{"hitOrder": 1, "hitOrderDate": "2020-03-11T10:15:55.935"}`, or the string
+    /// `unreadable: <column>: <why>` for an item whose row cannot be decoded.
     pub record: serde_json::Value,
-    /// When it arrives (arrived).
-    pub available_at: DateTime<Utc>,
+    /// When it arrives (arrived); `None` for an item whose row cannot be decoded.
+    pub available_at: Option<DateTime<Utc>>,
     /// Counted assignments.
     pub assignments: i32,
     /// Most counted assignments.
@@ -1041,6 +1044,11 @@ pub struct ItemView {
     /// Its assignments in all (where listed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assignments_total: Option<usize>,
+    /// Set when the item's row holds a value docket cannot decode (a NULL `record_date`
+    /// written by SQL): the column and why. The item is listed in its place with its id and
+    /// version only; its other fields are empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 /// Work-queue task types with their counts.
@@ -1085,6 +1093,8 @@ pub struct QueueTypePage {
     /// What each worker with an assignment among `items` would get next (at most
     /// [`WORKER_LISTS`] workers, [`WORKER_LIST`] items each).
     pub worker_lists: Vec<WorkerList>,
+    /// What could not be read (rows docket cannot decode); the rest is shown.
+    pub unreadable: Vec<Unreadable>,
 }
 
 /// The ids of the items a worker would get next, in order.
@@ -1120,6 +1130,8 @@ pub struct WorkerPage {
     pub list: Vec<ItemView>,
     /// Seconds a returned item stays hidden from the worker by default.
     pub hide_for_secs: u64,
+    /// What could not be read (rows docket cannot decode); the rest is shown.
+    pub unreadable: Vec<Unreadable>,
 }
 
 impl Web {
@@ -1900,8 +1912,12 @@ impl Web {
                     }
                 }
                 (Ok(queue), true) => {
-                    if let Some(listed) = queue.item_with_assignments(&key, 0)? {
-                        result.items.push(item_view(listed, false)?);
+                    let found = queue.items_with_assignments_read(&ItemsQuery {
+                        item: Some(&instance),
+                        ..ItemsQuery::new(name, 1)
+                    })?;
+                    for read in found {
+                        result.items.push(read_view(read, false)?);
                     }
                 }
                 (Err(_), true) => {}
@@ -2074,7 +2090,7 @@ impl Web {
     fn check_type_exists(&self, task_type: &str) -> Result<(), WebError> {
         let first = self
             .queue()?
-            .items_with_assignments(&ItemsQuery::new(task_type, 1))?;
+            .items_with_assignments_read(&ItemsQuery::new(task_type, 1))?;
         if first.is_empty() {
             return Err(type_missing(task_type, &self.table));
         }
@@ -2086,9 +2102,9 @@ impl Web {
     /// after it is read, an action from the page is refused as stale (never the reverse).
     fn items_of(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemView>, WebError> {
         self.queue()?
-            .items_with_assignments(q)?
+            .items_with_assignments_read(q)?
             .into_iter()
-            .map(|listed| item_view(listed, q.assignments > 0))
+            .map(|read| read_view(read, q.assignments > 0))
             .collect()
     }
 
@@ -2117,20 +2133,22 @@ impl Web {
         workers.sort_unstable();
         workers.dedup();
         let queue = self.queue()?;
-        let worker_lists = workers
-            .into_iter()
-            .take(WORKER_LISTS)
-            .map(|worker| {
-                Ok(WorkerList {
+        let mut unreadable = Vec::new();
+        let mut worker_lists = Vec::new();
+        for worker in workers.into_iter().take(WORKER_LISTS) {
+            // `list_for` decodes every item it orders: one it cannot decode hides this
+            // worker's list, named as unreadable; the page is still shown.
+            let list = queue
+                .list_for(worker, task_type, WORKER_LIST)
+                .map_err(WebError::from);
+            let what = format!("what {worker} would get next");
+            if let Some(items) = or_unreadable(list.map(Some), || None, &what, &mut unreadable)? {
+                worker_lists.push(WorkerList {
                     worker: worker.to_owned(),
-                    items: queue
-                        .list_for(worker, task_type, WORKER_LIST)?
-                        .into_iter()
-                        .map(|i| i.key.task_instance)
-                        .collect(),
-                })
-            })
-            .collect::<Result<_, WebError>>()?;
+                    items: items.into_iter().map(|i| i.key.task_instance).collect(),
+                });
+            }
+        }
         Ok(QueueTypePage {
             meta: self.meta(),
             task_type: task_type.to_owned(),
@@ -2138,6 +2156,7 @@ impl Web {
             items,
             limit,
             worker_lists,
+            unreadable,
         })
     }
 
@@ -2168,18 +2187,31 @@ impl Web {
             ..ItemsQuery::new(task_type, HELD_ROWS)
         })?;
         if let Some(id) = also.filter(|id| !held.iter().any(|i| i.item == *id)) {
-            let key = ExecutionKey::new(task_type, id);
-            if let Some(listed) = queue.item_with_assignments(&key, 0)? {
+            let found = queue.items_with_assignments_read(&ItemsQuery {
+                item: Some(id),
+                ..ItemsQuery::new(task_type, 1)
+            })?;
+            // An item that cannot be decoded is not known to be held: not added.
+            if let Some(ItemRead::Listed(listed)) = found.into_iter().next() {
                 if listed.item.held_by.as_deref() == Some(worker) {
                     held.insert(0, item_view(listed, false)?);
                 }
             }
         }
-        let list = queue
-            .list_for(worker, task_type, WORKER_LIST)?
-            .into_iter()
-            .map(|i| self.with_version(i))
-            .collect::<Result<_, _>>()?;
+        let mut unreadable = Vec::new();
+        // `list_for` decodes every item it orders: one it cannot decode hides the list, which
+        // is named as unreadable while the held items are shown.
+        let list = or_unreadable(
+            queue
+                .list_for(worker, task_type, WORKER_LIST)
+                .map_err(WebError::from),
+            Vec::new,
+            "what this worker would get next",
+            &mut unreadable,
+        )?
+        .into_iter()
+        .map(|i| self.with_version(i))
+        .collect::<Result<_, _>>()?;
         Ok(WorkerPage {
             meta: self.meta(),
             task_type: task_type.to_owned(),
@@ -2187,6 +2219,7 @@ impl Web {
             held,
             list,
             hide_for_secs: self.queue_config.hide_for.as_secs(),
+            unreadable,
         })
     }
 
@@ -2292,14 +2325,44 @@ fn item_view(listed: ListedItem, list: bool) -> Result<ItemView, WebError> {
         data_bytes: item.data.as_ref().map(Vec::len),
         task_type: item.key.task_name,
         item: item.key.task_instance,
-        available_at: item.available_at,
+        available_at: Some(item.available_at),
         assignments: item.assignments,
         max_assignments: item.max_assignments,
         held_by: item.held_by,
         version,
         assignment_list,
         assignments_total,
+        unreadable: None,
     })
+}
+
+/// An item of a list, decoded or not: one whose row cannot be decoded is shown in its place
+/// with its id, its version when readable and why.
+fn read_view(read: ItemRead, list: bool) -> Result<ItemView, WebError> {
+    match read {
+        ItemRead::Listed(listed) => item_view(listed, list),
+        ItemRead::Unreadable(bad) => Ok(unreadable_view(bad, list)),
+    }
+}
+
+/// The view of an item whose row cannot be decoded.
+fn unreadable_view(bad: UnreadableItem, list: bool) -> ItemView {
+    let why = format!("{}: {}", bad.column, bad.reason);
+    ItemView {
+        record: serde_json::Value::String(format!("unreadable: {why}")),
+        attributes: serde_json::Value::Null,
+        data_bytes: None,
+        task_type: bad.key.task_name,
+        item: bad.key.task_instance,
+        available_at: None,
+        assignments: 0,
+        max_assignments: 0,
+        held_by: None,
+        version: bad.version.unwrap_or(0),
+        assignment_list: list.then(Vec::new),
+        assignments_total: list.then_some(0),
+        unreadable: Some(why),
+    }
 }
 
 /// What a guarded write needs the row (at the version the caller saw) to be.

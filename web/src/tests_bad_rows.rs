@@ -213,3 +213,129 @@ async fn an_item_with_unreadable_attributes_is_shown_as_such() {
         }
     }
 }
+
+/// Finding 3, the work queue: a NULL `record_date` (written by SQL) made every page listing
+/// the item's type answer 500 (503 before `StoreError::Decode` had its own answer): the
+/// item list is one statement whose rows were all decoded or none. Now that item is listed in
+/// its place as unreadable, naming the column, and the other items are listed; a worker's
+/// `list_for`, which decodes every item it orders, is named as unreadable where it is shown.
+/// Without the fix `/queue/label`, `/api/queue/label`, the worker page and `/api/search`
+/// answered 500 (checked on both backends by reverting the fix).
+async fn an_item_with_a_null_record_date_is_shown_as_such(harness: &dyn Harness) {
+    use docket_core::dialect::SqlWriter;
+    use docket_core::queue::{Batch, Record};
+    use docket_core::{QueueConfig, WorkQueue};
+    let space = harness.space();
+    let config = StoreConfig::default();
+    space.migrate(&config, None);
+    let store = space.store(config, None);
+    let queue = WorkQueue::new(store.clone(), QueueConfig::default()).unwrap();
+    queue
+        .enqueue(&Batch {
+            task_type: "label".into(),
+            max_assignments: 1,
+            records: ["1", "2", "3"].map(Record::new).to_vec(),
+        })
+        .unwrap();
+    // w1 holds item 1: the type's page then shows what w1 would get next.
+    let taken = queue.next_for("w1", "label").unwrap().expect("an item");
+    assert_eq!(taken.key.task_instance, "1");
+    let foreign = space.foreign();
+    let mut w = SqlWriter::new(foreign.dialect());
+    w.push("UPDATE ")
+        .table(&TableName::default())
+        .push(" SET record_date = NULL WHERE task_name = ")
+        .bind("label")
+        .push(" AND task_instance = ")
+        .bind("2");
+    assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
+    let web = super::Dashboard::new(
+        store,
+        Access::Token {
+            token: None,
+            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
+            secure_cookies: false,
+        },
+    )
+    .build()
+    .unwrap();
+    let get = |uri: &'static str| {
+        let web = web.clone();
+        async move {
+            let req = Request::get(uri)
+                .header(header::HOST, "localhost")
+                .body(Body::empty())
+                .unwrap();
+            let res = router(web).oneshot(req).await.unwrap();
+            let status = res.status();
+            let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+                .await
+                .unwrap();
+            (status, String::from_utf8(bytes.to_vec()).unwrap())
+        }
+    };
+    // The type's page: every item listed, the bad one as unreadable in its place.
+    let (status, body) = get("/queue/label").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let at = |needle: &str| {
+        body.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} in {body}"))
+    };
+    let (one, two, three) = (
+        at("/queue/label/items/1\""),
+        at("/queue/label/items/2\""),
+        at("/queue/label/items/3\""),
+    );
+    let why = at("unreadable: record_date");
+    assert!(one < two && two < why && why < three, "{body}");
+    // The API: the same, in order, with the reason on the bad item only.
+    let (status, body) = get("/api/queue/label").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let items = page["items"].as_array().unwrap();
+    let ids: Vec<&str> = items.iter().map(|i| i["item"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["1", "2", "3"], "{page}");
+    assert!(
+        items[1]["unreadable"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("record_date")),
+        "{page}"
+    );
+    for i in [&items[0], &items[2]] {
+        assert!(i["unreadable"].is_null(), "{page}");
+        assert!(i["record"].is_object(), "{page}");
+    }
+    // The worker page: w1's held item is shown; what it would get next is named unreadable
+    // when the bad item is among the items it orders.
+    for uri in [
+        "/queue/label/workers/w1",
+        "/api/queue/label/workers/w1",
+        "/api/search?instance=2",
+        "/search?instance=2",
+    ] {
+        let (status, body) = get(uri).await;
+        assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+        assert!(body.contains("record_date"), "{uri}: {body}");
+    }
+    let (_, body) = get("/api/queue/label/workers/w1").await;
+    let worker: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(worker["held"][0]["item"], "1", "{worker}");
+    // The bad item's own page says what is wrong with it; the others are served.
+    let (status, body) = get("/queue/label/items/2").await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(
+        body.contains("cannot read") && body.contains("record_date"),
+        "{body}"
+    );
+    assert_eq!(get("/queue/label/items/3").await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn an_item_with_a_null_record_date_is_shown_as_such_on_sqlite() {
+    an_item_with_a_null_record_date_is_shown_as_such(&Sqlite).await;
+}
+
+#[tokio::test]
+async fn an_item_with_a_null_record_date_is_shown_as_such_on_postgres() {
+    an_item_with_a_null_record_date_is_shown_as_such(&Postgres).await;
+}

@@ -9,7 +9,7 @@ use chrono::{DateTime, Duration, Utc};
 use docket_core::dialect::Capabilities;
 use docket_core::ordering::CustomKey;
 use docket_core::records::{
-    Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, ItemsQuery, ListedItem, NewItem,
+    Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, ItemRead, ItemsQuery, NewItem,
 };
 use docket_core::store::{
     Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, LagQuery,
@@ -112,7 +112,7 @@ impl QueueStore for Racing {
         fn assignment_finish(&self, f: &Finishing<'_>) -> Result<bool, StoreError>;
         fn assignment_expired(&self, now: DateTime<Utc>) -> Result<Vec<Assignment>, StoreError>;
         fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError>;
-        fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError>;
+        fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemRead>, StoreError>;
     }
 }
 

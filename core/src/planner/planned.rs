@@ -9,8 +9,8 @@ use crate::error::{DocketError, StoreError};
 use crate::ordering::CustomKey;
 use crate::records::{
     Assignment, Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey,
-    Finishing, ForWorker, Guard, IndexChange, Item, ItemCount, ItemsQuery, LagQuery, ListFilter,
-    ListedItem, NameLag, NewExecution, NewItem, PausedTask, PickChange, PoisonRow, TaskSummary,
+    Finishing, ForWorker, Guard, IndexChange, Item, ItemCount, ItemRead, ItemsQuery, LagQuery,
+    ListFilter, NameLag, NewExecution, NewItem, PausedTask, PickChange, PoisonRow, TaskSummary,
 };
 use crate::store::{
     Adopted, ExecutionOps, ExecutionStore, QueueOps, QueueStore, StoreConfig, StoreInfo,
@@ -314,7 +314,7 @@ impl<S: QueueOps> QueueStore for Planned<S> {
         self.store.assignment_list(key)
     }
 
-    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError> {
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemRead>, StoreError> {
         self.store.item_list_assigned(q)
     }
 }

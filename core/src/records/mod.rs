@@ -7,7 +7,7 @@ mod record_key;
 
 pub use item::{
     Assignment, AssignmentStatus, Finish, Finishing, ForWorker, IndexChange, Item, ItemCount,
-    ItemsQuery, ListedAssignment, ListedItem, NewItem, StatusRead,
+    ItemRead, ItemsQuery, ListedAssignment, ListedItem, NewItem, StatusRead, UnreadableItem,
 };
 pub use record_key::{format_record_date, parse_record_date, RecordKey};
 

@@ -145,7 +145,7 @@ impl<S: QueueStore + ?Sized> QueueStore for Instrumented<S> {
         fn item_extend(&self, key: &ExecutionKey, n: i32) -> bool;
         fn assignment_expired(&self, now: DateTime<Utc>) -> Vec<Assignment>;
         fn assignment_list(&self, key: &ExecutionKey) -> Vec<Assignment>;
-        fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Vec<ListedItem>;
+        fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Vec<ItemRead>;
     }
 
     fn item_next_for(

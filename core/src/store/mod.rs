@@ -27,7 +27,7 @@ use crate::error::{DocketError, StoreError};
 use crate::ident::TableName;
 use crate::ordering::{CustomKey, Level, OrderingPolicy};
 use crate::records::{
-    Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, ItemsQuery, ListedItem, NewItem,
+    Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, ItemRead, ItemsQuery, NewItem,
 };
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -278,8 +278,9 @@ pub trait QueueStore: StoreInfo {
     /// The items `q` selects, each with its version, its first assignments and their count, in
     /// one statement (bounded by `q.limit` items and `q.assignments` assignments per item). An
     /// assignment status this version does not know is read as
-    /// [`StatusRead::Unknown`](crate::records::StatusRead::Unknown), not as an error.
-    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError>;
+    /// [`StatusRead::Unknown`](crate::records::StatusRead::Unknown), not as an error; an item
+    /// whose row holds a value docket cannot decode is [`ItemRead::Unreadable`] in its place.
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemRead>, StoreError>;
 }
 
 /// A store for both the scheduler and the work queue: what backends hand out. An

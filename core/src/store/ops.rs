@@ -193,5 +193,5 @@ pub trait QueueOps: StoreInfo + ItemSource {
     /// [`QueueStore::assignment_list`].
     fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError>;
     /// [`QueueStore::item_list_assigned`].
-    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError>;
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemRead>, StoreError>;
 }
