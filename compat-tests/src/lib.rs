@@ -110,6 +110,7 @@ macro_rules! with_compat_cases {
             dead_detection_reads_past_rows_it_leaves_alone,
             lag_per_task_level_and_task_type,
             paused_task_is_not_claimed_and_resumed_one_is,
+            paused_tasks_are_read_in_bounded_pages,
             scheduler_clock_follows_the_server,
         }
     };

@@ -13,7 +13,7 @@ use docket_core::records::{
 };
 use docket_core::store::{
     Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, LagQuery,
-    ListFilter, NameLag, NewExecution, PausedTask, PoisonRow, TaskSummary,
+    ListFilter, NameLag, NewExecution, PausedPage, PausedRead, PausedTask, PoisonRow, TaskSummary,
 };
 use docket_core::{
     Adopted, DocketError, ExecutionStore, QueueStore, Store, StoreConfig, StoreError, StoreInfo,
@@ -75,6 +75,8 @@ impl ExecutionStore for Racing {
         fn execution_dead_counts(&self, older_than: DateTime<Utc>) -> Result<Vec<(String, i64)>, StoreError>;
         fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError>;
         fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError>;
+        fn paused_page(&self, limit: i64) -> Result<PausedPage, StoreError>;
+        fn paused_among(&self, names: &[String]) -> Result<Vec<PausedRead>, StoreError>;
         fn paused_set(&self, task_name: &str, at: DateTime<Utc>, by: Option<&str>) -> Result<bool, StoreError>;
         fn paused_clear(&self, task_name: &str) -> Result<bool, StoreError>;
         fn execution_names_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>, StoreError>;

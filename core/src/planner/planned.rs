@@ -10,7 +10,8 @@ use crate::ordering::CustomKey;
 use crate::records::{
     Assignment, Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey,
     Finishing, ForWorker, Guard, IndexChange, Item, ItemCount, ItemRead, ItemsQuery, LagQuery,
-    ListFilter, NameLag, NewExecution, NewItem, PausedTask, PickChange, PoisonRow, TaskSummary,
+    ListFilter, NameLag, NewExecution, NewItem, PausedPage, PausedRead, PausedTask, PickChange,
+    PoisonRow, TaskSummary,
 };
 use crate::store::{
     Adopted, ExecutionOps, ExecutionStore, QueueOps, QueueStore, StoreConfig, StoreInfo,
@@ -198,6 +199,14 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
 
     fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError> {
         self.store.paused_list()
+    }
+
+    fn paused_page(&self, limit: i64) -> Result<PausedPage, StoreError> {
+        self.store.paused_page(limit)
+    }
+
+    fn paused_among(&self, names: &[String]) -> Result<Vec<PausedRead>, StoreError> {
+        self.store.paused_among(names)
     }
 
     fn paused_set(

@@ -12,7 +12,9 @@ pub mod sql;
 pub mod wake;
 
 pub use crate::migrate::{MIGRATION_BASE, MIGRATION_PRIORITY};
-pub use crate::records::{CappedCount, LagQuery, LevelLag, NameLag, PausedTask};
+pub use crate::records::{
+    CappedCount, LagQuery, LevelLag, NameLag, PausedPage, PausedRead, PausedTask, UnreadablePaused,
+};
 pub use crate::records::{
     Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard,
     ListFilter, NewExecution, PickChange, PoisonRow, TaskSummary,
@@ -31,6 +33,9 @@ use crate::records::{
 };
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
+
+/// Most task names one [`ExecutionStore::paused_among`] statement binds.
+pub const PAUSED_NAMES_PER_STATEMENT: usize = 100;
 
 /// Which table a store works on and how it orders due work.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -176,6 +181,14 @@ pub trait ExecutionStore: StoreInfo {
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError>;
     /// The tasks paused cluster-wide, by name (none when the table lacks `0008_paused_tasks`).
     fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError>;
+    /// The first `limit` paused tasks by name (one statement bounded by `limit`), each row
+    /// decoded on its own, and how many are paused in all (a `COUNT(*)`, run only when the
+    /// page is full); empty when the table lacks `0008_paused_tasks`.
+    fn paused_page(&self, limit: i64) -> Result<PausedPage, StoreError>;
+    /// Which of `names` are paused, by name, each row decoded on its own (statements of at
+    /// most [`PAUSED_NAMES_PER_STATEMENT`] names each); none when the table lacks
+    /// `0008_paused_tasks`.
+    fn paused_among(&self, names: &[String]) -> Result<Vec<PausedRead>, StoreError>;
     /// Pauses `task_name` from `at`; `false` when it was paused already.
     /// [`StoreError::MissingMigration`] when the table lacks `0008_paused_tasks`.
     fn paused_set(
