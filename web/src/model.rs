@@ -14,8 +14,9 @@ use chrono::{DateTime, Utc};
 use docket_core::queue::{
     Item, ItemRead, ItemsQuery, ListedAssignment, ListedItem, UnreadableItem, MAX_WORKER_LEN,
 };
+use docket_core::store::PausedRead;
 use docket_core::store::{Changes, Guard, ListFilter};
-use docket_core::{CappedCount, DeadPage, Execution, ExecutionKey, LevelLag, PausedTask};
+use docket_core::{CappedCount, DeadPage, Execution, ExecutionKey, LevelLag};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
@@ -178,18 +179,31 @@ pub(crate) fn or_unreadable<T>(
 pub struct PausedView {
     /// Task name.
     pub task: String,
-    /// Since when.
-    pub paused_at: DateTime<Utc>,
+    /// Since when (`None` when its row cannot be decoded).
+    pub paused_at: Option<DateTime<Utc>>,
     /// Who paused it, as recorded (`docket web` from the dashboard).
     pub paused_by: Option<String>,
+    /// Set when its row holds a value docket cannot decode (a `paused_at` out of range,
+    /// written by SQL): the column and why. The task is paused all the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
-impl From<PausedTask> for PausedView {
-    fn from(p: PausedTask) -> Self {
-        Self {
-            task: p.task_name,
-            paused_at: p.paused_at,
-            paused_by: p.paused_by,
+impl From<PausedRead> for PausedView {
+    fn from(p: PausedRead) -> Self {
+        match p {
+            PausedRead::Paused(p) => Self {
+                task: p.task_name,
+                paused_at: Some(p.paused_at),
+                paused_by: p.paused_by,
+                unreadable: None,
+            },
+            PausedRead::Unreadable(u) => Self {
+                unreadable: Some(format!("{}: {}", u.column, u.reason)),
+                task: u.task_name,
+                paused_at: None,
+                paused_by: None,
+            },
         }
     }
 }
@@ -1371,10 +1385,20 @@ impl Web {
                 })
                 .collect()
         };
-        let mut paused = or_unreadable(self.paused(), Vec::new, "paused tasks", &mut unreadable)?;
-        let paused_names: HashSet<String> = paused.iter().map(|p| p.task.clone()).collect();
-        let paused_total = paused.len();
-        paused.truncate(NAME_ROWS);
+        // The first NAME_ROWS paused tasks (one bounded statement, and a count), and which of
+        // the names read below are paused (one lookup by name each, in one statement).
+        let (paused, paused_total) = self.paused_page(&mut unreadable)?;
+        let lag_names: Vec<String> = lag
+            .names
+            .iter()
+            .filter(|n| !n.queue_type)
+            .map(|n| n.name.clone())
+            .collect();
+        let paused_names: HashSet<String> = self
+            .paused_among(&lag_names, &mut unreadable)?
+            .into_iter()
+            .map(|p| p.task)
+            .collect();
         let mut tasks = Vec::new();
         let mut queue_types = Vec::new();
         let names_read = lag.names.len();
@@ -1451,14 +1475,62 @@ impl Web {
         })
     }
 
-    /// The paused tasks (one statement on `<table>_paused`; none without the migration).
-    pub(crate) fn paused(&self) -> Result<Vec<PausedView>, WebError> {
+    /// The first [`NAME_ROWS`] paused tasks by name and how many are paused in all (one
+    /// statement bounded by [`NAME_ROWS`] on `<table>_paused`, and a count when it is full;
+    /// none without the migration). A row that cannot be decoded is listed as such and noted
+    /// in `unreadable` under `paused tasks`.
+    fn paused_page(
+        &self,
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Result<(Vec<PausedView>, usize), WebError> {
+        let limit = i64::try_from(NAME_ROWS).unwrap_or(i64::MAX);
+        let page = self.client.paused_page(limit)?;
+        let views = self.paused_views(page.tasks, unreadable);
+        Ok((views, usize::try_from(page.total).unwrap_or(usize::MAX)))
+    }
+
+    /// Which of `names` are paused (lookups by name); rows that cannot be decoded are listed
+    /// as such and noted in `unreadable` under `paused tasks`.
+    fn paused_among(
+        &self,
+        names: &[String],
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Result<Vec<PausedView>, WebError> {
+        let read = self.client.paused_among(names)?;
+        Ok(self.paused_views(read, unreadable))
+    }
+
+    fn paused_views(
+        &self,
+        read: Vec<PausedRead>,
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Vec<PausedView> {
+        read.into_iter()
+            .map(|p| {
+                if let PausedRead::Unreadable(u) = &p {
+                    let note = Unreadable {
+                        what: "paused tasks".to_owned(),
+                        reason: format!("{}: {}: {}", u.task_name, u.column, u.reason),
+                    };
+                    if !unreadable.iter().any(|n| n.reason == note.reason) {
+                        unreadable.push(note);
+                    }
+                }
+                PausedView::from(p)
+            })
+            .collect()
+    }
+
+    /// Whether `task` is paused, and since when (one lookup by name).
+    pub(crate) fn paused_of(
+        &self,
+        task: &str,
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Result<Option<PausedView>, WebError> {
         Ok(self
-            .client
-            .paused()?
+            .paused_among(&[task.to_owned()], unreadable)?
             .into_iter()
-            .map(PausedView::from)
-            .collect())
+            .find(|p| p.task == task))
     }
 
     /// Pauses or resumes `task` cluster-wide; whether anything changed. Every change is
@@ -1778,9 +1850,7 @@ impl Web {
         .into_iter()
         .map(|e| self.view(e, now))
         .collect();
-        let paused = or_unreadable(self.paused(), Vec::new, "paused tasks", &mut unreadable)?
-            .into_iter()
-            .find(|p| p.task == task);
+        let paused = self.paused_of(task, &mut unreadable)?;
         let failing = or_unreadable(
             self.failing(Some(task), now),
             Vec::new,
@@ -1829,7 +1899,7 @@ impl Web {
             Some(e) if !is_item => {
                 let data = DataView::of(e.task_data.as_deref());
                 let execution = self.view(e, now);
-                let paused = self.paused()?.iter().any(|p| p.task == key.task_name);
+                let paused = self.paused_of(&key.task_name, &mut Vec::new())?.is_some();
                 let next = NextStep::of(&execution, now, self.dead_after, paused);
                 Ok(ExecutionDetail {
                     execution,

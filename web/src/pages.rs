@@ -394,7 +394,12 @@ fn pause_card(
             @match paused {
                 Some(p) => {
                     h2 { "Paused" }
-                    p { "No scheduler claims this task's executions (due ones wait). Paused " (when(p.paused_at, now))
+                    p { "No scheduler claims this task's executions (due ones wait). Paused "
+                        @match (p.paused_at, &p.unreadable) {
+                            (Some(at), _) => (when(at, now)),
+                            (None, Some(why)) => span.unreadable { "at a time docket cannot read (" (visible(why)) ")" },
+                            (None, None) => "",
+                        }
                         @if let Some(by) = &p.paused_by { " by " (shown(by)) } "." }
                     @if viewer.can_act() {
                         form method="post" action=(format!("{here}/resume")) {

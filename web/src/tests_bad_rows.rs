@@ -339,3 +339,120 @@ async fn an_item_with_a_null_record_date_is_shown_as_such_on_sqlite() {
 async fn an_item_with_a_null_record_date_is_shown_as_such_on_postgres() {
     an_item_with_a_null_record_date_is_shown_as_such(&Postgres).await;
 }
+
+/// Finding 3, the paused tasks: a bad `paused_at` (PostgreSQL `'infinity'`, on SQLite a number
+/// of microseconds past any date) hid every paused task from `/metrics` and the overview (the
+/// paused list was read all or none) and made every execution page answer 500. Now that row
+/// is listed as the paused task it is, its time shown as unreadable, and the others as usual.
+/// Without the fix `/metrics` had no `docket_task_paused` sample (and `docket_paused_tasks 0`)
+/// and `/executions/email/e1` answered 500 (checked on both backends).
+async fn a_bad_paused_at_is_shown_as_such(harness: &dyn Harness, bad: &str) {
+    use docket_core::dialect::SqlWriter;
+    let space = harness.space();
+    let config = StoreConfig::default();
+    space.migrate(&config, None);
+    let store = space.store(config, None);
+    let client = SchedulerClient::new(store.clone()).unwrap();
+    let now = Utc::now();
+    for task in [EMAIL, REPORT] {
+        client
+            .schedule(task.instance("e1").scheduled_to(now - Duration::minutes(1)))
+            .unwrap();
+        assert!(client.pause(task.name(), Some("test")).unwrap());
+    }
+    let foreign = space.foreign();
+    let mut w = SqlWriter::new(foreign.dialect());
+    w.push("UPDATE ")
+        .table(&TableName::default().paused())
+        .push(" SET paused_at = ")
+        .push(bad)
+        .push(" WHERE task_name = ")
+        .bind("email");
+    assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
+    let web = super::Dashboard::new(
+        store,
+        Access::Token {
+            token: None,
+            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
+            secure_cookies: false,
+        },
+    )
+    .build()
+    .unwrap();
+    let get = |uri: &'static str| {
+        let web = web.clone();
+        async move {
+            let req = Request::get(uri)
+                .header(header::HOST, "localhost")
+                .body(Body::empty())
+                .unwrap();
+            let res = router(web).oneshot(req).await.unwrap();
+            let status = res.status();
+            let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+                .await
+                .unwrap();
+            (status, String::from_utf8(bytes.to_vec()).unwrap())
+        }
+    };
+    let (status, metrics) = get("/metrics").await;
+    assert_eq!(status, StatusCode::OK, "{metrics}");
+    for sample in [
+        "docket_task_paused{task=\"email\"} 1",
+        "docket_task_paused{task=\"report\"} 1",
+        "\ndocket_paused_tasks 2\n",
+        "docket_lag_unreadable{task=\"paused tasks\"} 1",
+    ] {
+        assert!(metrics.contains(sample), "{sample:?} in {metrics}");
+    }
+    let (status, body) = get("/api/overview").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let overview: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let lag = &overview["lag"];
+    assert_eq!(lag["paused_total"], 2, "{lag}");
+    let paused = lag["paused"].as_array().unwrap();
+    assert_eq!(paused[0]["task"], "email", "{lag}");
+    assert!(paused[0]["paused_at"].is_null(), "{lag}");
+    assert!(
+        paused[0]["unreadable"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("paused_at")),
+        "{lag}"
+    );
+    assert_eq!(paused[1]["task"], "report", "{lag}");
+    assert!(paused[1]["paused_at"].is_string(), "{lag}");
+    assert!(paused[1]["unreadable"].is_null(), "{lag}");
+    for name in ["email", "report"] {
+        let task = lag["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["task"] == name)
+            .expect("listed");
+        assert_eq!(task["paused"], true, "{name}: {lag}");
+    }
+    let (status, body) = get("/").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains("paused_at"),
+        "the notice names the column: {body}"
+    );
+    let (status, body) = get("/tasks/email").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains("at a time docket cannot read"), "{body}");
+    // The execution pages still say the task is paused.
+    for uri in ["/executions/email/e1", "/api/executions/email/e1"] {
+        let (status, body) = get(uri).await;
+        assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+        assert!(body.contains("paused"), "{uri}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_bad_paused_at_is_shown_as_such_on_sqlite() {
+    a_bad_paused_at_is_shown_as_such(&Sqlite, "9223372036854775807").await;
+}
+
+#[tokio::test]
+async fn a_bad_paused_at_is_shown_as_such_on_postgres() {
+    a_bad_paused_at_is_shown_as_such(&Postgres, "'infinity'").await;
+}
