@@ -4,10 +4,11 @@
 use crate::args::{store_config, Target};
 use crate::backends;
 use crate::error::CliError;
-use docket_core::{PrimaryOrder, QueueConfig};
+use docket_core::{PrimaryOrder, QueueConfig, Store, StoreConfig};
 use docket_web::{serve, Access, Dashboard, Hosts, MIN_TOKEN_LEN};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Arguments of `docket web`.
 #[derive(Debug, clap::Args)]
@@ -72,11 +73,38 @@ fn read_token(path: &PathBuf) -> Result<String, CliError> {
     Ok(token.to_owned())
 }
 
+/// The dashboard's own store. On PostgreSQL and MariaDB its sessions carry the request
+/// timeout as a server-side statement bound (`statement_timeout`, `max_statement_time`): a
+/// request answered `503` at its timeout does not leave its statement running (the store API is
+/// synchronous and has no cancel). Other backends: a plain store (docs/WEB.md, "Bounded time
+/// and memory").
+fn connect(url: &str, config: StoreConfig) -> Result<Arc<dyn Store>, CliError> {
+    let backend = backends::for_url(url)?;
+    #[cfg(feature = "postgres")]
+    if backend.name() == "postgres" {
+        let options = docket_postgres::PgOptions {
+            statement_timeout: Some(serve::REQUEST_TIMEOUT),
+            ..docket_postgres::PgOptions::default()
+        };
+        return Ok(Arc::new(docket_postgres::connect_with(
+            url, config, &options,
+        )?));
+    }
+    #[cfg(feature = "mysql")]
+    if backend.name() == "mysql" {
+        let options = docket_mysql::MysqlOptions {
+            max_statement_time: Some(serve::REQUEST_TIMEOUT),
+            ..docket_mysql::MysqlOptions::default()
+        };
+        return Ok(Arc::new(docket_mysql::connect_with(url, config, &options)?));
+    }
+    Ok(backend.connect(url, config)?)
+}
+
 /// Runs `docket web` until interrupted.
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let backend = backends::for_url(&args.target.database_url)?;
     let token = args.token_file.as_ref().map(read_token).transpose()?;
-    let store = backend.connect(
+    let store = connect(
         &args.target.database_url,
         store_config(&args.target.table, args.priority),
     )?;
