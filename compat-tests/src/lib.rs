@@ -106,6 +106,7 @@ macro_rules! with_compat_cases {
             queue_large_batches_keep_every_byte,
             queue_order_index_serves_the_same_order,
             queue_items_with_assignments_in_one_read,
+            queue_unreadable_item_is_listed_in_its_place,
             dead_executions_are_paged,
             dead_detection_reads_past_rows_it_leaves_alone,
             lag_per_task_level_and_task_type,
