@@ -285,6 +285,7 @@ impl Statements<'_> {
             ("due_excluding", self.due(&due)),
             ("item_insert_rows", self.item_insert_rows(&items)),
             ("item_ids_present", self.item_ids_present("review", &ids)),
+            ("paused_among", self.paused_among(&ids)),
         ]
     }
 

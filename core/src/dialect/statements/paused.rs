@@ -45,7 +45,8 @@ impl<'d> Statements<'d> {
     }
 
     /// The paused tasks among `names` (`task_name`, `paused_at`, `paused_by`), by name; the
-    /// caller bounds `names` (one bind each, at least one).
+    /// caller bounds `names` (one bind each, at least one). Its text follows how many names
+    /// are given ([`Rendered::sized_by_input`]).
     pub fn paused_among(&self, names: &[&str]) -> Rendered {
         let mut w = self.writer();
         w.push("SELECT task_name, paused_at, paused_by FROM ")
@@ -53,7 +54,7 @@ impl<'d> Statements<'d> {
             .push(" WHERE task_name IN (");
         for (i, name) in names.iter().enumerate() {
             if i > 0 {
-                w.push(", ");
+                w.push(", ").sized_by_input();
             }
             w.bind(*name);
         }
