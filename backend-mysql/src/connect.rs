@@ -31,6 +31,14 @@ pub struct MysqlOptions {
     /// session, or when the server's `max_prepared_stmt_count` is nearly used up by other
     /// clients (each pooled connection holds a few dozen).
     pub statement_cache: bool,
+    /// On MariaDB (10.1 and later) the server ends any statement of this store that runs
+    /// longer (the session's `max_statement_time`, set on every pooled connection when it is
+    /// opened); it then fails with [`StoreError::Database`] ("Query execution was
+    /// interrupted (max_statement_time exceeded)"). MySQL has no such setting for every
+    /// statement and ignores it. `None` (the default) keeps the server's setting. Meant for a
+    /// store of its own serving requests that have a deadline (`docket web` sets it to its
+    /// request timeout). Whole milliseconds; at least 1 ms.
+    pub max_statement_time: Option<Duration>,
 }
 
 impl Default for MysqlOptions {
@@ -40,6 +48,7 @@ impl Default for MysqlOptions {
             connection_timeout: Duration::from_secs(30),
             session_time_zone: None,
             statement_cache: true,
+            max_statement_time: None,
         }
     }
 }
@@ -62,6 +71,7 @@ pub const MARIADB_OPTIMIZER_SWITCH: &str = "exists_to_in=off";
 #[derive(Debug)]
 struct SessionSetup {
     time_zone: Option<String>,
+    max_statement_time: Option<Duration>,
 }
 
 #[derive(QueryableByName)]
@@ -73,10 +83,19 @@ struct Version {
 impl CustomizeConnection<MysqlConnection, diesel::r2d2::Error> for SessionSetup {
     fn on_acquire(&self, conn: &mut MysqlConnection) -> Result<(), diesel::r2d2::Error> {
         // `/*M!100300 ... */` runs on MariaDB 10.3 and later only (MySQL has neither setting).
+        // Seconds with millisecond precision, a number docket formats (never user text).
+        let statement_time = self.max_statement_time.map_or(String::new(), |t| {
+            let ms = t.as_millis().max(1);
+            format!(
+                "/*M!100100 , SESSION max_statement_time = {}.{:03} */",
+                ms / 1000,
+                ms % 1000
+            )
+        });
         conn.batch_execute(&format!(
             "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES') \
              /*M!100300 , SESSION idle_transaction_timeout = {}, \
-             SESSION optimizer_switch = '{MARIADB_OPTIMIZER_SWITCH}' */",
+             SESSION optimizer_switch = '{MARIADB_OPTIMIZER_SWITCH}' */ {statement_time}",
             IDLE_IN_TRANSACTION_TIMEOUT.as_secs()
         ))
         .map_err(diesel::r2d2::Error::QueryError)?;
@@ -120,6 +139,7 @@ pub fn connect_with(
             .test_on_check_out(true)
             .connection_customizer(Box::new(SessionSetup {
                 time_zone: options.session_time_zone.clone(),
+                max_statement_time: options.max_statement_time,
             })),
         MysqlManager::new(url),
     )?;

@@ -3,7 +3,8 @@
 use crate::dialect::PgDialect;
 use crate::family::{PgFamily, PgMeta};
 use crate::PgStore;
-use diesel::r2d2::{ConnectionManager, Pool};
+use diesel::connection::SimpleConnection;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::PgConnection;
 use docket_core::backend::SqlStore;
 use docket_core::{StoreConfig, StoreError};
@@ -24,6 +25,14 @@ pub struct PgOptions {
     /// in transaction mode (PgBouncer `pool_mode = transaction`), which hands each
     /// transaction to any server connection.
     pub statement_cache: bool,
+    /// The server ends any statement of this store that runs longer (the session's
+    /// `statement_timeout`, set on every pooled connection when it is opened; lock waits
+    /// count); it then fails with [`StoreError::Database`] ("canceling statement due to
+    /// statement timeout"). `None` (the default) keeps the server's setting. Meant for a
+    /// store of its own serving requests that have a deadline (`docket web` sets it to its
+    /// request timeout): a scheduler's claims and heartbeats should not share it. Whole
+    /// milliseconds; at least 1 ms.
+    pub statement_timeout: Option<Duration>,
 }
 
 impl Default for PgOptions {
@@ -32,7 +41,22 @@ impl Default for PgOptions {
             max_connections: 10,
             connection_timeout: Duration::from_secs(30),
             statement_cache: true,
+            statement_timeout: None,
         }
+    }
+}
+
+/// Sets the session's `statement_timeout` on every connection the pool opens.
+#[derive(Debug)]
+struct StatementTimeout {
+    millis: u128,
+}
+
+impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for StatementTimeout {
+    fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
+        // A number docket formats (SET takes no bind parameter), never user text.
+        conn.batch_execute(&format!("SET statement_timeout = {}", self.millis))
+            .map_err(diesel::r2d2::Error::QueryError)
     }
 }
 
@@ -50,15 +74,18 @@ pub fn connect_with(
     config: StoreConfig,
     options: &PgOptions,
 ) -> Result<PgStore, StoreError> {
-    let pool = docket_diesel::open_pool(
-        Pool::builder()
-            .max_size(options.max_connections.max(1))
-            .connection_timeout(options.connection_timeout)
-            // No `SELECT 1` before every use: it doubled the round trips of each claim. A broken
-            // connection fails its statement, diesel marks it broken, and r2d2 replaces it.
-            .test_on_check_out(false),
-        ConnectionManager::<PgConnection>::new(url),
-    )?;
+    let mut builder = Pool::builder()
+        .max_size(options.max_connections.max(1))
+        .connection_timeout(options.connection_timeout)
+        // No `SELECT 1` before every use: it doubled the round trips of each claim. A broken
+        // connection fails its statement, diesel marks it broken, and r2d2 replaces it.
+        .test_on_check_out(false);
+    if let Some(limit) = options.statement_timeout {
+        builder = builder.connection_customizer(Box::new(StatementTimeout {
+            millis: limit.as_millis().max(1),
+        }));
+    }
+    let pool = docket_diesel::open_pool(builder, ConnectionManager::<PgConnection>::new(url))?;
     Ok(SqlStore::new(
         PgConnector::new(pool, &PgDialect, PgMeta::listen_at(url))
             .with_statement_cache(options.statement_cache),

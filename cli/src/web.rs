@@ -4,10 +4,11 @@
 use crate::args::{store_config, Target};
 use crate::backends;
 use crate::error::CliError;
-use docket_core::{PrimaryOrder, QueueConfig};
-use docket_web::{serve, Access, Dashboard, Hosts, MIN_TOKEN_LEN};
+use docket_core::{PrimaryOrder, QueueConfig, Store, StoreConfig};
+use docket_web::{serve, Access, Concurrency, Dashboard, Hosts, MIN_TOKEN_LEN};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Arguments of `docket web`.
 #[derive(Debug, clap::Args)]
@@ -44,7 +45,20 @@ pub struct Args {
     /// its task data.
     #[arg(long)]
     open_reads: bool,
+    /// Page and API requests doing database work at once (1 to 64; default 2). `/metrics` (2)
+    /// and execution pages (1) have turns of their own; on PostgreSQL and MySQL/MariaDB the
+    /// pool is sized to hold them all (at least 10 connections).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    concurrency: u16,
+    /// Page and API requests that may wait for a turn (0 to 1024; default 8), at most 0.75 s
+    /// each; past that a request is answered 503 "busy" with `Retry-After: 1` at once.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(0..=1024))]
+    concurrency_queue: u16,
 }
+
+/// Connections a dashboard pool needs besides the page turns: `/metrics`' 2 and the execution
+/// pages' 1, plus 1 spare.
+const OTHER_CONNECTIONS: u32 = 4;
 
 fn parse_type_order(value: &str) -> Result<(String, PrimaryOrder), String> {
     let (task, keys) = value
@@ -72,13 +86,50 @@ fn read_token(path: &PathBuf) -> Result<String, CliError> {
     Ok(token.to_owned())
 }
 
+/// The dashboard's own store. On PostgreSQL and MariaDB its sessions carry the request
+/// timeout as a server-side statement bound (`statement_timeout`, `max_statement_time`): a
+/// request answered `503` at its timeout does not leave its statement running (the store API is
+/// synchronous and has no cancel). Other backends: a plain store (docs/WEB.md, "Bounded time
+/// and memory").
+/// The pool holds `connections` (PostgreSQL and MySQL/MariaDB; others: their default).
+fn connect(url: &str, config: StoreConfig, connections: u32) -> Result<Arc<dyn Store>, CliError> {
+    let backend = backends::for_url(url)?;
+    #[cfg(feature = "postgres")]
+    if backend.name() == "postgres" {
+        let options = docket_postgres::PgOptions {
+            statement_timeout: Some(serve::REQUEST_TIMEOUT),
+            max_connections: connections,
+            ..docket_postgres::PgOptions::default()
+        };
+        return Ok(Arc::new(docket_postgres::connect_with(
+            url, config, &options,
+        )?));
+    }
+    #[cfg(feature = "mysql")]
+    if backend.name() == "mysql" {
+        let options = docket_mysql::MysqlOptions {
+            max_statement_time: Some(serve::REQUEST_TIMEOUT),
+            max_connections: connections,
+            ..docket_mysql::MysqlOptions::default()
+        };
+        return Ok(Arc::new(docket_mysql::connect_with(url, config, &options)?));
+    }
+    // Other backends size their pools themselves.
+    let _ = connections;
+    Ok(backend.connect(url, config)?)
+}
+
 /// Runs `docket web` until interrupted.
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let backend = backends::for_url(&args.target.database_url)?;
     let token = args.token_file.as_ref().map(read_token).transpose()?;
-    let store = backend.connect(
+    let concurrency = Concurrency {
+        work: usize::from(args.concurrency),
+        queue: usize::from(args.concurrency_queue),
+    };
+    let store = connect(
         &args.target.database_url,
         store_config(&args.target.table, args.priority),
+        (u32::from(args.concurrency) + OTHER_CONNECTIONS).max(10),
     )?;
     let mut queue_config = QueueConfig::default();
     queue_config.orders.extend(args.orders.iter().cloned());
@@ -98,6 +149,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         let web = Dashboard::new(store, access)
             .queue_config(queue_config)
             .open_reads(args.open_reads)
+            .concurrency(concurrency)
             .build()
             .map_err(|e| CliError::Web(e.to_string()))?;
         say!(
@@ -132,6 +184,50 @@ pub fn run(args: &Args) -> Result<(), CliError> {
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        web: super::Args,
+    }
+
+    fn parse(extra: &[&str]) -> Result<super::Args, clap::Error> {
+        let args = ["docket", "--database-url", "sqlite://x.db"]
+            .iter()
+            .chain(extra)
+            .copied();
+        Cli::try_parse_from(args).map(|c| c.web)
+    }
+
+    /// `--concurrency` and `--concurrency-queue` set the dashboard's page turns; their
+    /// defaults are the library's (`Concurrency::default`), and a bound of 0 turns (every
+    /// request refused) or past 64 is refused when parsing.
+    #[test]
+    fn concurrency_flags_default_to_the_library_and_are_bounded() {
+        let default = parse(&[]).unwrap();
+        assert_eq!(
+            (
+                usize::from(default.concurrency),
+                usize::from(default.concurrency_queue)
+            ),
+            (
+                docket_web::Concurrency::default().work,
+                docket_web::Concurrency::default().queue
+            )
+        );
+        let set = parse(&["--concurrency", "6", "--concurrency-queue", "0"]).unwrap();
+        assert_eq!((set.concurrency, set.concurrency_queue), (6, 0));
+        for bad in [
+            &["--concurrency", "0"][..],
+            &["--concurrency", "65"],
+            &["--concurrency-queue", "1025"],
+            &["--concurrency", "-1"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
     /// A token shorter than 16 characters is refused at start-up with a clear error.
     #[test]
     fn short_tokens_are_refused_at_start_up() {

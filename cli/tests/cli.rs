@@ -362,16 +362,17 @@ fn explain_all_ends_every_statement_with_a_semicolon_line() {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
-        // 43 statements (5 for held-back poison rows and adopting a table, 1 for the server's
+        // 46 statements (5 for held-back poison rows and adopting a table, 1 for the server's
         // clock, 4 for bulk enqueue,
         // with and without skipping existing keys, and batched completion, 3 for the paged
-        // dead executions and their counts, batched heartbeats and the read of their reach, 4 for paused tasks, 7 for the
+        // dead executions and their counts, batched heartbeats and the read of their reach, 7 for paused tasks (the bounded page, its count and the
+        // lookup by name among them), 7 for the
         // lag read), plus the levels queries (all levels, and those
         // below a level), 6 per-level forms and the next-due probe of a drained level with
         // priority on, then the 16 work-queue statements (2 for items with their
         // assignments) and, priority on, the queue's 2 level statements (its levels, a claim
         // at one level).
-        assert_eq!(statements.len(), 52 + 16 + 2 + scale + index, "{all}");
+        assert_eq!(statements.len(), 55 + 16 + 2 + scale + index, "{all}");
         assert!(all.ends_with("\n;\n"));
         for s in statements {
             let sql = s.lines().last().unwrap();
@@ -615,8 +616,8 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
             let all = stdout_of(docket().args(&args));
             let statements = all.split("\n;\n").filter(|s| !s.trim().is_empty()).count();
             // Priority on: the scheduler's 9 level statements and the queue's 2.
-            // 11 of them the paused-task and lag statements, 1 the server's clock.
-            assert_eq!(statements, (if priority { 52 + 2 } else { 43 }) + queue, "{all}");
+            // 14 of them the paused-task and lag statements, 1 the server's clock.
+            assert_eq!(statements, (if priority { 55 + 2 } else { 46 }) + queue, "{all}");
             assert!(all.contains(marker), "{all}");
             for name in [
                 "-- item_next_custom",

@@ -106,10 +106,12 @@ macro_rules! with_compat_cases {
             queue_large_batches_keep_every_byte,
             queue_order_index_serves_the_same_order,
             queue_items_with_assignments_in_one_read,
+            queue_unreadable_item_is_listed_in_its_place,
             dead_executions_are_paged,
             dead_detection_reads_past_rows_it_leaves_alone,
             lag_per_task_level_and_task_type,
             paused_task_is_not_claimed_and_resumed_one_is,
+            paused_tasks_are_read_in_bounded_pages,
             scheduler_clock_follows_the_server,
         }
     };

@@ -94,7 +94,7 @@ pub async fn task_action(
     );
     let (changed, row) = blocking(&web, move |w| {
         let changed = w.pause_or_resume(&task, action, unknown_confirmed, &via)?;
-        let row = w.paused()?.into_iter().find(|p| p.task == task);
+        let row = w.paused_of(&task, &mut Vec::new())?;
         Ok((changed, row))
     })
     .await?;

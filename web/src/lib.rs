@@ -46,6 +46,8 @@ mod tests_metrics;
 mod tests_mount;
 #[cfg(test)]
 mod tests_race;
+#[cfg(test)]
+mod tests_timeout;
 
 use axum::routing::{get, post};
 use axum::Router;

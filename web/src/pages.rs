@@ -394,7 +394,12 @@ fn pause_card(
             @match paused {
                 Some(p) => {
                     h2 { "Paused" }
-                    p { "No scheduler claims this task's executions (due ones wait). Paused " (when(p.paused_at, now))
+                    p { "No scheduler claims this task's executions (due ones wait). Paused "
+                        @match (p.paused_at, &p.unreadable) {
+                            (Some(at), _) => (when(at, now)),
+                            (None, Some(why)) => span.unreadable { "at a time docket cannot read (" (visible(why)) ")" },
+                            (None, None) => "",
+                        }
                         @if let Some(by) = &p.paused_by { " by " (shown(by)) } "." }
                     @if viewer.can_act() {
                         form method="post" action=(format!("{here}/resume")) {
@@ -1097,6 +1102,11 @@ fn record(item: &ItemView) -> String {
     item.record.to_string()
 }
 
+/// When an item arrived (empty for an item whose row cannot be decoded).
+fn arrived(item: &ItemView) -> String {
+    item.available_at.map(time).unwrap_or_default()
+}
+
 /// Custom attributes as a small table (strings unquoted, other values as JSON).
 fn attributes(item: &ItemView) -> Markup {
     html! {
@@ -1145,8 +1155,11 @@ fn items_table(b: &BasePath, items: &[ItemView], assignments: bool) -> Markup {
                 @for i in items {
                     tr {
                         td { a.mono href=(b.item(&i.task_type, &i.item)) { (shown(&i.item)) } }
+                        @if let Some(why) = &i.unreadable {
+                            td.unreadable colspan=(if assignments { 5 } else { 4 }) { "unreadable: " (visible(why)) }
+                        } @else {
                         td { code { (shown(&record(i))) } }
-                        td { (time(i.available_at)) }
+                        td { (arrived(i)) }
                         td.num { (i.assignments) " / " (i.max_assignments) }
                         td.mono { (shown(i.held_by.as_deref().unwrap_or("—"))) }
                         @if assignments { td {
@@ -1155,6 +1168,7 @@ fn items_table(b: &BasePath, items: &[ItemView], assignments: bool) -> Markup {
                             @let total = i.assignments_total.unwrap_or(0);
                             @if list.len() < total { a href=(b.item(&i.task_type, &i.item)) { "+" (total - list.len()) " more" } }
                         } }
+                        }
                     }
                 }
             }
@@ -1223,6 +1237,7 @@ pub async fn queue_type(
     let body = html! {
         p.crumbs { a href=(b.at("/queue")) { "Work queue" } " / " }
         div.title { h1 { (shown(&p.task_type)) } p.sub { (p.total) " items" } }
+        (unreadable_card(&p.unreadable))
         section.card {
             form.inline method="get" action=(format!("{}/workers", b.task_type(&p.task_type))) {
                 label { "What does a worker see? " input type="text" name="worker" placeholder="worker name" required; }
@@ -1288,7 +1303,7 @@ pub async fn item(
                 h2 { "Item" }
                 dl {
                     dt { "Record key" } dd { code { (shown(&record(i))) } }
-                    dt { "Arrived" } dd { (time(i.available_at)) " UTC" }
+                    dt { "Arrived" } dd { (arrived(i)) " UTC" }
                     dt { "Assignments" } dd { (i.assignments) " of " (i.max_assignments) }
                     dt { "Held by" } dd.mono { (shown(i.held_by.as_deref().unwrap_or("—"))) }
                     dt { "Attributes" } dd { @if i.attributes.as_object().is_some_and(|m| m.is_empty()) { span.muted { "none" } } @else { (attributes(i)) } }
@@ -1373,6 +1388,7 @@ pub async fn worker(
         p.crumbs { a href=(b.at("/queue")) { "Work queue" } " / " a href=(b.task_type(&p.task_type)) { (shown(&p.task_type)) } " / worker" }
         div.title { h1 { "Worker " span.mono { (shown(&p.worker)) } } p.sub { "task type " (shown(&p.task_type)) } }
         (flash(q.done.as_deref()))
+        (unreadable_card(&p.unreadable))
         section.card.worker {
             h2 { "Your items" span.sub { "held by you" } }
             @if p.held.is_empty() {
@@ -1383,10 +1399,12 @@ pub async fn worker(
                     div.head {
                         span.mono.big { (shown(&i.item)) }
                         code { (shown(&record(i))) }
-                        span.muted { "assignment " (i.assignments) " of " (i.max_assignments) }
+                        @if i.unreadable.is_none() {
+                            span.muted { "assignment " (i.assignments) " of " (i.max_assignments) }
+                        }
                     }
                     (attributes(i))
-                    @if viewer.can_act() {
+                    @if viewer.can_act() && i.unreadable.is_none() {
                         @let act = format!("{here}/items/{}", seg(&i.item));
                         div.actions {
                             form method="post" action=(format!("{act}/submit")) {
@@ -1441,7 +1459,7 @@ pub async fn worker(
                                 td.num { (n + 1) }
                                 td { a.mono href=(b.item(&i.task_type, &i.item)) { (shown(&i.item)) } }
                                 td { code { (shown(&record(i))) } }
-                                td { (time(i.available_at)) }
+                                td { (arrived(i)) }
                                 td.num { (i.assignments) " / " (i.max_assignments) }
                             }
                         }

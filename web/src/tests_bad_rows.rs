@@ -213,3 +213,246 @@ async fn an_item_with_unreadable_attributes_is_shown_as_such() {
         }
     }
 }
+
+/// Finding 3, the work queue: a NULL `record_date` (written by SQL) made every page listing
+/// the item's type answer 500 (503 before `StoreError::Decode` had its own answer): the
+/// item list is one statement whose rows were all decoded or none. Now that item is listed in
+/// its place as unreadable, naming the column, and the other items are listed; a worker's
+/// `list_for`, which decodes every item it orders, is named as unreadable where it is shown.
+/// Without the fix `/queue/label`, `/api/queue/label`, the worker page and `/api/search`
+/// answered 500 (checked on both backends by reverting the fix).
+async fn an_item_with_a_null_record_date_is_shown_as_such(harness: &dyn Harness) {
+    use docket_core::dialect::SqlWriter;
+    use docket_core::queue::{Batch, Record};
+    use docket_core::{QueueConfig, WorkQueue};
+    let space = harness.space();
+    let config = StoreConfig::default();
+    space.migrate(&config, None);
+    let store = space.store(config, None);
+    let queue = WorkQueue::new(store.clone(), QueueConfig::default()).unwrap();
+    queue
+        .enqueue(&Batch {
+            task_type: "label".into(),
+            max_assignments: 1,
+            records: ["1", "2", "3"].map(Record::new).to_vec(),
+        })
+        .unwrap();
+    // w1 holds item 1: the type's page then shows what w1 would get next.
+    let taken = queue.next_for("w1", "label").unwrap().expect("an item");
+    assert_eq!(taken.key.task_instance, "1");
+    let foreign = space.foreign();
+    let mut w = SqlWriter::new(foreign.dialect());
+    w.push("UPDATE ")
+        .table(&TableName::default())
+        .push(" SET record_date = NULL WHERE task_name = ")
+        .bind("label")
+        .push(" AND task_instance = ")
+        .bind("2");
+    assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
+    let web = super::Dashboard::new(
+        store,
+        Access::Token {
+            token: None,
+            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
+            secure_cookies: false,
+        },
+    )
+    .build()
+    .unwrap();
+    let get = |uri: &'static str| {
+        let web = web.clone();
+        async move {
+            let req = Request::get(uri)
+                .header(header::HOST, "localhost")
+                .body(Body::empty())
+                .unwrap();
+            let res = router(web).oneshot(req).await.unwrap();
+            let status = res.status();
+            let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+                .await
+                .unwrap();
+            (status, String::from_utf8(bytes.to_vec()).unwrap())
+        }
+    };
+    // The type's page: every item listed, the bad one as unreadable in its place.
+    let (status, body) = get("/queue/label").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let at = |needle: &str| {
+        body.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} in {body}"))
+    };
+    let (one, two, three) = (
+        at("/queue/label/items/1\""),
+        at("/queue/label/items/2\""),
+        at("/queue/label/items/3\""),
+    );
+    let why = at("unreadable: record_date");
+    assert!(one < two && two < why && why < three, "{body}");
+    // The API: the same, in order, with the reason on the bad item only.
+    let (status, body) = get("/api/queue/label").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let items = page["items"].as_array().unwrap();
+    let ids: Vec<&str> = items.iter().map(|i| i["item"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["1", "2", "3"], "{page}");
+    assert!(
+        items[1]["unreadable"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("record_date")),
+        "{page}"
+    );
+    for i in [&items[0], &items[2]] {
+        assert!(i["unreadable"].is_null(), "{page}");
+        assert!(i["record"].is_object(), "{page}");
+    }
+    // The worker page: w1's held item is shown; what it would get next is named unreadable
+    // when the bad item is among the items it orders.
+    for uri in [
+        "/queue/label/workers/w1",
+        "/api/queue/label/workers/w1",
+        "/api/search?instance=2",
+        "/search?instance=2",
+    ] {
+        let (status, body) = get(uri).await;
+        assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+        assert!(body.contains("record_date"), "{uri}: {body}");
+    }
+    let (_, body) = get("/api/queue/label/workers/w1").await;
+    let worker: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(worker["held"][0]["item"], "1", "{worker}");
+    // The bad item's own page says what is wrong with it; the others are served.
+    let (status, body) = get("/queue/label/items/2").await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(
+        body.contains("cannot read") && body.contains("record_date"),
+        "{body}"
+    );
+    assert_eq!(get("/queue/label/items/3").await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn an_item_with_a_null_record_date_is_shown_as_such_on_sqlite() {
+    an_item_with_a_null_record_date_is_shown_as_such(&Sqlite).await;
+}
+
+#[tokio::test]
+async fn an_item_with_a_null_record_date_is_shown_as_such_on_postgres() {
+    an_item_with_a_null_record_date_is_shown_as_such(&Postgres).await;
+}
+
+/// Finding 3, the paused tasks: a bad `paused_at` (PostgreSQL `'infinity'`, on SQLite a number
+/// of microseconds past any date) hid every paused task from `/metrics` and the overview (the
+/// paused list was read all or none) and made every execution page answer 500. Now that row
+/// is listed as the paused task it is, its time shown as unreadable, and the others as usual.
+/// Without the fix `/metrics` had no `docket_task_paused` sample (and `docket_paused_tasks 0`)
+/// and `/executions/email/e1` answered 500 (checked on both backends).
+async fn a_bad_paused_at_is_shown_as_such(harness: &dyn Harness, bad: &str) {
+    use docket_core::dialect::SqlWriter;
+    let space = harness.space();
+    let config = StoreConfig::default();
+    space.migrate(&config, None);
+    let store = space.store(config, None);
+    let client = SchedulerClient::new(store.clone()).unwrap();
+    let now = Utc::now();
+    for task in [EMAIL, REPORT] {
+        client
+            .schedule(task.instance("e1").scheduled_to(now - Duration::minutes(1)))
+            .unwrap();
+        assert!(client.pause(task.name(), Some("test")).unwrap());
+    }
+    let foreign = space.foreign();
+    let mut w = SqlWriter::new(foreign.dialect());
+    w.push("UPDATE ")
+        .table(&TableName::default().paused())
+        .push(" SET paused_at = ")
+        .push(bad)
+        .push(" WHERE task_name = ")
+        .bind("email");
+    assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
+    let web = super::Dashboard::new(
+        store,
+        Access::Token {
+            token: None,
+            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
+            secure_cookies: false,
+        },
+    )
+    .build()
+    .unwrap();
+    let get = |uri: &'static str| {
+        let web = web.clone();
+        async move {
+            let req = Request::get(uri)
+                .header(header::HOST, "localhost")
+                .body(Body::empty())
+                .unwrap();
+            let res = router(web).oneshot(req).await.unwrap();
+            let status = res.status();
+            let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+                .await
+                .unwrap();
+            (status, String::from_utf8(bytes.to_vec()).unwrap())
+        }
+    };
+    let (status, metrics) = get("/metrics").await;
+    assert_eq!(status, StatusCode::OK, "{metrics}");
+    for sample in [
+        "docket_task_paused{task=\"email\"} 1",
+        "docket_task_paused{task=\"report\"} 1",
+        "\ndocket_paused_tasks 2\n",
+        "docket_lag_unreadable{task=\"paused tasks\"} 1",
+    ] {
+        assert!(metrics.contains(sample), "{sample:?} in {metrics}");
+    }
+    let (status, body) = get("/api/overview").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let overview: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let lag = &overview["lag"];
+    assert_eq!(lag["paused_total"], 2, "{lag}");
+    let paused = lag["paused"].as_array().unwrap();
+    assert_eq!(paused[0]["task"], "email", "{lag}");
+    assert!(paused[0]["paused_at"].is_null(), "{lag}");
+    assert!(
+        paused[0]["unreadable"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("paused_at")),
+        "{lag}"
+    );
+    assert_eq!(paused[1]["task"], "report", "{lag}");
+    assert!(paused[1]["paused_at"].is_string(), "{lag}");
+    assert!(paused[1]["unreadable"].is_null(), "{lag}");
+    for name in ["email", "report"] {
+        let task = lag["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["task"] == name)
+            .expect("listed");
+        assert_eq!(task["paused"], true, "{name}: {lag}");
+    }
+    let (status, body) = get("/").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains("paused_at"),
+        "the notice names the column: {body}"
+    );
+    let (status, body) = get("/tasks/email").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains("at a time docket cannot read"), "{body}");
+    // The execution pages still say the task is paused.
+    for uri in ["/executions/email/e1", "/api/executions/email/e1"] {
+        let (status, body) = get(uri).await;
+        assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+        assert!(body.contains("paused"), "{uri}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_bad_paused_at_is_shown_as_such_on_sqlite() {
+    a_bad_paused_at_is_shown_as_such(&Sqlite, "9223372036854775807").await;
+}
+
+#[tokio::test]
+async fn a_bad_paused_at_is_shown_as_such_on_postgres() {
+    a_bad_paused_at_is_shown_as_such(&Postgres, "'infinity'").await;
+}

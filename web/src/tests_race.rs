@@ -9,25 +9,28 @@ use chrono::{DateTime, Duration, Utc};
 use docket_core::dialect::Capabilities;
 use docket_core::ordering::CustomKey;
 use docket_core::records::{
-    Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, ItemsQuery, ListedItem, NewItem,
+    Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, ItemRead, ItemsQuery, NewItem,
 };
 use docket_core::store::{
     Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, LagQuery,
-    ListFilter, NameLag, NewExecution, PausedTask, PoisonRow, TaskSummary,
+    ListFilter, NameLag, NewExecution, PausedPage, PausedRead, PausedTask, PoisonRow, TaskSummary,
 };
 use docket_core::{
     Adopted, DocketError, ExecutionStore, QueueStore, Store, StoreConfig, StoreError, StoreInfo,
 };
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 type Hook = Box<dyn FnOnce(&dyn Store) + Send>;
 
 /// Delegates every call to `inner`; after the next `execution_get` of `key`, runs `hook` once
 /// on `inner` (another process's write landing between the dashboard's read and its write).
+/// Counts the unbounded reads of the paused tasks (`paused_list`).
 struct Racing {
     inner: Arc<dyn Store>,
     key: ExecutionKey,
     hook: Mutex<Option<Hook>>,
+    paused_lists: AtomicUsize,
 }
 
 impl std::fmt::Debug for Racing {
@@ -74,7 +77,8 @@ impl ExecutionStore for Racing {
         fn execution_dead_page(&self, page: &DeadPage) -> Result<(Vec<Execution>, Option<DeadCursor>), StoreError>;
         fn execution_dead_counts(&self, older_than: DateTime<Utc>) -> Result<Vec<(String, i64)>, StoreError>;
         fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError>;
-        fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError>;
+        fn paused_page(&self, limit: i64) -> Result<PausedPage, StoreError>;
+        fn paused_among(&self, names: &[String]) -> Result<Vec<PausedRead>, StoreError>;
         fn paused_set(&self, task_name: &str, at: DateTime<Utc>, by: Option<&str>) -> Result<bool, StoreError>;
         fn paused_clear(&self, task_name: &str) -> Result<bool, StoreError>;
         fn execution_names_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>, StoreError>;
@@ -83,6 +87,11 @@ impl ExecutionStore for Racing {
         fn execution_delete_unresolved(&self, known: &[String], before: DateTime<Utc>) -> Result<u64, StoreError>;
         fn server_time(&self) -> Result<DateTime<Utc>, StoreError>;
         fn execution_poisoned(&self) -> Vec<PoisonRow>;
+    }
+
+    fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError> {
+        self.paused_lists.fetch_add(1, Ordering::SeqCst);
+        self.inner.paused_list()
     }
 
     fn execution_get(&self, key: &ExecutionKey) -> Result<Option<Execution>, StoreError> {
@@ -112,7 +121,7 @@ impl QueueStore for Racing {
         fn assignment_finish(&self, f: &Finishing<'_>) -> Result<bool, StoreError>;
         fn assignment_expired(&self, now: DateTime<Utc>) -> Result<Vec<Assignment>, StoreError>;
         fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError>;
-        fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError>;
+        fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemRead>, StoreError>;
     }
 }
 
@@ -126,6 +135,7 @@ fn racing(key: ExecutionKey) -> (tempfile::TempDir, Arc<Racing>, AppState) {
         inner,
         key,
         hook: Mutex::new(None),
+        paused_lists: AtomicUsize::new(0),
     });
     let web = super::Dashboard::new(
         racing.clone(),
@@ -236,4 +246,46 @@ async fn a_bulk_row_changed_after_its_check_is_left_alone() {
         .unwrap()
         .expect("not cancelled");
     assert_eq!(after.execution_time, theirs);
+}
+
+/// Finding 6, the read itself: the paused tasks were read whole (`paused_list`, every row of
+/// `<table>_paused`) by the overview, `/api/lag`, `/metrics`, a task's page, an execution's
+/// page and the pause API, and capped only afterwards. Now they read a bounded page and look
+/// names up: no page calls `paused_list`. Without the fix this test counted one unbounded
+/// read per page.
+#[tokio::test]
+async fn no_page_reads_the_paused_tasks_unbounded() {
+    let (_dir, store, web) = racing(ExecutionKey::new("email", "later"));
+    for name in ["email", "gone-1", "gone-2"] {
+        assert!(store
+            .inner
+            .paused_set(name, Utc::now(), Some("test"))
+            .unwrap());
+    }
+    for uri in [
+        "/",
+        "/api/overview",
+        "/api/lag",
+        "/metrics",
+        "/tasks/email",
+        "/api/tasks/email",
+        "/executions/email/later",
+        "/api/executions/email/later",
+    ] {
+        let req = Request::get(uri)
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .body(Body::empty())
+            .unwrap();
+        let r = send(&router(web.clone()), req).await;
+        assert_eq!(r.status, StatusCode::OK, "{uri}: {}", r.body);
+        assert!(r.body.contains("email"), "{uri}: {}", r.body);
+    }
+    let r = api_post(&web, "/api/tasks/email/resume", String::new()).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        store.paused_lists.load(Ordering::SeqCst),
+        0,
+        "the paused tasks were read whole"
+    );
 }

@@ -76,6 +76,7 @@ impl MysqlSpace {
             connection_timeout: Duration::from_secs(20),
             session_time_zone: time_zone.map(str::to_owned),
             statement_cache: super::statement_cache(),
+            max_statement_time: None,
         };
         docket_mysql::connect_with(&self.url(), config, &options)
             .unwrap_or_else(|e| not_run(NAME, format!("cannot open a pool: {e}")))

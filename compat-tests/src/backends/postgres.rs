@@ -69,6 +69,7 @@ impl PgSpace {
             max_connections: 12,
             connection_timeout: Duration::from_secs(20),
             statement_cache: super::statement_cache(),
+            statement_timeout: None,
         };
         docket_postgres::connect_with(&self.url(time_zone), config, &options)
             .unwrap_or_else(|e| not_run(NAME, format!("cannot open a pool: {e}")))

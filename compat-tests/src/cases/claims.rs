@@ -463,3 +463,43 @@ pub fn paused_task_is_not_claimed_and_resumed_one_is(h: &dyn Harness, t: Toggle)
     assert_eq!(work_runs.load(Ordering::SeqCst), 3);
     assert!(client.pause("", None).is_err(), "task names are validated");
 }
+
+/// The paused tasks are read in bounded pages (`paused_page`: the first `limit` by name, a
+/// `LIMIT` bound in the statement, and the count in all) and by name (`paused_among`, more
+/// names than one statement binds), on every backend.
+pub fn paused_tasks_are_read_in_bounded_pages(h: &dyn Harness, t: Toggle) {
+    use docket_core::store::PausedRead;
+    use docket_core::Clock;
+    let ctx = Ctx::new(h, t);
+    let client = ctx.client();
+    assert_eq!(client.paused_page(10).unwrap().total, 0);
+    let names: Vec<String> = (0..25).map(|i| format!("gone-{i:03}")).collect();
+    // Paused in reverse order: the page is by name, not by insertion.
+    for name in names.iter().rev() {
+        assert!(ctx
+            .store
+            .paused_set(name, ctx.clock.now(), Some("compat"))
+            .unwrap());
+    }
+    let page = client.paused_page(10).unwrap();
+    let read: Vec<&str> = page.tasks.iter().map(PausedRead::task_name).collect();
+    assert_eq!(
+        read,
+        names[..10].iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    assert_eq!(page.total, 25, "the count in all, past the page");
+    assert!(
+        matches!(&page.tasks[0], PausedRead::Paused(p) if p.paused_by.as_deref() == Some("compat"))
+    );
+    let all = client.paused_page(100).unwrap();
+    assert_eq!((all.tasks.len(), all.total), (25, 25));
+    assert!(client.paused_page(0).is_err());
+    // 150 names asked (two statements), 13 of them paused, unknown ones left out.
+    let mut asked: Vec<String> = (0..150).map(|i| format!("other-{i:03}")).collect();
+    asked.extend(names.iter().step_by(2).cloned());
+    let among = client.paused_among(&asked).unwrap();
+    let found: Vec<&str> = among.iter().map(PausedRead::task_name).collect();
+    let expected: Vec<&str> = names.iter().step_by(2).map(String::as_str).collect();
+    assert_eq!(found, expected);
+    assert!(client.paused_among(&[]).unwrap().is_empty());
+}

@@ -911,6 +911,71 @@ pub fn queue_items_with_assignments_in_one_read(h: &dyn Harness, t: Toggle) {
     assert!(q.items_with_assignments(&ItemsQuery::new(TASK, 0)).is_err());
 }
 
+/// `items_with_assignments_read`: an item whose row holds a value docket cannot decode (a NULL
+/// `record_date`, written by SQL) is listed in its place as unreadable, with its key, its
+/// version and the column, and the other items as usual, however many rows its assignments
+/// add;
+/// the strict `items_with_assignments` fails with that column's decode error.
+pub fn queue_unreadable_item_is_listed_in_its_place(h: &dyn Harness, t: Toggle) {
+    use docket_core::queue::{ItemRead, ItemsQuery};
+    use docket_core::StoreError;
+    let ctx = ctx(h, t);
+    let q = queue(&ctx, config());
+    q.enqueue(&batch(2, records(&["1", "2", "3"]))).unwrap();
+    // Items 1 and 2 go to two workers each: each is two rows of the read.
+    assert_eq!(take(&q, "w1"), "1");
+    q.submit("w1", &key("1")).unwrap();
+    assert_eq!(take(&q, "w2"), "1");
+    assert_eq!(take(&q, "w3"), "2");
+    q.submit("w3", &key("2")).unwrap();
+    assert_eq!(take(&q, "w1"), "2");
+    let foreign = ctx.space.foreign();
+    let mut w = docket_core::dialect::SqlWriter::new(foreign.dialect());
+    w.push("UPDATE ")
+        .table(&docket_core::TableName::default())
+        .push(" SET record_date = NULL WHERE task_name = ")
+        .bind(TASK)
+        .push(" AND task_instance = ")
+        .bind("2");
+    assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
+    let version = ctx.store.execution_get(&key("2")).unwrap().unwrap().version;
+
+    let read = q
+        .items_with_assignments_read(&ItemsQuery {
+            assignments: 10,
+            ..ItemsQuery::new(TASK, 10)
+        })
+        .unwrap();
+    assert_eq!(read.len(), 3, "{read:?}");
+    match &read[0] {
+        ItemRead::Listed(l) => {
+            assert_eq!(l.item.key, key("1"));
+            assert_eq!(l.assignments.len(), 2);
+        }
+        other => panic!("item 1 is read: {other:?}"),
+    }
+    match &read[1] {
+        ItemRead::Unreadable(u) => {
+            assert_eq!(u.key, key("2"));
+            assert_eq!(u.version, Some(version));
+            assert_eq!(u.column, "record_date");
+        }
+        other => panic!("item 2 is unreadable: {other:?}"),
+    }
+    assert!(matches!(&read[2], ItemRead::Listed(l) if l.item.key == key("3")));
+    let strict = q.items_with_assignments(&ItemsQuery::new(TASK, 10));
+    assert!(
+        matches!(
+            strict,
+            Err(docket_core::DocketError::Store(StoreError::Decode {
+                column: "record_date",
+                ..
+            }))
+        ),
+        "{strict:?}"
+    );
+}
+
 /// The lag read (`SchedulerClient::lag`, the dashboard's gauges): per task the oldest due
 /// execution (per priority level with priority on) and its due, scheduled and picked counts;
 /// per task type the oldest open item and the open count; counts stop at the cap; names come in

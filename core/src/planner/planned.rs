@@ -9,8 +9,9 @@ use crate::error::{DocketError, StoreError};
 use crate::ordering::CustomKey;
 use crate::records::{
     Assignment, Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey,
-    Finishing, ForWorker, Guard, IndexChange, Item, ItemCount, ItemsQuery, LagQuery, ListFilter,
-    ListedItem, NameLag, NewExecution, NewItem, PausedTask, PickChange, PoisonRow, TaskSummary,
+    Finishing, ForWorker, Guard, IndexChange, Item, ItemCount, ItemRead, ItemsQuery, LagQuery,
+    ListFilter, NameLag, NewExecution, NewItem, PausedPage, PausedRead, PausedTask, PickChange,
+    PoisonRow, TaskSummary,
 };
 use crate::store::{
     Adopted, ExecutionOps, ExecutionStore, QueueOps, QueueStore, StoreConfig, StoreInfo,
@@ -200,6 +201,14 @@ impl<S: ExecutionOps> ExecutionStore for Planned<S> {
         self.store.paused_list()
     }
 
+    fn paused_page(&self, limit: i64) -> Result<PausedPage, StoreError> {
+        self.store.paused_page(limit)
+    }
+
+    fn paused_among(&self, names: &[String]) -> Result<Vec<PausedRead>, StoreError> {
+        self.store.paused_among(names)
+    }
+
     fn paused_set(
         &self,
         task_name: &str,
@@ -314,7 +323,7 @@ impl<S: QueueOps> QueueStore for Planned<S> {
         self.store.assignment_list(key)
     }
 
-    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError> {
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemRead>, StoreError> {
         self.store.item_list_assigned(q)
     }
 }

@@ -28,8 +28,8 @@ pub const MAX_WORKER_LEN: usize = 128;
 pub use crate::migrate::{MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
 pub use crate::records::{
     format_record_date, parse_record_date, Assignment, AssignmentStatus, Finish, Finishing,
-    ForWorker, IndexChange, Item, ItemCount, ItemsQuery, ListedAssignment, ListedItem, NewItem,
-    RecordKey, StatusRead,
+    ForWorker, IndexChange, Item, ItemCount, ItemRead, ItemsQuery, ListedAssignment, ListedItem,
+    NewItem, RecordKey, StatusRead, UnreadableItem,
 };
 
 /// One record of a [`Batch`], before resolution.
@@ -484,8 +484,24 @@ impl WorkQueue {
     /// The items `q` selects (at most `q.limit`, by arrival), each with its row version, its
     /// first `q.assignments` assignments by worker and their count, read in one statement
     /// whatever the size of the table. An assignment whose status this version does not know
-    /// is listed as [`StatusRead::Unknown`]; the other rows are read as usual.
+    /// is listed as [`StatusRead::Unknown`]; the other rows are read as usual. An item whose
+    /// row holds a value docket cannot decode fails the read ([`StoreError::Decode`]); see
+    /// [`WorkQueue::items_with_assignments_read`] to list it in its place instead.
     pub fn items_with_assignments(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>> {
+        self.items_with_assignments_read(q)?
+            .into_iter()
+            .map(|read| match read {
+                ItemRead::Listed(listed) => Ok(listed),
+                ItemRead::Unreadable(bad) => Err(bad.to_error().into()),
+            })
+            .collect()
+    }
+
+    /// [`WorkQueue::items_with_assignments`], with each item whose row holds a value docket
+    /// cannot decode (a NULL `record_date`, a time out of range: written by SQL or another
+    /// program) returned as [`ItemRead::Unreadable`] in its place, so one bad row does not
+    /// hide the others.
+    pub fn items_with_assignments_read(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemRead>> {
         if q.limit < 1 || q.assignments < 0 {
             return Err(DocketError::InvalidConfig(format!(
                 "items_with_assignments: limit must be at least 1 (got {}) and assignments at \

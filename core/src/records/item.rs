@@ -331,6 +331,43 @@ pub struct ListedItem {
     pub assignments_total: i64,
 }
 
+/// An item of an [`ItemsQuery`] read whose row holds a value docket cannot decode (a NULL
+/// `record_date`, a time out of range: written by SQL or another program), listed in its
+/// place instead of failing the whole read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableItem {
+    /// The item's key.
+    pub key: ExecutionKey,
+    /// Its row version, when that column could be read.
+    pub version: Option<i64>,
+    /// The column that could not be decoded.
+    pub column: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+impl UnreadableItem {
+    /// The [`StoreError::Decode`] a strict read fails with.
+    pub fn to_error(&self) -> StoreError {
+        StoreError::Decode {
+            column: self.column,
+            reason: format!(
+                "{} (item {}/{})",
+                self.reason, self.key.task_name, self.key.task_instance
+            ),
+        }
+    }
+}
+
+/// One item of an [`ItemsQuery`] read: listed, or named as unreadable in its place.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ItemRead {
+    /// The item, decoded.
+    Listed(ListedItem),
+    /// A row that could not be decoded.
+    Unreadable(UnreadableItem),
+}
+
 /// Which items of one task type to list with their assignments, in one statement: the first
 /// `limit` by arrival (`execution_time`, then id), each with at most `assignments` of its
 /// assignments (by worker) and their count.

@@ -7,7 +7,7 @@ mod record_key;
 
 pub use item::{
     Assignment, AssignmentStatus, Finish, Finishing, ForWorker, IndexChange, Item, ItemCount,
-    ItemsQuery, ListedAssignment, ListedItem, NewItem, StatusRead,
+    ItemRead, ItemsQuery, ListedAssignment, ListedItem, NewItem, StatusRead, UnreadableItem,
 };
 pub use record_key::{format_record_date, parse_record_date, RecordKey};
 
@@ -260,6 +260,48 @@ pub struct PausedTask {
     pub paused_at: DateTime<Utc>,
     /// Who paused it, as they said (free text, e.g. `docket web`).
     pub paused_by: Option<String>,
+}
+
+/// A row of the paused tasks holding a value docket cannot decode (a `paused_at` out of range,
+/// written by SQL or another program): the task is paused (its row exists), but since when or
+/// by whom cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadablePaused {
+    /// The task name.
+    pub task_name: String,
+    /// The column that could not be decoded.
+    pub column: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+/// One row of the paused tasks, decoded on its own: one bad row does not hide the others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PausedRead {
+    /// A paused task.
+    Paused(PausedTask),
+    /// A paused task whose row could not be decoded.
+    Unreadable(UnreadablePaused),
+}
+
+impl PausedRead {
+    /// The paused task's name (known either way).
+    pub fn task_name(&self) -> &str {
+        match self {
+            Self::Paused(p) => &p.task_name,
+            Self::Unreadable(u) => &u.task_name,
+        }
+    }
+}
+
+/// The first paused tasks by name, and how many are paused in all
+/// ([`ExecutionStore::paused_page`](crate::store::ExecutionStore::paused_page)).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PausedPage {
+    /// At most the limit asked for, by name.
+    pub tasks: Vec<PausedRead>,
+    /// Paused tasks in all.
+    pub total: i64,
 }
 
 /// A count that stops at a cap: `count` rows were counted, and `capped` says there were more.

@@ -5,7 +5,7 @@ use crate::clock::{to_micros, Clock, SystemClock};
 use crate::error::{DocketError, Result};
 use crate::records::{
     Changes, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, LagQuery, ListFilter,
-    NameLag, NewExecution, PausedTask, TaskSummary,
+    NameLag, NewExecution, PausedPage, PausedRead, PausedTask, TaskSummary,
 };
 use crate::store::{ExecutionStore, Instrumented, StoreConfig, WakeSignals};
 use crate::task::{Priority, TaskInstance};
@@ -344,9 +344,28 @@ impl SchedulerClient {
         Ok(resumed)
     }
 
-    /// The paused tasks, by name (none when the table lacks `0008_paused_tasks`).
+    /// The paused tasks, by name (none when the table lacks `0008_paused_tasks`). Reads every
+    /// row: see [`SchedulerClient::paused_page`] for a bounded read.
     pub fn paused(&self) -> Result<Vec<PausedTask>> {
         Ok(self.store.paused_list()?)
+    }
+
+    /// The first `limit` paused tasks by name (at least 1), each row decoded on its own, and
+    /// how many are paused in all: one statement bounded by `limit`, plus a count when the
+    /// page is full.
+    pub fn paused_page(&self, limit: i64) -> Result<PausedPage> {
+        if limit < 1 {
+            return Err(DocketError::InvalidConfig(format!(
+                "paused_page: limit must be at least 1, got {limit}"
+            )));
+        }
+        Ok(self.store.paused_page(limit)?)
+    }
+
+    /// Which of `names` are paused, by name, each row decoded on its own (a primary-key
+    /// lookup per name, in statements of at most 100 names).
+    pub fn paused_among(&self, names: &[String]) -> Result<Vec<PausedRead>> {
+        Ok(self.store.paused_among(names)?)
     }
 
     /// What waits under each task name at now, and since when: for a scheduler task the

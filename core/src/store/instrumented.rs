@@ -98,6 +98,8 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn execution_dead_counts(&self, older_than: DateTime<Utc>) -> Vec<(String, i64)>;
         fn execution_summary(&self) -> Vec<TaskSummary>;
         fn paused_list(&self) -> Vec<PausedTask>;
+        fn paused_page(&self, limit: i64) -> PausedPage;
+        fn paused_among(&self, names: &[String]) -> Vec<PausedRead>;
         fn paused_set(&self, task_name: &str, at: DateTime<Utc>, by: Option<&str>) -> bool;
         fn paused_clear(&self, task_name: &str) -> bool;
         fn execution_names_after(&self, after: Option<&str>, limit: usize) -> Vec<String>;
@@ -145,7 +147,7 @@ impl<S: QueueStore + ?Sized> QueueStore for Instrumented<S> {
         fn item_extend(&self, key: &ExecutionKey, n: i32) -> bool;
         fn assignment_expired(&self, now: DateTime<Utc>) -> Vec<Assignment>;
         fn assignment_list(&self, key: &ExecutionKey) -> Vec<Assignment>;
-        fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Vec<ListedItem>;
+        fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Vec<ItemRead>;
     }
 
     fn item_next_for(

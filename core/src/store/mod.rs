@@ -12,7 +12,9 @@ pub mod sql;
 pub mod wake;
 
 pub use crate::migrate::{MIGRATION_BASE, MIGRATION_PRIORITY};
-pub use crate::records::{CappedCount, LagQuery, LevelLag, NameLag, PausedTask};
+pub use crate::records::{
+    CappedCount, LagQuery, LevelLag, NameLag, PausedPage, PausedRead, PausedTask, UnreadablePaused,
+};
 pub use crate::records::{
     Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard,
     ListFilter, NewExecution, PickChange, PoisonRow, TaskSummary,
@@ -27,10 +29,13 @@ use crate::error::{DocketError, StoreError};
 use crate::ident::TableName;
 use crate::ordering::{CustomKey, Level, OrderingPolicy};
 use crate::records::{
-    Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, ItemsQuery, ListedItem, NewItem,
+    Assignment, Finishing, ForWorker, IndexChange, Item, ItemCount, ItemRead, ItemsQuery, NewItem,
 };
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
+
+/// Most task names one [`ExecutionStore::paused_among`] statement binds.
+pub const PAUSED_NAMES_PER_STATEMENT: usize = 100;
 
 /// Which table a store works on and how it orders due work.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -176,6 +181,14 @@ pub trait ExecutionStore: StoreInfo {
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError>;
     /// The tasks paused cluster-wide, by name (none when the table lacks `0008_paused_tasks`).
     fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError>;
+    /// The first `limit` paused tasks by name (one statement bounded by `limit`), each row
+    /// decoded on its own, and how many are paused in all (a `COUNT(*)`, run only when the
+    /// page is full); empty when the table lacks `0008_paused_tasks`.
+    fn paused_page(&self, limit: i64) -> Result<PausedPage, StoreError>;
+    /// Which of `names` are paused, by name, each row decoded on its own (statements of at
+    /// most [`PAUSED_NAMES_PER_STATEMENT`] names each); none when the table lacks
+    /// `0008_paused_tasks`.
+    fn paused_among(&self, names: &[String]) -> Result<Vec<PausedRead>, StoreError>;
     /// Pauses `task_name` from `at`; `false` when it was paused already.
     /// [`StoreError::MissingMigration`] when the table lacks `0008_paused_tasks`.
     fn paused_set(
@@ -278,8 +291,9 @@ pub trait QueueStore: StoreInfo {
     /// The items `q` selects, each with its version, its first assignments and their count, in
     /// one statement (bounded by `q.limit` items and `q.assignments` assignments per item). An
     /// assignment status this version does not know is read as
-    /// [`StatusRead::Unknown`](crate::records::StatusRead::Unknown), not as an error.
-    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError>;
+    /// [`StatusRead::Unknown`](crate::records::StatusRead::Unknown), not as an error; an item
+    /// whose row holds a value docket cannot decode is [`ItemRead::Unreadable`] in its place.
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemRead>, StoreError>;
 }
 
 /// A store for both the scheduler and the work queue: what backends hand out. An

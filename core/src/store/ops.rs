@@ -136,6 +136,10 @@ pub trait ExecutionOps: StoreInfo + DueSource {
     fn execution_summary(&self) -> Result<Vec<TaskSummary>, StoreError>;
     /// [`ExecutionStore::paused_list`].
     fn paused_list(&self) -> Result<Vec<PausedTask>, StoreError>;
+    /// [`ExecutionStore::paused_page`].
+    fn paused_page(&self, limit: i64) -> Result<PausedPage, StoreError>;
+    /// [`ExecutionStore::paused_among`].
+    fn paused_among(&self, names: &[String]) -> Result<Vec<PausedRead>, StoreError>;
     /// [`ExecutionStore::paused_set`].
     fn paused_set(
         &self,
@@ -193,5 +197,5 @@ pub trait QueueOps: StoreInfo + ItemSource {
     /// [`QueueStore::assignment_list`].
     fn assignment_list(&self, key: &ExecutionKey) -> Result<Vec<Assignment>, StoreError>;
     /// [`QueueStore::item_list_assigned`].
-    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError>;
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemRead>, StoreError>;
 }

@@ -173,6 +173,9 @@ impl Statements<'_> {
             ("dead_counts", self.dead_counts(now)),
             ("paused_table_exists", self.paused_table_exists()),
             ("paused_list", self.paused_list()),
+            ("paused_page", self.paused_page(200)),
+            ("paused_count", self.paused_count()),
+            ("paused_among", self.paused_among(&["email", "report"])),
             (
                 "paused_insert",
                 self.paused_insert("email", now, Some("docket web")),
@@ -282,6 +285,7 @@ impl Statements<'_> {
             ("due_excluding", self.due(&due)),
             ("item_insert_rows", self.item_insert_rows(&items)),
             ("item_ids_present", self.item_ids_present("review", &ids)),
+            ("paused_among", self.paused_among(&ids)),
         ]
     }
 

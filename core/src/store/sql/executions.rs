@@ -218,6 +218,41 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         })
     }
 
+    fn paused_page(&self, limit: i64) -> Result<PausedPage, StoreError> {
+        if !self.has_paused_table() {
+            return Ok(PausedPage::default());
+        }
+        let tasks = paused_rows(self.rows(&self.statements.paused_page(limit))?)?;
+        let read = i64::try_from(tasks.len()).unwrap_or(i64::MAX);
+        // A page that is not full holds every paused task: no count needed.
+        let total = if read < limit {
+            read
+        } else {
+            decode_all(self.rows(&self.statements.paused_count())?, |r| {
+                r.i64("paused")
+            })?
+            .into_iter()
+            .next()
+            .unwrap_or(read)
+        };
+        Ok(PausedPage { tasks, total })
+    }
+
+    fn paused_among(&self, names: &[String]) -> Result<Vec<PausedRead>, StoreError> {
+        if !self.has_paused_table() || names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut read = Vec::new();
+        for chunk in names.chunks(PAUSED_NAMES_PER_STATEMENT) {
+            let chunk: Vec<&str> = chunk.iter().map(String::as_str).collect();
+            read.extend(paused_rows(
+                self.rows(&self.statements.paused_among(&chunk))?,
+            )?);
+        }
+        read.sort_by(|a, b| a.task_name().cmp(b.task_name()));
+        Ok(read)
+    }
+
     fn paused_set(
         &self,
         task_name: &str,
@@ -353,4 +388,33 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
                 source: "the server-time query returned no row".into(),
             })
     }
+}
+
+/// Rows of the paused tasks, each decoded on its own: a row holding a value docket cannot
+/// decode (a `paused_at` out of range) is [`PausedRead::Unreadable`], named by its task.
+fn paused_rows(rows: Vec<Row>) -> Result<Vec<PausedRead>, StoreError> {
+    rows.into_iter()
+        .map(|mut r| {
+            // The name first, read without taking it: the primary key, never NULL.
+            let task_name = r.lossy_text("task_name").unwrap_or_default();
+            let decoded = (|| {
+                Ok(PausedTask {
+                    task_name: r.text("task_name")?,
+                    paused_at: r.timestamp("paused_at")?,
+                    paused_by: r.opt_text("paused_by")?,
+                })
+            })();
+            match decoded {
+                Ok(p) => Ok(PausedRead::Paused(p)),
+                Err(StoreError::Decode { column, reason }) => {
+                    Ok(PausedRead::Unreadable(UnreadablePaused {
+                        task_name,
+                        column,
+                        reason,
+                    }))
+                }
+                Err(e) => Err(e),
+            }
+        })
+        .collect()
 }

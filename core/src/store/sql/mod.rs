@@ -18,7 +18,7 @@ use super::{Decoded, ItemSource};
 use crate::dialect::queue::ForWorker;
 use crate::dialect::{Dialect, LagRange, OrderIndex, OrderIndexStyle, Rendered, Statements};
 use crate::migrate::{MigrationFile, TableMigration, MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
-use crate::records::{ListedAssignment, StatusRead};
+use crate::records::{ItemRead, ListedAssignment, ListedItem, StatusRead, UnreadableItem};
 use std::collections::HashSet;
 
 /// Most rows of one multi-row insert (fewer when the dialect's bind limit or

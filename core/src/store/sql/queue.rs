@@ -124,34 +124,52 @@ impl<C: SqlConnector> QueueOps for SqlOps<C> {
         self.assignments(self.statements.assignment_list(key))
     }
 
-    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ListedItem>, StoreError> {
-        let mut listed: Vec<ListedItem> = Vec::new();
+    fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Result<Vec<ItemRead>, StoreError> {
+        let mut listed: Vec<ItemRead> = Vec::new();
         for mut row in self.rows(&self.statements.item_list_assigned(q))? {
-            let item = Item::from_row(&mut row)?;
-            let version = row.i64("version")?;
-            // NULL: an item without (kept) assignments.
-            let worker = row.opt_text("worker")?;
-            let total = row.opt_i64("n_assignments")?.unwrap_or(0);
-            let assignment = match worker {
-                Some(worker) if q.assignments > 0 => Some(ListedAssignment {
-                    worker,
-                    status: StatusRead::from_stored(row.text("status")?),
-                    deadline: row.timestamp("deadline")?,
-                    updated_at: row.timestamp("updated_at")?,
-                }),
-                _ => None,
-            };
-            let same = listed.last().is_some_and(|l| l.item.key == item.key);
-            if !same {
-                listed.push(ListedItem {
-                    item,
-                    version,
-                    assignments: Vec::new(),
-                    assignments_total: total,
-                });
-            }
-            if let (Some(a), Some(last)) = (assignment, listed.last_mut()) {
-                last.assignments.push(a);
+            // The key first, read without taking it: a row that fails to decode is still
+            // named (the key is the primary key, never NULL).
+            let key = ExecutionKey::new(
+                row.lossy_text("task_name").unwrap_or_default(),
+                row.lossy_text("task_instance").unwrap_or_default(),
+            );
+            // An item's rows (one per kept assignment) are consecutive.
+            let same = listed.last().is_some_and(|l| match l {
+                ItemRead::Listed(l) => l.item.key == key,
+                ItemRead::Unreadable(u) => u.key == key,
+            });
+            let version = row.peek_i64("version");
+            let decoded = Self::listed_row(&mut row, q);
+            match (decoded, listed.last_mut()) {
+                (Err(StoreError::Decode { column, reason }), last) => {
+                    // One item whose row cannot be decoded (a NULL record_date written by
+                    // SQL) is named in its place; the others are listed.
+                    let unreadable = ItemRead::Unreadable(UnreadableItem {
+                        key,
+                        version,
+                        column,
+                        reason,
+                    });
+                    match last {
+                        Some(last) if same => *last = unreadable,
+                        _ => listed.push(unreadable),
+                    }
+                }
+                (Err(e), _) => return Err(e),
+                (Ok(_), Some(ItemRead::Unreadable(_))) if same => {}
+                (Ok((_, _, _, assignment)), Some(ItemRead::Listed(last))) if same => {
+                    if let Some(a) = assignment {
+                        last.assignments.push(a);
+                    }
+                }
+                (Ok((item, version, total, assignment)), _) => {
+                    listed.push(ItemRead::Listed(ListedItem {
+                        item,
+                        version,
+                        assignments: assignment.into_iter().collect(),
+                        assignments_total: total,
+                    }));
+                }
             }
         }
         Ok(listed)
@@ -205,6 +223,28 @@ impl<C: SqlConnector> ItemSource for SqlOps<C> {
 
 /// The work queue's helpers: intake in chunks and indexed custom orders.
 impl<C: SqlConnector> SqlOps<C> {
+    /// One row of [`Statements::item_list_assigned`]: the item, its version, its assignments
+    /// in all and the assignment the row carries (NULL worker: none kept).
+    fn listed_row(
+        row: &mut Row,
+        q: &ItemsQuery<'_>,
+    ) -> Result<(Item, i64, i64, Option<ListedAssignment>), StoreError> {
+        let item = Item::from_row(row)?;
+        let version = row.i64("version")?;
+        let worker = row.opt_text("worker")?;
+        let total = row.opt_i64("n_assignments")?.unwrap_or(0);
+        let assignment = match worker {
+            Some(worker) if q.assignments > 0 => Some(ListedAssignment {
+                worker,
+                status: StatusRead::from_stored(row.text("status")?),
+                deadline: row.timestamp("deadline")?,
+                updated_at: row.timestamp("updated_at")?,
+            }),
+            _ => None,
+        };
+        Ok((item, version, total, assignment))
+    }
+
     /// [`QueueStore::item_next_for`] with the eligible items sorted as `index` says (see
     /// [`Statements::item_eligible_indexed`]).
     fn next_for_sorted(
