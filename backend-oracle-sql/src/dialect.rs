@@ -1,7 +1,7 @@
 //! How Oracle spells docket's statements.
 
 use docket_core::dialect::{
-    common, Capabilities, Catalog, Dialect, LimitAt, SqlWriter, Syntax, TIMESTAMP_TEXT,
+    common, Capabilities, Catalog, Dialect, Levels, LimitAt, SqlWriter, Syntax, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -137,8 +137,14 @@ impl Dialect for OracleDialect {
     }
 
     // LEVEL is reserved in Oracle: the alias is quoted (and so stays lower case).
-    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
+    fn priority_levels(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        below: Option<i16>,
+    ) -> Levels {
         common::priority_levels(w, table, below, "\"level\"");
+        Levels::Highest
     }
 
     /// The `ALL_*` views: table and index names as quoted (case kept), column names upper

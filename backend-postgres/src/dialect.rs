@@ -1,8 +1,8 @@
 //! How PostgreSQL spells docket's statements.
 
 use docket_core::dialect::{
-    common, Array, Capabilities, Catalog, ClaimMatch, Dialect, DueFilter, Level, SqlWriter, Syntax,
-    Value, NUMBER_TEXT, TIMESTAMP_TEXT,
+    common, Array, Capabilities, Catalog, ClaimMatch, Dialect, DueFilter, Level, Levels, SqlWriter,
+    Syntax, Value, NUMBER_TEXT, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -45,8 +45,6 @@ impl Dialect for PgDialect {
             // write's recheck does not find: it counts as not written, as a changed version
             // would.
             key_probe: Some(CLAIM_BY_CTID),
-            // One statement for every level (see `priority_levels`).
-            lists_all_levels: true,
             // `timestamp` (without time zone) compared with the `timestamptz` binds would
             // shift by the session time zone: not adoptable.
             timestamp_types: &["timestamp with time zone"],
@@ -173,8 +171,13 @@ impl Dialect for PgDialect {
 
     // No loose index scan before PostgreSQL 18 (`SELECT DISTINCT` reads the whole index): walk
     // the levels with one index probe each on (priority DESC NULLS LAST, execution_time), all
-    // in one statement.
-    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
+    // in one statement, every level at once.
+    fn priority_levels(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        below: Option<i16>,
+    ) -> Levels {
         w.push("WITH RECURSIVE levels(level) AS ((SELECT priority FROM ")
             .table(table);
         match below {
@@ -192,6 +195,7 @@ impl Dialect for PgDialect {
                  FROM levels WHERE levels.level IS NOT NULL) \
                  SELECT level FROM levels WHERE level IS NOT NULL ORDER BY level DESC",
         );
+        Levels::All
     }
 
     /// `clock_timestamp()`: the time when it is called (`now()` and `CURRENT_TIMESTAMP` give

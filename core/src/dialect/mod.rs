@@ -159,9 +159,6 @@ pub struct Syntax {
     /// SQL expression for the connection's current schema, for catalogue look-ups. Default
     /// `current_schema()`.
     pub current_schema: &'static str,
-    /// Whether [`Dialect::priority_levels`] returns every level below its bound in one query
-    /// (PostgreSQL's recursive skip scan) rather than the highest one. Default `false`.
-    pub lists_all_levels: bool,
     /// The index a per-level due-query is steered onto ([`Dialect::due_filter`] with
     /// [`DueFilter::level_index`]), whose presence the store checks at start-up: a table
     /// migrated partway lacks it. Default `None`.
@@ -190,7 +187,6 @@ impl Syntax {
         max_binds: 2_000,
         max_insert_rows: 1000,
         current_schema: "current_schema()",
-        lists_all_levels: false,
         due_level_index: None,
         order_index_style: OrderIndexStyle::Expressions,
         timestamp_types: &[],
@@ -204,6 +200,17 @@ pub enum LimitAt {
     Head,
     /// After `ORDER BY`, at the end of the query block.
     Tail,
+}
+
+/// Which priority levels a levels query lists ([`Dialect::priority_levels`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Levels {
+    /// The highest level below the bound only (none when there is none): the planner
+    /// descends one level per statement.
+    Highest,
+    /// Every level below the bound, highest first, in one statement (PostgreSQL's recursive
+    /// skip scan).
+    All,
 }
 
 /// What a due-query selects, for [`Dialect::due_filter`].
@@ -310,13 +317,19 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// without scanning the table and without planner statistics. The default returns the
     /// highest one only, `SELECT MAX(priority) AS level ... [WHERE priority < ?]`, which every
     /// database answers from the end of the `(priority, execution_time)` index; the planner
-    /// descends one level per statement ([`Syntax::lists_all_levels`]). A `SELECT DISTINCT`
+    /// descends one level per statement ([`Levels::Highest`]). A `SELECT DISTINCT`
     /// was the default before: MariaDB answers it with a loose index scan only when its
     /// statistics show few distinct priorities (right after a bulk load it read the whole
     /// index, 150 ms per 1M rows, once a second per store), and SQL Server and SQLite have no
-    /// loose index scan.
-    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
+    /// loose index scan. Returns which of the two the query lists.
+    fn priority_levels(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        below: Option<i16>,
+    ) -> Levels {
         common::priority_levels(w, table, below, "level");
+        Levels::Highest
     }
 
     /// Writes an expression reading `key` from the JSON text column `custom_attributes`, NULL

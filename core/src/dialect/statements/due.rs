@@ -79,11 +79,18 @@ impl<'d> Statements<'d> {
 
     /// The distinct non-NULL priorities in the table below `below` (all when `None`), highest
     /// first (see [`Level`]): all of them or only the highest, as the dialect lists them
-    /// ([`Syntax::lists_all_levels`](crate::dialect::Syntax::lists_all_levels)).
+    /// ([`Statements::levels_listed`]).
     pub fn priority_levels(&self, below: Option<i16>) -> Rendered {
         let mut w = self.writer();
         self.dialect.priority_levels(&mut w, &self.table, below);
         w.finish()
+    }
+
+    /// Which levels [`Statements::priority_levels`] lists, as the dialect says when it writes
+    /// the query (rendered here and dropped: one short text, once per levels refresh).
+    pub fn levels_listed(&self) -> Levels {
+        self.dialect
+            .priority_levels(&mut self.writer(), &self.table, None)
     }
 
     /// The due-query with the dialect's skip-locked clause, for
