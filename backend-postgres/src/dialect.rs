@@ -5,7 +5,7 @@ use docket_core::dialect::{
     Syntax, Value, NUMBER_TEXT, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
-use docket_core::TableName;
+use docket_core::{ExecutionKey, TableName};
 
 // The claim's subquery locks the rows, so their row addresses (`ctid`) cannot change
 // before the update reads them: `ctid = ANY(ARRAY(SELECT ctid ...))` runs the subquery
@@ -41,15 +41,59 @@ impl Dialect for PgDialect {
             // short statement, parsed and planned once, whatever its length.
             binds_arrays: true,
             claim_match: CLAIM_BY_CTID,
-            // A row that changes between the probe and the write has a new ctid, which the
-            // write's recheck does not find: it counts as not written, as a changed version
-            // would.
-            key_probe: Some(CLAIM_BY_CTID),
             // `timestamp` (without time zone) compared with the `timestamptz` binds would
             // shift by the session time zone: not adoptable.
             timestamp_types: &["timestamp with time zone"],
             ..Syntax::ANSI
         }
+    }
+
+    /// Several keys: one primary-key probe per key over bound arrays, each returning the row's
+    /// address, `ctid = ANY(ARRAY(SELECT (SELECT x.ctid FROM t x WHERE x.task_name = k.n AND
+    /// x.task_instance = k.i [AND x.version = k.v]) FROM UNNEST($1, $2 [, $3]) AS k(n, i
+    /// [, v])))`: one short text however many keys. A row that changes between the probe and
+    /// the write has a new ctid, which the write's recheck does not find: it counts as not
+    /// written, as a changed version would.
+    fn keys_condition(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        keys: &[(&ExecutionKey, Option<i64>)],
+    ) {
+        if keys.len() < 2 {
+            return common::key_terms(w, keys.iter().copied());
+        }
+        let probe = CLAIM_BY_CTID;
+        let versions: Option<Vec<i64>> = keys.iter().map(|(_, v)| *v).collect();
+        w.push(probe.open)
+            .push("SELECT (SELECT x.")
+            .push(probe.columns)
+            .push(" FROM ")
+            .table(table)
+            .push(" x WHERE x.task_name = k.n AND x.task_instance = k.i");
+        if versions.is_some() {
+            w.push(" AND x.version = k.v");
+        }
+        let text = |f: fn(&ExecutionKey) -> &String| {
+            Value::Array(Array::Text(
+                keys.iter().map(|(k, _)| Some(f(k).clone())).collect(),
+            ))
+        };
+        w.push(") FROM UNNEST(")
+            .bind(text(|k| &k.task_name))
+            .push(", ")
+            .bind(text(|k| &k.task_instance));
+        match versions {
+            Some(v) => {
+                w.push(", ")
+                    .bind(Value::Array(Array::BigInt(v)))
+                    .push(") AS k(n, i, v)");
+            }
+            None => {
+                w.push(") AS k(n, i)");
+            }
+        }
+        w.push(probe.close);
     }
 
     fn placeholder(&self, n: usize) -> String {

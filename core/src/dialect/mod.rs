@@ -16,6 +16,7 @@ pub use writer::{Array, Rendered, SqlWriter, Value};
 
 use crate::ident::TableName;
 use crate::ordering::{CustomKey, KeyType};
+use crate::records::ExecutionKey;
 
 /// How a backend claims a batch of due rows in one round trip (lock-and-fetch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +37,7 @@ pub enum LockAndFetch {
 
 /// How a write names the rows a subquery found: the one-statement claim
 /// ([`LockAndFetch::UpdateReturning`]), `UPDATE ... WHERE <open>SELECT <columns> FROM ... FOR
-/// UPDATE SKIP LOCKED<close>`, and a write of several executions named by key
-/// ([`Syntax::key_probe`], where `columns` is the one column each key's probe returns).
+/// UPDATE SKIP LOCKED<close>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaimMatch {
     /// Written before the subquery, e.g. `(task_name, task_instance) IN (`.
@@ -135,12 +135,6 @@ pub struct Syntax {
     pub insert_if_absent: &'static str,
     /// How the one-statement claim matches the rows it locked. Default [`ClaimMatch::BY_KEY`].
     pub claim_match: ClaimMatch,
-    /// For a statement that writes several executions named by key (the claim of selected
-    /// keys, batched completions): match them through one primary-key probe per key over bound
-    /// arrays (`UNNEST`, as [`Syntax::binds_arrays`]), each probe returning the one column
-    /// `columns`, between `open` and `close`. Default `None`: the keys grouped by task name,
-    /// `(task_name = ? AND task_instance IN (...) [AND version = CASE ...]) OR ...`.
-    pub key_probe: Option<ClaimMatch>,
     /// Most keys one statement names in its key list (`(task_name = ? AND task_instance IN
     /// (...)) OR ...`: batched completions, heartbeats, the claim of selected keys); longer
     /// lists are split into several statements of the same transaction. Default 500.
@@ -181,7 +175,6 @@ impl Syntax {
         skip_locked: " FOR UPDATE SKIP LOCKED",
         insert_if_absent: " ON CONFLICT (task_name, task_instance) DO NOTHING",
         claim_match: ClaimMatch::BY_KEY,
-        key_probe: None,
         max_key_terms: 500,
         binds_arrays: false,
         max_binds: 2_000,
@@ -310,6 +303,19 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// own way. Default [`common::due_filter`].
     fn due_filter(&self, w: &mut SqlWriter<'_>, due: &DueFilter<'_>) -> Level {
         common::due_filter(w, due)
+    }
+
+    /// Writes the condition of a statement that writes the executions `keys` names, each with
+    /// its version when given (for every key or for none): the claim of selected keys, batched
+    /// completions and heartbeats. Default [`common::key_terms`], the keys grouped by task
+    /// name; PostgreSQL probes the primary key once per key over bound arrays.
+    fn keys_condition(
+        &self,
+        w: &mut SqlWriter<'_>,
+        _table: &TableName,
+        keys: &[(&ExecutionKey, Option<i64>)],
+    ) {
+        common::key_terms(w, keys.iter().copied());
     }
 
     /// Writes a query for the priority levels of `table` (its distinct non-NULL priorities)

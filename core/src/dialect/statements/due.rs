@@ -3,9 +3,6 @@
 
 use super::*;
 
-/// The keys of one task name in a key list: the name, then each instance with its version.
-type KeyGroup<'k> = (&'k str, Vec<(&'k str, Option<i64>)>);
-
 impl<'d> Statements<'d> {
     /// `WHERE` of the due-queries plus their `ORDER BY` and limit.
     /// Returns the level the `ORDER BY` was written for.
@@ -51,7 +48,7 @@ impl<'d> Statements<'d> {
     /// `((task_name = ? AND task_instance = ?) OR ...)`, one term per key.
     fn push_any_key(w: &mut SqlWriter<'_>, keys: &[ExecutionKey]) {
         w.push("(");
-        Self::key_terms(w, keys.iter().map(|k| (k, None)));
+        common::key_terms(w, keys.iter().map(|k| (k, None)));
         w.push(")");
     }
 
@@ -144,98 +141,10 @@ impl<'d> Statements<'d> {
     }
 
     /// Writes the condition of a statement that writes the executions `keys` names (each with
-    /// its version, when given): [`Statements::key_terms`], or where the dialect has a
-    /// [`Syntax::key_probe`](crate::dialect::Syntax::key_probe) and there are several keys, one primary-key probe per key over
-    /// bound arrays, `<open>SELECT (SELECT x.<columns> FROM <table> x WHERE x.task_name = k.n
-    /// AND x.task_instance = k.i [AND x.version = k.v]) FROM UNNEST(?, ? [, ?]) AS k(n, i
-    /// [, v])<close>`. Callers give a version for every key or for none.
+    /// its version, when given), as the dialect matches them ([`Dialect::keys_condition`]).
+    /// Callers give a version for every key or for none.
     pub(super) fn push_keys(&self, w: &mut SqlWriter<'_>, keys: Vec<(&ExecutionKey, Option<i64>)>) {
-        let probe = match self.dialect.syntax().key_probe {
-            Some(probe) if keys.len() > 1 => probe,
-            _ => return Self::key_terms(w, keys),
-        };
-        let versions: Option<Vec<i64>> = keys.iter().map(|(_, v)| *v).collect();
-        w.push(probe.open)
-            .push("SELECT (SELECT x.")
-            .push(probe.columns)
-            .push(" FROM ")
-            .table(&self.table)
-            .push(" x WHERE x.task_name = k.n AND x.task_instance = k.i");
-        if versions.is_some() {
-            w.push(" AND x.version = k.v");
-        }
-        let text = |f: fn(&ExecutionKey) -> &String| {
-            Value::Array(Array::Text(
-                keys.iter().map(|(k, _)| Some(f(k).clone())).collect(),
-            ))
-        };
-        w.push(") FROM UNNEST(")
-            .bind(text(|k| &k.task_name))
-            .push(", ")
-            .bind(text(|k| &k.task_instance));
-        match versions {
-            Some(v) => {
-                w.push(", ")
-                    .bind(Value::Array(Array::BigInt(v)))
-                    .push(") AS k(n, i, v)");
-            }
-            None => {
-                w.push(") AS k(n, i)");
-            }
-        }
-        w.push(probe.close);
-    }
-
-    /// Writes the keys grouped by task name, one term per name: `(task_name = ? AND
-    /// task_instance = ? [AND version = ?])` for a name with one key, `(task_name = ? AND
-    /// task_instance IN (?, ...) [AND version = CASE task_instance WHEN ? THEN ? ... END])` for
-    /// several, joined by `OR`. Every dialect accepts it (SQL Server has no row-valued `IN`),
-    /// and each term is one range of the primary key: MariaDB plans an `IN` list in linear
-    /// time, where an `OR` list of key equalities took 12.9 ms to plan at 100 keys against
-    /// 1.2 ms (docs/BENCHMARKS.md, "Where a MariaDB claim's time goes").
-    fn key_terms<'k>(
-        w: &mut SqlWriter<'_>,
-        keys: impl IntoIterator<Item = (&'k ExecutionKey, Option<i64>)>,
-    ) {
-        let mut groups: Vec<KeyGroup<'_>> = Vec::new();
-        for (key, version) in keys {
-            let member = (key.task_instance.as_str(), version);
-            match groups.iter_mut().find(|(name, _)| *name == key.task_name) {
-                Some((_, members)) => members.push(member),
-                None => groups.push((key.task_name.as_str(), vec![member])),
-            }
-        }
-        for (i, (name, members)) in groups.iter().enumerate() {
-            if i > 0 {
-                w.push(" OR ").sized_by_input();
-            }
-            w.push("(task_name = ").bind(*name);
-            match members.as_slice() {
-                [(instance, version)] => {
-                    w.push(" AND task_instance = ").bind(*instance);
-                    if let Some(v) = version {
-                        w.push(" AND version = ").bind(*v);
-                    }
-                }
-                _ => {
-                    w.sized_by_input()
-                        .push(" AND task_instance IN ")
-                        .bind_list(members.iter().map(|(instance, _)| *instance));
-                    let versions: Option<Vec<i64>> = members.iter().map(|(_, v)| *v).collect();
-                    if let Some(versions) = versions {
-                        w.push(" AND version = CASE task_instance");
-                        for ((instance, _), version) in members.iter().zip(versions) {
-                            w.push(" WHEN ")
-                                .bind(*instance)
-                                .push(" THEN ")
-                                .bind(version);
-                        }
-                        w.push(" END");
-                    }
-                }
-            }
-            w.push(")");
-        }
+        self.dialect.keys_condition(w, &self.table, &keys);
     }
 
     /// `(task_name = ? AND task_instance = ?`, left open for more conditions.

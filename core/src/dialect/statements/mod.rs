@@ -12,8 +12,7 @@ mod paused;
 pub use lag::LagRange;
 
 use super::{
-    common, Array, Catalog, Dialect, DueFilter, Levels, LimitAt, LockAndFetch, Rendered, SqlWriter,
-    Value,
+    common, Catalog, Dialect, DueFilter, Levels, LimitAt, LockAndFetch, Rendered, SqlWriter, Value,
 };
 use crate::ident::TableName;
 pub use crate::ordering::Level;
