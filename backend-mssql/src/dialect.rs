@@ -1,8 +1,8 @@
 //! How SQL Server spells docket's statements.
 
 use docket_core::dialect::{
-    common, Capabilities, Catalog, Ddl, Dialect, LimitAt, LockAndFetch, OrderIndexStyle, SqlWriter,
-    Syntax,
+    common, Capabilities, Catalog, Ddl, Dialect, LimitAt, LockAndFetch, LockAt, OrderIndexStyle,
+    SqlWriter, Syntax,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -19,6 +19,11 @@ const TIMESTAMP_LIKE: &str =
 /// The conversion of a text key to its UTF-8 bytes, up to the `JSON_VALUE` it wraps
 /// ([`TEXT_KEY_BYTES`] spelled out: the statement text must be a constant).
 const TEXT_KEY_HEAD: &str = "CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), ";
+
+/// The table hint of a claiming read: `READPAST` skips rows other claimers hold, `UPDLOCK`
+/// holds the rows read until the update, `ROWLOCK` keeps the locks on rows (see
+/// [`MssqlDialect`]).
+const LOCK_HINT: &str = " WITH (UPDLOCK, READPAST, ROWLOCK)";
 
 /// The SQL Server (2019+) dialect.
 ///
@@ -71,11 +76,16 @@ impl Dialect for MssqlDialect {
         format!("[{ident}]")
     }
 
+    /// The table hint `WITH (UPDLOCK, READPAST, ROWLOCK)` right after the table: T-SQL locks
+    /// per table reference, and nothing follows the statement (see the type's docs).
+    fn skip_locked(&self, w: &mut SqlWriter<'_>, at: LockAt) {
+        if at == LockAt::Table {
+            w.push(LOCK_HINT);
+        }
+    }
+
     fn syntax(&self) -> Syntax {
         Syntax {
-            lock_hint: " WITH (UPDLOCK, READPAST, ROWLOCK)",
-            // The lock is the table hint; nothing follows the statement.
-            skip_locked: "",
             // Plain insert; a duplicate key is `StoreError::Duplicate` (see the type's docs).
             insert_if_absent: "",
             current_schema: "SCHEMA_NAME()",

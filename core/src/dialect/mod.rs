@@ -29,7 +29,7 @@ pub enum LockAndFetch {
     SelectThenUpdate,
     /// One statement that updates the rows an ordered, row-limited, locking select of keys
     /// found and returns them: `UPDATE t SET ... OUTPUT inserted... WHERE picked = false AND
-    /// EXISTS (SELECT 1 FROM (SELECT <top> task_name, task_instance FROM t <lock_hint> WHERE
+    /// EXISTS (SELECT 1 FROM (SELECT <top> task_name, task_instance FROM t <lock hint> WHERE
     /// ... ORDER BY ...) due WHERE due.task_name = t.task_name AND ...)` (SQL Server, whose
     /// claim hint sits on the table and which has neither `RETURNING` nor a row-valued `IN`).
     UpdateExistsOutput,
@@ -115,20 +115,12 @@ pub const TIMESTAMP_TEXT: &str = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:
 /// defaults; a backend states what differs (`Syntax { max_binds: 65_535, ..Syntax::ANSI }`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Syntax {
-    /// A table hint written right after the table name in a claiming select, for dialects that
-    /// lock per table reference instead of per statement (T-SQL `WITH (UPDLOCK, READPAST,
-    /// ROWLOCK)`). Default `""` (the lock is [`Syntax::skip_locked`]).
-    pub lock_hint: &'static str,
     /// A pseudo-column addressing a row (Oracle `ROWID`), for dialects that cannot combine a
     /// row limit with `FOR UPDATE` in one query block. When set, the claiming select limits a
     /// subquery on this locator and locks in the outer block: `SELECT ... WHERE <locator> IN
     /// (SELECT <locator> ... ORDER BY ... <limit>) AND picked = ? ORDER BY ... FOR UPDATE SKIP
     /// LOCKED`. Default `None` (limit and lock in one block).
     pub row_locator: Option<&'static str>,
-    /// The row-lock clause for claiming due rows without waiting on other claimers. A
-    /// single-writer database says `""` (its write transaction is the lock). Default ` FOR
-    /// UPDATE SKIP LOCKED`.
-    pub skip_locked: &'static str,
     /// Clause appended to an `INSERT` so an existing `(task_name, task_instance)` is left alone
     /// and reported as zero rows inserted (`""`: none; the store then inserts row by row where
     /// a batch meets an existing key). Default `ON CONFLICT ... DO NOTHING`.
@@ -170,9 +162,7 @@ pub struct Syntax {
 impl Syntax {
     /// The defaults (see each field).
     pub const ANSI: Syntax = Syntax {
-        lock_hint: "",
         row_locator: None,
-        skip_locked: " FOR UPDATE SKIP LOCKED",
         insert_if_absent: " ON CONFLICT (task_name, task_instance) DO NOTHING",
         claim_match: ClaimMatch::BY_KEY,
         max_key_terms: 500,
@@ -193,6 +183,16 @@ pub enum LimitAt {
     Head,
     /// After `ORDER BY`, at the end of the query block.
     Tail,
+}
+
+/// Where a claiming read's row lock goes ([`Dialect::skip_locked`]): right after the table name
+/// (T-SQL's table hint) or at the end of the query block (`FOR UPDATE SKIP LOCKED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockAt {
+    /// Right after the table reference (its name and alias), before `WHERE`.
+    Table,
+    /// At the end of the query block, after `ORDER BY` and the limit.
+    End,
 }
 
 /// Which priority levels a levels query lists ([`Dialect::priority_levels`]).
@@ -281,6 +281,16 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     fn limit(&self, w: &mut SqlWriter<'_>, n: i64, at: LimitAt) {
         if at == LimitAt::Tail {
             w.push(" LIMIT ").bind(n);
+        }
+    }
+
+    /// Writes the row lock of a read that claims rows without waiting on other claimers, at
+    /// `at`; called at both places of every locking read, each dialect writes at one (as
+    /// [`Dialect::limit`]). Default: ` FOR UPDATE SKIP LOCKED` at the end. SQL Server writes
+    /// its table hint, SQLite nothing (its write transaction is the lock).
+    fn skip_locked(&self, w: &mut SqlWriter<'_>, at: LockAt) {
+        if at == LockAt::End {
+            w.push(" FOR UPDATE SKIP LOCKED");
         }
     }
 

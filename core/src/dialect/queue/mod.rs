@@ -5,7 +5,7 @@ mod catalogue;
 
 use super::statements::{Level, Statements};
 use super::OrderIndex;
-use super::{common, Catalog, FileLoad, LimitAt, Rendered, SqlWriter, Value};
+use super::{common, Catalog, FileLoad, LimitAt, LockAt, Rendered, SqlWriter, Value};
 use crate::error::StoreError;
 use crate::ordering::{CustomKey, Direction, KeyType, PrimaryOrder};
 pub use crate::records::ForWorker;
@@ -282,7 +282,7 @@ impl Statements<'_> {
         let limit = self.eligible_limit(q, limit, lock);
         let mut w = self.item_select(limit);
         if lock {
-            w.push(self.dialect().syntax().lock_hint);
+            self.dialect().skip_locked(&mut w, LockAt::Table);
         }
         let index = index.filter(|ix| !ix.order_by.is_empty());
         let keys_source = index.is_none()
@@ -298,7 +298,7 @@ impl Statements<'_> {
             self.dialect().limit(&mut w, n, LimitAt::Tail);
         }
         if lock {
-            w.push(self.dialect().syntax().skip_locked);
+            self.dialect().skip_locked(&mut w, LockAt::End);
         }
         w.finish()
     }

@@ -102,16 +102,14 @@ impl<'d> Statements<'d> {
         let mut w = match self.dialect.syntax().row_locator {
             None => {
                 let mut w = self.select_from(Some(due.limit));
-                w.push(self.dialect.syntax().lock_hint);
+                self.dialect.skip_locked(&mut w, LockAt::Table);
                 self.due_rows(&mut w, due);
                 w
             }
             Some(locator) => {
                 let mut w = self.select_from(None);
-                w.push(self.dialect.syntax().lock_hint)
-                    .push(" WHERE ")
-                    .push(locator)
-                    .push(" IN (SELECT ");
+                self.dialect.skip_locked(&mut w, LockAt::Table);
+                w.push(" WHERE ").push(locator).push(" IN (SELECT ");
                 self.dialect.limit(&mut w, due.limit, LimitAt::Head);
                 w.push(locator).push(" FROM ").table(&self.table);
                 let order_level = self.due_rows(&mut w, due);
@@ -120,7 +118,7 @@ impl<'d> Statements<'d> {
                 w
             }
         };
-        w.push(self.dialect.syntax().skip_locked);
+        self.dialect.skip_locked(&mut w, LockAt::End);
         w.finish()
     }
 
@@ -180,13 +178,11 @@ impl<'d> Statements<'d> {
         self.push_claim_set(&mut w, picked_by, due.now);
         w.push(" WHERE ").push(claim.open).push("SELECT ");
         self.dialect.limit(&mut w, due.limit, LimitAt::Head);
-        w.push(claim.columns)
-            .push(" FROM ")
-            .table(&self.table)
-            .push(self.dialect.syntax().lock_hint);
+        w.push(claim.columns).push(" FROM ").table(&self.table);
+        self.dialect.skip_locked(&mut w, LockAt::Table);
         self.due_rows(&mut w, due);
-        w.push(self.dialect.syntax().skip_locked)
-            .push(claim.close)
+        self.dialect.skip_locked(&mut w, LockAt::End);
+        w.push(claim.close)
             .push(" RETURNING ")
             .push(&self.select_list());
         w.finish()
@@ -216,12 +212,11 @@ impl<'d> Statements<'d> {
             .bind(false)
             .push(" AND EXISTS (SELECT 1 FROM (SELECT ");
         self.dialect.limit(&mut w, due.limit, LimitAt::Head);
-        w.push("task_name, task_instance FROM ")
-            .table(&self.table)
-            .push(self.dialect.syntax().lock_hint);
+        w.push("task_name, task_instance FROM ").table(&self.table);
+        self.dialect.skip_locked(&mut w, LockAt::Table);
         self.due_rows(&mut w, due);
-        w.push(self.dialect.syntax().skip_locked)
-            .push(") due WHERE due.task_name = ")
+        self.dialect.skip_locked(&mut w, LockAt::End);
+        w.push(") due WHERE due.task_name = ")
             .table(&self.table)
             .push(".task_name AND due.task_instance = ")
             .table(&self.table)

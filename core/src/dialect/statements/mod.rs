@@ -12,7 +12,8 @@ mod paused;
 pub use lag::LagRange;
 
 use super::{
-    common, Catalog, Dialect, DueFilter, Levels, LimitAt, LockAndFetch, Rendered, SqlWriter, Value,
+    common, Catalog, Dialect, DueFilter, Levels, LimitAt, LockAndFetch, LockAt, Rendered,
+    SqlWriter, Value,
 };
 use crate::ident::TableName;
 pub use crate::ordering::Level;
