@@ -1,8 +1,8 @@
 //! How PostgreSQL spells docket's statements.
 
 use docket_core::dialect::{
-    common, Array, Capabilities, Catalog, ClaimMatch, Dialect, DueFilter, Level, Levels, SqlWriter,
-    Syntax, Value, NUMBER_TEXT, TIMESTAMP_TEXT,
+    common, Array, Capabilities, Catalog, ClaimMatch, ClaimParts, Dialect, DueFilter, Level,
+    Levels, SqlWriter, Syntax, Value, NUMBER_TEXT, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::{ExecutionKey, TableName};
@@ -40,12 +40,15 @@ impl Dialect for PgDialect {
             // `UNNEST($1, $2, ...)` with one typed array per column: a chunk of rows is one
             // short statement, parsed and planned once, whatever its length.
             binds_arrays: true,
-            claim_match: CLAIM_BY_CTID,
             // `timestamp` (without time zone) compared with the `timestamptz` binds would
             // shift by the session time zone: not adoptable.
             timestamp_types: &["timestamp with time zone"],
             ..Syntax::ANSI
         }
+    }
+
+    fn lock_and_fetch(&self, w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
+        common::update_returning(w, claim, CLAIM_BY_CTID);
     }
 
     /// Several keys: one primary-key probe per key over bound arrays, each returning the row's
@@ -105,7 +108,7 @@ impl Dialect for PgDialect {
     // and sorts every due row of those tasks on each claim (17 ms for 20,000 rows). Behind a
     // CASE the filter neither matches an index nor gets that estimate, so the claim reads the
     // partial due index of migration 0005 in execution-time order and stops at the limit
-    // (0.08 ms), with or without statistics (docs/BENCHMARKS.md, "Claim plan").
+    // (0.08 ms), with or without statistics (docs/BENCHMARKS.md, "ClaimParts plan").
     //
     // One level's due rows as `priority = ANY(ARRAY[level])` ordered by `priority DESC NULLS
     // LAST, execution_time`. With `priority = ?` and `ORDER BY execution_time` the planner read a

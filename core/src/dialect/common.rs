@@ -2,7 +2,9 @@
 //! a backend overriding a piece can still write the shared parts of it (sea-query's
 //! `*_common` shape). Each takes the writer, whose dialect quotes and numbers.
 
-use super::{Catalog, Ddl, DueFilter, Level, SqlWriter, Value};
+use super::{
+    Catalog, ClaimMatch, ClaimParts, Ddl, DueFilter, Level, LimitAt, LockAt, SqlWriter, Value,
+};
 use crate::ident::TableName;
 use crate::records::ExecutionKey;
 
@@ -44,6 +46,33 @@ pub fn level(w: &mut SqlWriter<'_>, level: Level, alias: &str) {
             w.push(" AND ").push(alias).push("priority IS NULL");
         }
     }
+}
+
+/// The one-statement claim, `UPDATE <table> SET ... WHERE <open>SELECT <columns> FROM <table>
+/// WHERE ... ORDER BY ... <limit> FOR UPDATE SKIP LOCKED<close> RETURNING <select list>`, its
+/// subquery's rows matched as `by` says ([`ClaimMatch::BY_KEY`] by default).
+pub fn update_returning(w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>, by: ClaimMatch) {
+    let d = w.dialect();
+    claim.update_set(w);
+    w.push(" WHERE ").push(by.open).push("SELECT ");
+    d.limit(w, claim.limit(), LimitAt::Head);
+    w.push(by.columns).push(" FROM ").table(claim.table());
+    d.skip_locked(w, LockAt::Table);
+    claim.due_rows(w);
+    d.skip_locked(w, LockAt::End);
+    w.push(by.close)
+        .push(" RETURNING ")
+        .push(&claim.select_list());
+}
+
+/// The claiming select of a two-step claim: `SELECT <select list> FROM <table> WHERE ... ORDER
+/// BY ... <limit> FOR UPDATE SKIP LOCKED`, limit and lock in one query block.
+pub fn claiming_select(w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
+    let d = w.dialect();
+    claim.select_from(w, true);
+    d.skip_locked(w, LockAt::Table);
+    claim.due_rows(w);
+    d.skip_locked(w, LockAt::End);
 }
 
 /// `SELECT MAX(priority) AS <alias> FROM t [WHERE priority < ?]`: the highest level below a

@@ -11,33 +11,31 @@ pub mod writer;
 
 pub use file_load::FileLoad;
 pub use order_index::{GeneratedValue, OrderIndex, OrderIndexStyle};
-pub use statements::{Column, Due, LagRange, Level, Statements};
+pub use statements::{ClaimParts, Column, Due, LagRange, Level, Statements};
 pub use writer::{Array, Rendered, SqlWriter, Value};
 
 use crate::ident::TableName;
 use crate::ordering::{CustomKey, KeyType};
 use crate::records::ExecutionKey;
 
-/// How a backend claims a batch of due rows in one round trip (lock-and-fetch).
+/// How a backend claims a batch of due rows in one round trip (lock-and-fetch). The
+/// statements' shapes are the dialect's ([`Dialect::lock_and_fetch`],
+/// [`Dialect::claiming_select`]); this says which of them the store sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockAndFetch {
-    /// One statement: `UPDATE ... WHERE (key) IN (SELECT ... <skip-locked>) RETURNING ...`.
-    /// Also right for a single-writer database whose transactions serialize claims.
+    /// One statement that updates the due rows it locks and returns them
+    /// ([`Dialect::lock_and_fetch`]; by default `UPDATE ... WHERE (key) IN (SELECT ...
+    /// <skip-locked>) RETURNING ...`). Also right for a single-writer database whose
+    /// transactions serialize claims.
     UpdateReturning,
-    /// `SELECT ... <skip-locked>` then `UPDATE` of the selected keys, in one transaction
-    /// (databases without `UPDATE ... RETURNING` or without `LIMIT` in `IN` subqueries).
+    /// A locking select ([`Dialect::claiming_select`]) then an `UPDATE` of the selected keys,
+    /// in one transaction (databases without `UPDATE ... RETURNING` or without `LIMIT` in `IN`
+    /// subqueries).
     SelectThenUpdate,
-    /// One statement that updates the rows an ordered, row-limited, locking select of keys
-    /// found and returns them: `UPDATE t SET ... OUTPUT inserted... WHERE picked = false AND
-    /// EXISTS (SELECT 1 FROM (SELECT <top> task_name, task_instance FROM t <lock hint> WHERE
-    /// ... ORDER BY ...) due WHERE due.task_name = t.task_name AND ...)` (SQL Server, whose
-    /// claim hint sits on the table and which has neither `RETURNING` nor a row-valued `IN`).
-    UpdateExistsOutput,
 }
 
-/// How a write names the rows a subquery found: the one-statement claim
-/// ([`LockAndFetch::UpdateReturning`]), `UPDATE ... WHERE <open>SELECT <columns> FROM ... FOR
-/// UPDATE SKIP LOCKED<close>`.
+/// How a write names the rows a subquery found, for [`common::update_returning`]: `UPDATE ...
+/// WHERE <open>SELECT <columns> FROM ... FOR UPDATE SKIP LOCKED<close>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaimMatch {
     /// Written before the subquery, e.g. `(task_name, task_instance) IN (`.
@@ -71,6 +69,11 @@ pub struct Capabilities {
     pub claim_locks_examined_rows: bool,
     /// Runs the work queue (ships migrations `0003_ordering` and `0004_work_queue`).
     pub work_queue: bool,
+    /// A row limit may share a query block with the row lock (`... LIMIT n FOR UPDATE SKIP
+    /// LOCKED`). False where the database rejects it (Oracle, ORA-02014): its claiming select
+    /// limits a subquery instead ([`Dialect::claiming_select`]), and its work-queue claim locks
+    /// one item by key, without a limit.
+    pub limit_with_lock: bool,
 }
 
 impl Capabilities {
@@ -80,6 +83,7 @@ impl Capabilities {
         transactional_ddl: false,
         claim_locks_examined_rows: false,
         work_queue: false,
+        limit_with_lock: true,
     };
     /// A database whose claim is one `UPDATE ... RETURNING`, whose DDL takes part in
     /// transactions, and whose locking reads lock only the rows they return.
@@ -88,6 +92,7 @@ impl Capabilities {
         transactional_ddl: true,
         claim_locks_examined_rows: false,
         work_queue: true,
+        limit_with_lock: true,
     };
     /// A database that claims with a locking select and then an update of the keys, in one
     /// transaction; whose DDL commits implicitly; and whose locking reads lock every row they
@@ -97,6 +102,7 @@ impl Capabilities {
         transactional_ddl: false,
         claim_locks_examined_rows: true,
         work_queue: true,
+        limit_with_lock: true,
     };
 }
 
@@ -115,18 +121,10 @@ pub const TIMESTAMP_TEXT: &str = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:
 /// defaults; a backend states what differs (`Syntax { max_binds: 65_535, ..Syntax::ANSI }`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Syntax {
-    /// A pseudo-column addressing a row (Oracle `ROWID`), for dialects that cannot combine a
-    /// row limit with `FOR UPDATE` in one query block. When set, the claiming select limits a
-    /// subquery on this locator and locks in the outer block: `SELECT ... WHERE <locator> IN
-    /// (SELECT <locator> ... ORDER BY ... <limit>) AND picked = ? ORDER BY ... FOR UPDATE SKIP
-    /// LOCKED`. Default `None` (limit and lock in one block).
-    pub row_locator: Option<&'static str>,
     /// Clause appended to an `INSERT` so an existing `(task_name, task_instance)` is left alone
     /// and reported as zero rows inserted (`""`: none; the store then inserts row by row where
     /// a batch meets an existing key). Default `ON CONFLICT ... DO NOTHING`.
     pub insert_if_absent: &'static str,
-    /// How the one-statement claim matches the rows it locked. Default [`ClaimMatch::BY_KEY`].
-    pub claim_match: ClaimMatch,
     /// Most keys one statement names in its key list (`(task_name = ? AND task_instance IN
     /// (...)) OR ...`: batched completions, heartbeats, the claim of selected keys); longer
     /// lists are split into several statements of the same transaction. Default 500.
@@ -162,9 +160,7 @@ pub struct Syntax {
 impl Syntax {
     /// The defaults (see each field).
     pub const ANSI: Syntax = Syntax {
-        row_locator: None,
         insert_if_absent: " ON CONFLICT (task_name, task_instance) DO NOTHING",
-        claim_match: ClaimMatch::BY_KEY,
         max_key_terms: 500,
         binds_arrays: false,
         max_binds: 2_000,
@@ -313,6 +309,23 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// own way. Default [`common::due_filter`].
     fn due_filter(&self, w: &mut SqlWriter<'_>, due: &DueFilter<'_>) -> Level {
         common::due_filter(w, due)
+    }
+
+    /// Writes the one-statement claim ([`LockAndFetch::UpdateReturning`]), composed from
+    /// `claim`'s parts: an update of up to [`ClaimParts::limit`] due rows in hand-out order,
+    /// skipping rows other claimers hold, returning the claimed rows ([`ClaimParts::columns`],
+    /// in any order). Default [`common::update_returning`] by key; PostgreSQL matches by row
+    /// address, SQL Server writes `UPDATE ... OUTPUT ... WHERE EXISTS`.
+    fn lock_and_fetch(&self, w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
+        common::update_returning(w, claim, ClaimMatch::BY_KEY);
+    }
+
+    /// Writes the locking select of a two-step claim ([`LockAndFetch::SelectThenUpdate`]): up
+    /// to [`ClaimParts::limit`] due rows ([`ClaimParts::columns`]) in hand-out order, locked,
+    /// skipping rows other claimers hold. Default [`common::claiming_select`]; Oracle, which cannot
+    /// limit the query block it locks, limits a subquery of row addresses.
+    fn claiming_select(&self, w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
+        common::claiming_select(w, claim);
     }
 
     /// Writes the condition of a statement that writes the executions `keys` names, each with

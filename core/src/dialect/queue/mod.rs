@@ -353,13 +353,13 @@ impl Statements<'_> {
     }
 
     /// The row limit of [`Statements::item_eligible`]. A dialect that cannot limit the query
-    /// block it locks ([`Syntax::row_locator`](crate::dialect::Syntax::row_locator)(super::Syntax::row_locator): Oracle rejects a
+    /// block it locks ([`Capabilities::limit_with_lock`](super::Capabilities): Oracle rejects a
     /// row limit beside `FOR UPDATE`) locks only by key, in the two-phase claim
     /// ([`Capabilities::claim_locks_examined_rows`](super::Capabilities)): the key pins at most
     /// one row, so no limit is written.
     fn eligible_limit(&self, q: &ForWorker<'_>, limit: Option<i64>, lock: bool) -> Option<i64> {
         let by_key_unlimited =
-            lock && q.key.is_some() && self.dialect().syntax().row_locator.is_some();
+            lock && q.key.is_some() && !self.dialect().capabilities().limit_with_lock;
         limit.filter(|_| !by_key_unlimited)
     }
 

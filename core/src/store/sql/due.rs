@@ -32,7 +32,7 @@ impl<C: SqlConnector> DueSource for SqlOps<C> {
             });
         };
         let (rows, bad) = match style {
-            LockAndFetch::UpdateReturning | LockAndFetch::UpdateExistsOutput => {
+            LockAndFetch::UpdateReturning => {
                 let claim = self.statements.lock_and_fetch(due, picked_by);
                 let (rows, bad) = decode_executions(self.rows(&claim)?);
                 bad.iter().for_each(|b| self.release_poison(b));
