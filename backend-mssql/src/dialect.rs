@@ -1,8 +1,8 @@
 //! How SQL Server spells docket's statements.
 
 use docket_core::dialect::{
-    common, Capabilities, Catalog, Ddl, Dialect, LimitAt, LockAndFetch, OrderIndexStyle, SqlWriter,
-    Syntax,
+    common, Capabilities, Catalog, ClaimParts, Ddl, Dialect, LimitAt, LockAndFetch, LockAt,
+    OrderIndexStyle, SqlWriter, Syntax,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -19,6 +19,11 @@ const TIMESTAMP_LIKE: &str =
 /// The conversion of a text key to its UTF-8 bytes, up to the `JSON_VALUE` it wraps
 /// ([`TEXT_KEY_BYTES`] spelled out: the statement text must be a constant).
 const TEXT_KEY_HEAD: &str = "CONVERT(VARBINARY(256), CONVERT(VARCHAR(256), ";
+
+/// The table hint of a claiming read: `READPAST` skips rows other claimers hold, `UPDLOCK`
+/// holds the rows read until the update, `ROWLOCK` keeps the locks on rows (see
+/// [`MssqlDialect`]).
+const LOCK_HINT: &str = " WITH (UPDLOCK, READPAST, ROWLOCK)";
 
 /// The SQL Server (2019+) dialect.
 ///
@@ -54,12 +59,13 @@ impl Dialect for MssqlDialect {
         Capabilities {
             // One statement: an update of the keys an ordered TOP select with a
             // READPAST/UPDLOCK/ROWLOCK hint found, OUTPUT returning the claimed rows.
-            lock_and_fetch: Some(LockAndFetch::UpdateExistsOutput),
+            lock_and_fetch: Some(LockAndFetch::UpdateReturning),
             // CREATE/ALTER TABLE and CREATE INDEX take part in transactions.
             transactional_ddl: true,
             work_queue: true,
             // UPDLOCK holds every row the locking read examines; for a sort, every eligible one.
             claim_locks_examined_rows: true,
+            limit_with_lock: true,
         }
     }
 
@@ -71,11 +77,51 @@ impl Dialect for MssqlDialect {
         format!("[{ident}]")
     }
 
+    /// The table hint `WITH (UPDLOCK, READPAST, ROWLOCK)` right after the table: T-SQL locks
+    /// per table reference, and nothing follows the statement (see the type's docs).
+    fn skip_locked(&self, w: &mut SqlWriter<'_>, at: LockAt) {
+        if at == LockAt::Table {
+            w.push(LOCK_HINT);
+        }
+    }
+
+    /// One update of the rows an ordered, limited select of keys locked: `UPDATE t SET ...
+    /// OUTPUT inserted... WHERE picked = 0 AND EXISTS (SELECT 1 FROM (SELECT TOP (n)
+    /// task_name, task_instance FROM t WITH (UPDLOCK, READPAST, ROWLOCK) WHERE ... ORDER BY
+    /// ...) due WHERE due.task_name = t.task_name AND due.task_instance = t.task_instance)`.
+    /// T-SQL has neither `RETURNING` nor a row-valued `IN`, and its lock is the table hint.
+    /// The outer `picked` check repeats the eligibility the locks guarantee, so a server that
+    /// ignores the hint (Babelfish takes `UPDLOCK, READPAST` and waits instead) claims fewer
+    /// rows, never a row twice. Standard T-SQL with the table itself as the target: an update
+    /// through a CTE (the shape before) is not Babelfish's, and an update of an alias (`UPDATE
+    /// x ... FROM t x JOIN ...`) now and then failed there with a garbled alias ("missing
+    /// FROM-clause entry").
+    fn lock_and_fetch(&self, w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
+        claim.update_set(w);
+        let inserted: Vec<_> = claim
+            .columns()
+            .iter()
+            .map(|c| format!("inserted.{}", c.name()))
+            .collect();
+        w.push(" OUTPUT ")
+            .push(&inserted.join(", "))
+            .push(" WHERE picked = ")
+            .bind(false)
+            .push(" AND EXISTS (SELECT 1 FROM (SELECT ");
+        self.limit(w, claim.limit(), LimitAt::Head);
+        w.push("task_name, task_instance FROM ")
+            .table(claim.table())
+            .push(LOCK_HINT);
+        claim.due_rows(w);
+        w.push(") due WHERE due.task_name = ")
+            .table(claim.table())
+            .push(".task_name AND due.task_instance = ")
+            .table(claim.table())
+            .push(".task_instance)");
+    }
+
     fn syntax(&self) -> Syntax {
         Syntax {
-            lock_hint: " WITH (UPDLOCK, READPAST, ROWLOCK)",
-            // The lock is the table hint; nothing follows the statement.
-            skip_locked: "",
             // Plain insert; a duplicate key is `StoreError::Duplicate` (see the type's docs).
             insert_if_absent: "",
             current_schema: "SCHEMA_NAME()",

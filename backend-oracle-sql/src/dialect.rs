@@ -1,7 +1,8 @@
 //! How Oracle spells docket's statements.
 
 use docket_core::dialect::{
-    common, Capabilities, Catalog, Dialect, LimitAt, SqlWriter, Syntax, TIMESTAMP_TEXT,
+    common, Capabilities, Catalog, ClaimParts, Dialect, Levels, LimitAt, LockAt, SqlWriter, Syntax,
+    TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -51,7 +52,26 @@ impl Dialect for OracleDialect {
     /// FOR UPDATE SKIP LOCKED on a ROWID subquery, then update the keys. A limited read cannot
     /// lock (ORA-02014), so the claim locks one candidate by key.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::SELECT_THEN_UPDATE
+        Capabilities {
+            limit_with_lock: false,
+            ..Capabilities::SELECT_THEN_UPDATE
+        }
+    }
+
+    /// A limit and `FOR UPDATE` cannot share a query block (ORA-02014): the limit goes into a
+    /// subquery of `ROWID`s and the outer block locks, `SELECT ... WHERE ROWID IN (SELECT ROWID
+    /// ... ORDER BY ... FETCH FIRST :n ROWS ONLY) AND picked = :m ORDER BY ... FOR UPDATE SKIP
+    /// LOCKED`. The outer block repeats `picked = false`, so a row claimed and committed by
+    /// someone else in between is not returned as due.
+    fn claiming_select(&self, w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
+        claim.select_from(w, false);
+        w.push(" WHERE ROWID IN (SELECT ");
+        self.limit(w, claim.limit(), LimitAt::Head);
+        w.push("ROWID FROM ").table(claim.table());
+        let order_level = claim.due_rows(w);
+        w.push(") AND picked = ").bind(false);
+        claim.order_by(w, order_level);
+        self.skip_locked(w, LockAt::End);
     }
 
     fn placeholder(&self, n: usize) -> String {
@@ -60,9 +80,6 @@ impl Dialect for OracleDialect {
 
     fn syntax(&self) -> Syntax {
         Syntax {
-            // A limit and `FOR UPDATE` cannot share a query block (ORA-02014): the claiming
-            // select limits a ROWID subquery and locks in the outer block.
-            row_locator: Some("ROWID"),
             insert_if_absent: "",
             current_schema: "SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')",
             // One row per `INSERT ... VALUES`: Oracle before 23ai has no multi-row `VALUES`
@@ -137,8 +154,14 @@ impl Dialect for OracleDialect {
     }
 
     // LEVEL is reserved in Oracle: the alias is quoted (and so stays lower case).
-    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
+    fn priority_levels(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        below: Option<i16>,
+    ) -> Levels {
         common::priority_levels(w, table, below, "\"level\"");
+        Levels::Highest
     }
 
     /// The `ALL_*` views: table and index names as quoted (case kept), column names upper

@@ -1,11 +1,11 @@
 //! How PostgreSQL spells docket's statements.
 
 use docket_core::dialect::{
-    common, Array, Capabilities, Catalog, ClaimMatch, Dialect, DueFilter, Level, SqlWriter, Syntax,
-    Value, NUMBER_TEXT, TIMESTAMP_TEXT,
+    common, Array, Capabilities, Catalog, ClaimMatch, ClaimParts, Dialect, DueFilter, Level,
+    Levels, SqlWriter, Syntax, Value, NUMBER_TEXT, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
-use docket_core::TableName;
+use docket_core::{ExecutionKey, TableName};
 
 // The claim's subquery locks the rows, so their row addresses (`ctid`) cannot change
 // before the update reads them: `ctid = ANY(ARRAY(SELECT ctid ...))` runs the subquery
@@ -40,18 +40,63 @@ impl Dialect for PgDialect {
             // `UNNEST($1, $2, ...)` with one typed array per column: a chunk of rows is one
             // short statement, parsed and planned once, whatever its length.
             binds_arrays: true,
-            claim_match: CLAIM_BY_CTID,
-            // A row that changes between the probe and the write has a new ctid, which the
-            // write's recheck does not find: it counts as not written, as a changed version
-            // would.
-            key_probe: Some(CLAIM_BY_CTID),
-            // One statement for every level (see `priority_levels`).
-            lists_all_levels: true,
             // `timestamp` (without time zone) compared with the `timestamptz` binds would
             // shift by the session time zone: not adoptable.
             timestamp_types: &["timestamp with time zone"],
             ..Syntax::ANSI
         }
+    }
+
+    fn lock_and_fetch(&self, w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
+        common::update_returning(w, claim, CLAIM_BY_CTID);
+    }
+
+    /// Several keys: one primary-key probe per key over bound arrays, each returning the row's
+    /// address, `ctid = ANY(ARRAY(SELECT (SELECT x.ctid FROM t x WHERE x.task_name = k.n AND
+    /// x.task_instance = k.i [AND x.version = k.v]) FROM UNNEST($1, $2 [, $3]) AS k(n, i
+    /// [, v])))`: one short text however many keys. A row that changes between the probe and
+    /// the write has a new ctid, which the write's recheck does not find: it counts as not
+    /// written, as a changed version would.
+    fn keys_condition(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        keys: &[(&ExecutionKey, Option<i64>)],
+    ) {
+        if keys.len() < 2 {
+            return common::key_terms(w, keys.iter().copied());
+        }
+        let probe = CLAIM_BY_CTID;
+        let versions: Option<Vec<i64>> = keys.iter().map(|(_, v)| *v).collect();
+        w.push(probe.open)
+            .push("SELECT (SELECT x.")
+            .push(probe.columns)
+            .push(" FROM ")
+            .table(table)
+            .push(" x WHERE x.task_name = k.n AND x.task_instance = k.i");
+        if versions.is_some() {
+            w.push(" AND x.version = k.v");
+        }
+        let text = |f: fn(&ExecutionKey) -> &String| {
+            Value::Array(Array::Text(
+                keys.iter().map(|(k, _)| Some(f(k).clone())).collect(),
+            ))
+        };
+        w.push(") FROM UNNEST(")
+            .bind(text(|k| &k.task_name))
+            .push(", ")
+            .bind(text(|k| &k.task_instance));
+        match versions {
+            Some(v) => {
+                w.push(", ")
+                    .bind(Value::Array(Array::BigInt(v)))
+                    .push(") AS k(n, i, v)");
+            }
+            None => {
+                w.push(") AS k(n, i)");
+            }
+        }
+        w.push(probe.close);
     }
 
     fn placeholder(&self, n: usize) -> String {
@@ -63,7 +108,7 @@ impl Dialect for PgDialect {
     // and sorts every due row of those tasks on each claim (17 ms for 20,000 rows). Behind a
     // CASE the filter neither matches an index nor gets that estimate, so the claim reads the
     // partial due index of migration 0005 in execution-time order and stops at the limit
-    // (0.08 ms), with or without statistics (docs/BENCHMARKS.md, "Claim plan").
+    // (0.08 ms), with or without statistics (docs/BENCHMARKS.md, "ClaimParts plan").
     //
     // One level's due rows as `priority = ANY(ARRAY[level])` ordered by `priority DESC NULLS
     // LAST, execution_time`. With `priority = ?` and `ORDER BY execution_time` the planner read a
@@ -173,8 +218,13 @@ impl Dialect for PgDialect {
 
     // No loose index scan before PostgreSQL 18 (`SELECT DISTINCT` reads the whole index): walk
     // the levels with one index probe each on (priority DESC NULLS LAST, execution_time), all
-    // in one statement.
-    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
+    // in one statement, every level at once.
+    fn priority_levels(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        below: Option<i16>,
+    ) -> Levels {
         w.push("WITH RECURSIVE levels(level) AS ((SELECT priority FROM ")
             .table(table);
         match below {
@@ -192,6 +242,7 @@ impl Dialect for PgDialect {
                  FROM levels WHERE levels.level IS NOT NULL) \
                  SELECT level FROM levels WHERE level IS NOT NULL ORDER BY level DESC",
         );
+        Levels::All
     }
 
     /// `clock_timestamp()`: the time when it is called (`now()` and `CURRENT_TIMESTAMP` give

@@ -1,7 +1,8 @@
 //! How SQLite spells docket's statements.
 
 use docket_core::dialect::{
-    common, Capabilities, Catalog, Ddl, Dialect, GeneratedValue, OrderIndexStyle, SqlWriter, Syntax,
+    common, Capabilities, Catalog, Ddl, Dialect, GeneratedValue, LockAt, OrderIndexStyle,
+    SqlWriter, Syntax,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -31,13 +32,14 @@ impl Dialect for SqliteDialect {
         Capabilities::UPDATE_RETURNING
     }
 
+    /// Nothing: no row locks to skip, the write lock serializes claimers (see the type's docs).
+    fn skip_locked(&self, _w: &mut SqlWriter<'_>, _at: LockAt) {}
+
     fn syntax(&self) -> Syntax {
         Syntax {
             // SQLITE_MAX_VARIABLE_NUMBER of the bundled build.
             max_binds: 32_766,
             max_insert_rows: usize::MAX,
-            // No row locks to skip: the write lock serializes claimers (see the type's docs).
-            skip_locked: "",
             // SQLite matches an index expression only to the same expression with the same
             // literal, not to one written with a bound value (as docket's queries are): custom
             // orders are indexed through virtual generated columns, which the queries name.

@@ -76,7 +76,7 @@ fn due_query_names(backend: &dyn Backend, priority: bool) -> Vec<&'static str> {
     };
     names.push(due);
     match backend.dialect().capabilities().lock_and_fetch {
-        Some(LockAndFetch::UpdateReturning | LockAndFetch::UpdateExistsOutput) => names.push(lock),
+        Some(LockAndFetch::UpdateReturning) => names.push(lock),
         Some(LockAndFetch::SelectThenUpdate) => names.extend([for_update, "claim_keys"]),
         None => {}
     }

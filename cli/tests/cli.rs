@@ -314,7 +314,7 @@ fn explain_prints_each_dialects_due_queries() {
         ),
         "{pg}"
     );
-    // The claim names the rows its subquery locked by address (PostgreSQL's `claim_match`).
+    // The claim names the rows its subquery locked by address (PostgreSQL's `lock_and_fetch`).
     assert!(pg.contains("FOR UPDATE SKIP LOCKED)) RETURNING"), "{pg}");
     let all_pg =
         stdout_of(docket().args(["explain", "--backend", "postgres", "--priority", "--all"]));

@@ -5,7 +5,7 @@
 
 use crate::harness::Foreign;
 use chrono::{DateTime, FixedOffset, NaiveDateTime, Utc};
-use docket_core::dialect::{LimitAt, Rendered, SqlWriter, Value};
+use docket_core::dialect::{LimitAt, LockAt, Rendered, SqlWriter, Value};
 use docket_core::records::JAVA_SERIALIZATION_MAGIC;
 use docket_core::{Execution, ExecutionKey, StoreError, TableName};
 
@@ -118,7 +118,7 @@ impl<'f> DbSchedulerNode<'f> {
         d.limit(&mut w, limit, LimitAt::Head);
         w.push("* FROM ").table(&self.table);
         if locking {
-            w.push(d.syntax().lock_hint);
+            d.skip_locked(&mut w, LockAt::Table);
         }
         w.push(" WHERE picked = ")
             .bind(false)
@@ -131,7 +131,7 @@ impl<'f> DbSchedulerNode<'f> {
         w.push("execution_time ASC");
         d.limit(&mut w, limit, LimitAt::Tail);
         if locking {
-            w.push(d.syntax().skip_locked);
+            d.skip_locked(&mut w, LockAt::End);
         }
         w.finish()
     }

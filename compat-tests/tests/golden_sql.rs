@@ -79,9 +79,7 @@ fn unsent(dialect: &dyn Dialect, name: &str) -> bool {
     }
     match dialect.capabilities().lock_and_fetch {
         Some(LockAndFetch::SelectThenUpdate) => lock_and_fetch,
-        Some(LockAndFetch::UpdateReturning | LockAndFetch::UpdateExistsOutput) => {
-            select_then_update
-        }
+        Some(LockAndFetch::UpdateReturning) => select_then_update,
         None => lock_and_fetch || select_then_update,
     }
 }

@@ -40,7 +40,7 @@ use crate::error::CliError;
 use crate::progress;
 use chrono::{SubsecRound, Utc};
 use docket_core::backend::SqlStore;
-use docket_core::dialect::{LimitAt, LockAndFetch, Rendered, SqlWriter};
+use docket_core::dialect::{LimitAt, LockAndFetch, LockAt, Rendered, SqlWriter};
 use docket_core::store::sql::{SqlConnector, SqlSession};
 use docket_core::store::Row;
 use docket_core::{
@@ -321,7 +321,7 @@ impl RawClaim {
                 .bind(now)
                 .push(" ORDER BY execution_time");
             dialect.limit(w, batch.into(), LimitAt::Tail);
-            w.push(dialect.syntax().skip_locked);
+            dialect.skip_locked(w, LockAt::End);
         };
         let mut w = SqlWriter::new(dialect);
         let shape = match dialect.capabilities().lock_and_fetch {

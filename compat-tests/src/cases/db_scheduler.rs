@@ -520,7 +520,7 @@ pub fn mixed_fleet_with_db_scheduler_nodes(h: &dyn Harness, t: Toggle) {
     }
     // db-scheduler's generic lock-and-fetch limits and locks in one query block; a dialect
     // that cannot (Oracle) has only its fetch-then-pick shape.
-    let generic_lock = foreign.dialect().syntax().row_locator.is_none();
+    let generic_lock = foreign.dialect().capabilities().limit_with_lock;
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
         for (i, locking) in [(1, false), (2, generic_lock)] {

@@ -11,33 +11,31 @@ pub mod writer;
 
 pub use file_load::FileLoad;
 pub use order_index::{GeneratedValue, OrderIndex, OrderIndexStyle};
-pub use statements::{Column, Due, LagRange, Level, Statements};
+pub use statements::{ClaimParts, Column, Due, LagRange, Level, Statements};
 pub use writer::{Array, Rendered, SqlWriter, Value};
 
 use crate::ident::TableName;
 use crate::ordering::{CustomKey, KeyType};
+use crate::records::ExecutionKey;
 
-/// How a backend claims a batch of due rows in one round trip (lock-and-fetch).
+/// How a backend claims a batch of due rows in one round trip (lock-and-fetch). The
+/// statements' shapes are the dialect's ([`Dialect::lock_and_fetch`],
+/// [`Dialect::claiming_select`]); this says which of them the store sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockAndFetch {
-    /// One statement: `UPDATE ... WHERE (key) IN (SELECT ... <skip-locked>) RETURNING ...`.
-    /// Also right for a single-writer database whose transactions serialize claims.
+    /// One statement that updates the due rows it locks and returns them
+    /// ([`Dialect::lock_and_fetch`]; by default `UPDATE ... WHERE (key) IN (SELECT ...
+    /// <skip-locked>) RETURNING ...`). Also right for a single-writer database whose
+    /// transactions serialize claims.
     UpdateReturning,
-    /// `SELECT ... <skip-locked>` then `UPDATE` of the selected keys, in one transaction
-    /// (databases without `UPDATE ... RETURNING` or without `LIMIT` in `IN` subqueries).
+    /// A locking select ([`Dialect::claiming_select`]) then an `UPDATE` of the selected keys,
+    /// in one transaction (databases without `UPDATE ... RETURNING` or without `LIMIT` in `IN`
+    /// subqueries).
     SelectThenUpdate,
-    /// One statement that updates the rows an ordered, row-limited, locking select of keys
-    /// found and returns them: `UPDATE t SET ... OUTPUT inserted... WHERE picked = false AND
-    /// EXISTS (SELECT 1 FROM (SELECT <top> task_name, task_instance FROM t <lock_hint> WHERE
-    /// ... ORDER BY ...) due WHERE due.task_name = t.task_name AND ...)` (SQL Server, whose
-    /// claim hint sits on the table and which has neither `RETURNING` nor a row-valued `IN`).
-    UpdateExistsOutput,
 }
 
-/// How a write names the rows a subquery found: the one-statement claim
-/// ([`LockAndFetch::UpdateReturning`]), `UPDATE ... WHERE <open>SELECT <columns> FROM ... FOR
-/// UPDATE SKIP LOCKED<close>`, and a write of several executions named by key
-/// ([`Syntax::key_probe`], where `columns` is the one column each key's probe returns).
+/// How a write names the rows a subquery found, for [`common::update_returning`]: `UPDATE ...
+/// WHERE <open>SELECT <columns> FROM ... FOR UPDATE SKIP LOCKED<close>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaimMatch {
     /// Written before the subquery, e.g. `(task_name, task_instance) IN (`.
@@ -71,6 +69,11 @@ pub struct Capabilities {
     pub claim_locks_examined_rows: bool,
     /// Runs the work queue (ships migrations `0003_ordering` and `0004_work_queue`).
     pub work_queue: bool,
+    /// A row limit may share a query block with the row lock (`... LIMIT n FOR UPDATE SKIP
+    /// LOCKED`). False where the database rejects it (Oracle, ORA-02014): its claiming select
+    /// limits a subquery instead ([`Dialect::claiming_select`]), and its work-queue claim locks
+    /// one item by key, without a limit.
+    pub limit_with_lock: bool,
 }
 
 impl Capabilities {
@@ -80,6 +83,7 @@ impl Capabilities {
         transactional_ddl: false,
         claim_locks_examined_rows: false,
         work_queue: false,
+        limit_with_lock: true,
     };
     /// A database whose claim is one `UPDATE ... RETURNING`, whose DDL takes part in
     /// transactions, and whose locking reads lock only the rows they return.
@@ -88,6 +92,7 @@ impl Capabilities {
         transactional_ddl: true,
         claim_locks_examined_rows: false,
         work_queue: true,
+        limit_with_lock: true,
     };
     /// A database that claims with a locking select and then an update of the keys, in one
     /// transaction; whose DDL commits implicitly; and whose locking reads lock every row they
@@ -97,6 +102,7 @@ impl Capabilities {
         transactional_ddl: false,
         claim_locks_examined_rows: true,
         work_queue: true,
+        limit_with_lock: true,
     };
 }
 
@@ -115,32 +121,10 @@ pub const TIMESTAMP_TEXT: &str = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:
 /// defaults; a backend states what differs (`Syntax { max_binds: 65_535, ..Syntax::ANSI }`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Syntax {
-    /// A table hint written right after the table name in a claiming select, for dialects that
-    /// lock per table reference instead of per statement (T-SQL `WITH (UPDLOCK, READPAST,
-    /// ROWLOCK)`). Default `""` (the lock is [`Syntax::skip_locked`]).
-    pub lock_hint: &'static str,
-    /// A pseudo-column addressing a row (Oracle `ROWID`), for dialects that cannot combine a
-    /// row limit with `FOR UPDATE` in one query block. When set, the claiming select limits a
-    /// subquery on this locator and locks in the outer block: `SELECT ... WHERE <locator> IN
-    /// (SELECT <locator> ... ORDER BY ... <limit>) AND picked = ? ORDER BY ... FOR UPDATE SKIP
-    /// LOCKED`. Default `None` (limit and lock in one block).
-    pub row_locator: Option<&'static str>,
-    /// The row-lock clause for claiming due rows without waiting on other claimers. A
-    /// single-writer database says `""` (its write transaction is the lock). Default ` FOR
-    /// UPDATE SKIP LOCKED`.
-    pub skip_locked: &'static str,
     /// Clause appended to an `INSERT` so an existing `(task_name, task_instance)` is left alone
     /// and reported as zero rows inserted (`""`: none; the store then inserts row by row where
     /// a batch meets an existing key). Default `ON CONFLICT ... DO NOTHING`.
     pub insert_if_absent: &'static str,
-    /// How the one-statement claim matches the rows it locked. Default [`ClaimMatch::BY_KEY`].
-    pub claim_match: ClaimMatch,
-    /// For a statement that writes several executions named by key (the claim of selected
-    /// keys, batched completions): match them through one primary-key probe per key over bound
-    /// arrays (`UNNEST`, as [`Syntax::binds_arrays`]), each probe returning the one column
-    /// `columns`, between `open` and `close`. Default `None`: the keys grouped by task name,
-    /// `(task_name = ? AND task_instance IN (...) [AND version = CASE ...]) OR ...`.
-    pub key_probe: Option<ClaimMatch>,
     /// Most keys one statement names in its key list (`(task_name = ? AND task_instance IN
     /// (...)) OR ...`: batched completions, heartbeats, the claim of selected keys); longer
     /// lists are split into several statements of the same transaction. Default 500.
@@ -159,9 +143,6 @@ pub struct Syntax {
     /// SQL expression for the connection's current schema, for catalogue look-ups. Default
     /// `current_schema()`.
     pub current_schema: &'static str,
-    /// Whether [`Dialect::priority_levels`] returns every level below its bound in one query
-    /// (PostgreSQL's recursive skip scan) rather than the highest one. Default `false`.
-    pub lists_all_levels: bool,
     /// The index a per-level due-query is steered onto ([`Dialect::due_filter`] with
     /// [`DueFilter::level_index`]), whose presence the store checks at start-up: a table
     /// migrated partway lacks it. Default `None`.
@@ -179,18 +160,12 @@ pub struct Syntax {
 impl Syntax {
     /// The defaults (see each field).
     pub const ANSI: Syntax = Syntax {
-        lock_hint: "",
-        row_locator: None,
-        skip_locked: " FOR UPDATE SKIP LOCKED",
         insert_if_absent: " ON CONFLICT (task_name, task_instance) DO NOTHING",
-        claim_match: ClaimMatch::BY_KEY,
-        key_probe: None,
         max_key_terms: 500,
         binds_arrays: false,
         max_binds: 2_000,
         max_insert_rows: 1000,
         current_schema: "current_schema()",
-        lists_all_levels: false,
         due_level_index: None,
         order_index_style: OrderIndexStyle::Expressions,
         timestamp_types: &[],
@@ -204,6 +179,27 @@ pub enum LimitAt {
     Head,
     /// After `ORDER BY`, at the end of the query block.
     Tail,
+}
+
+/// Where a claiming read's row lock goes ([`Dialect::skip_locked`]): right after the table name
+/// (T-SQL's table hint) or at the end of the query block (`FOR UPDATE SKIP LOCKED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockAt {
+    /// Right after the table reference (its name and alias), before `WHERE`.
+    Table,
+    /// At the end of the query block, after `ORDER BY` and the limit.
+    End,
+}
+
+/// Which priority levels a levels query lists ([`Dialect::priority_levels`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Levels {
+    /// The highest level below the bound only (none when there is none): the planner
+    /// descends one level per statement.
+    Highest,
+    /// Every level below the bound, highest first, in one statement (PostgreSQL's recursive
+    /// skip scan).
+    All,
 }
 
 /// What a due-query selects, for [`Dialect::due_filter`].
@@ -284,6 +280,16 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         }
     }
 
+    /// Writes the row lock of a read that claims rows without waiting on other claimers, at
+    /// `at`; called at both places of every locking read, each dialect writes at one (as
+    /// [`Dialect::limit`]). Default: ` FOR UPDATE SKIP LOCKED` at the end. SQL Server writes
+    /// its table hint, SQLite nothing (its write transaction is the lock).
+    fn skip_locked(&self, w: &mut SqlWriter<'_>, at: LockAt) {
+        if at == LockAt::End {
+            w.push(" FOR UPDATE SKIP LOCKED");
+        }
+    }
+
     /// `column DESC` with NULLs after every value. Default: plain `DESC`, right where NULL
     /// sorts lowest (MySQL, SQLite, SQL Server); PostgreSQL and Oracle override it.
     fn desc_nulls_last(&self, column: &str) -> String {
@@ -305,18 +311,54 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         common::due_filter(w, due)
     }
 
+    /// Writes the one-statement claim ([`LockAndFetch::UpdateReturning`]), composed from
+    /// `claim`'s parts: an update of up to [`ClaimParts::limit`] due rows in hand-out order,
+    /// skipping rows other claimers hold, returning the claimed rows ([`ClaimParts::columns`],
+    /// in any order). Default [`common::update_returning`] by key; PostgreSQL matches by row
+    /// address, SQL Server writes `UPDATE ... OUTPUT ... WHERE EXISTS`.
+    fn lock_and_fetch(&self, w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
+        common::update_returning(w, claim, ClaimMatch::BY_KEY);
+    }
+
+    /// Writes the locking select of a two-step claim ([`LockAndFetch::SelectThenUpdate`]): up
+    /// to [`ClaimParts::limit`] due rows ([`ClaimParts::columns`]) in hand-out order, locked,
+    /// skipping rows other claimers hold. Default [`common::claiming_select`]; Oracle, which cannot
+    /// limit the query block it locks, limits a subquery of row addresses.
+    fn claiming_select(&self, w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
+        common::claiming_select(w, claim);
+    }
+
+    /// Writes the condition of a statement that writes the executions `keys` names, each with
+    /// its version when given (for every key or for none): the claim of selected keys, batched
+    /// completions and heartbeats. Default [`common::key_terms`], the keys grouped by task
+    /// name; PostgreSQL probes the primary key once per key over bound arrays.
+    fn keys_condition(
+        &self,
+        w: &mut SqlWriter<'_>,
+        _table: &TableName,
+        keys: &[(&ExecutionKey, Option<i64>)],
+    ) {
+        common::key_terms(w, keys.iter().copied());
+    }
+
     /// Writes a query for the priority levels of `table` (its distinct non-NULL priorities)
     /// below `below` (all when `None`), highest first, as one column named `level`, read
     /// without scanning the table and without planner statistics. The default returns the
     /// highest one only, `SELECT MAX(priority) AS level ... [WHERE priority < ?]`, which every
     /// database answers from the end of the `(priority, execution_time)` index; the planner
-    /// descends one level per statement ([`Syntax::lists_all_levels`]). A `SELECT DISTINCT`
+    /// descends one level per statement ([`Levels::Highest`]). A `SELECT DISTINCT`
     /// was the default before: MariaDB answers it with a loose index scan only when its
     /// statistics show few distinct priorities (right after a bulk load it read the whole
     /// index, 150 ms per 1M rows, once a second per store), and SQL Server and SQLite have no
-    /// loose index scan.
-    fn priority_levels(&self, w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
+    /// loose index scan. Returns which of the two the query lists.
+    fn priority_levels(
+        &self,
+        w: &mut SqlWriter<'_>,
+        table: &TableName,
+        below: Option<i16>,
+    ) -> Levels {
         common::priority_levels(w, table, below, "level");
+        Levels::Highest
     }
 
     /// Writes an expression reading `key` from the JSON text column `custom_attributes`, NULL

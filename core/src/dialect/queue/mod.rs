@@ -5,7 +5,7 @@ mod catalogue;
 
 use super::statements::{Level, Statements};
 use super::OrderIndex;
-use super::{common, Catalog, FileLoad, LimitAt, Rendered, SqlWriter, Value};
+use super::{common, Catalog, FileLoad, LimitAt, LockAt, Rendered, SqlWriter, Value};
 use crate::error::StoreError;
 use crate::ordering::{CustomKey, Direction, KeyType, PrimaryOrder};
 pub use crate::records::ForWorker;
@@ -282,7 +282,7 @@ impl Statements<'_> {
         let limit = self.eligible_limit(q, limit, lock);
         let mut w = self.item_select(limit);
         if lock {
-            w.push(self.dialect().syntax().lock_hint);
+            self.dialect().skip_locked(&mut w, LockAt::Table);
         }
         let index = index.filter(|ix| !ix.order_by.is_empty());
         let keys_source = index.is_none()
@@ -298,7 +298,7 @@ impl Statements<'_> {
             self.dialect().limit(&mut w, n, LimitAt::Tail);
         }
         if lock {
-            w.push(self.dialect().syntax().skip_locked);
+            self.dialect().skip_locked(&mut w, LockAt::End);
         }
         w.finish()
     }
@@ -353,13 +353,13 @@ impl Statements<'_> {
     }
 
     /// The row limit of [`Statements::item_eligible`]. A dialect that cannot limit the query
-    /// block it locks ([`Syntax::row_locator`](crate::dialect::Syntax::row_locator)(super::Syntax::row_locator): Oracle rejects a
+    /// block it locks ([`Capabilities::limit_with_lock`](super::Capabilities): Oracle rejects a
     /// row limit beside `FOR UPDATE`) locks only by key, in the two-phase claim
     /// ([`Capabilities::claim_locks_examined_rows`](super::Capabilities)): the key pins at most
     /// one row, so no limit is written.
     fn eligible_limit(&self, q: &ForWorker<'_>, limit: Option<i64>, lock: bool) -> Option<i64> {
         let by_key_unlimited =
-            lock && q.key.is_some() && self.dialect().syntax().row_locator.is_some();
+            lock && q.key.is_some() && !self.dialect().capabilities().limit_with_lock;
         limit.filter(|_| !by_key_unlimited)
     }
 

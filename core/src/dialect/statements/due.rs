@@ -3,9 +3,6 @@
 
 use super::*;
 
-/// The keys of one task name in a key list: the name, then each instance with its version.
-type KeyGroup<'k> = (&'k str, Vec<(&'k str, Option<i64>)>);
-
 impl<'d> Statements<'d> {
     /// `WHERE` of the due-queries plus their `ORDER BY` and limit.
     /// Returns the level the `ORDER BY` was written for.
@@ -51,7 +48,7 @@ impl<'d> Statements<'d> {
     /// `((task_name = ? AND task_instance = ?) OR ...)`, one term per key.
     fn push_any_key(w: &mut SqlWriter<'_>, keys: &[ExecutionKey]) {
         w.push("(");
-        Self::key_terms(w, keys.iter().map(|k| (k, None)));
+        common::key_terms(w, keys.iter().map(|k| (k, None)));
         w.push(")");
     }
 
@@ -79,44 +76,27 @@ impl<'d> Statements<'d> {
 
     /// The distinct non-NULL priorities in the table below `below` (all when `None`), highest
     /// first (see [`Level`]): all of them or only the highest, as the dialect lists them
-    /// ([`Syntax::lists_all_levels`](crate::dialect::Syntax::lists_all_levels)).
+    /// ([`Statements::levels_listed`]).
     pub fn priority_levels(&self, below: Option<i16>) -> Rendered {
         let mut w = self.writer();
         self.dialect.priority_levels(&mut w, &self.table, below);
         w.finish()
     }
 
-    /// The due-query with the dialect's skip-locked clause, for
-    /// [`super::LockAndFetch::SelectThenUpdate`]; run it in the
-    /// transaction that then runs [`Statements::claim_keys`].
-    ///
-    /// Where the dialect has a [`Syntax::row_locator`](crate::dialect::Syntax::row_locator)
-    /// (it cannot limit and lock in one query block), the limit goes into a subquery of
-    /// locators and the outer block locks, repeating `picked = false` so a row claimed and
-    /// committed by someone else in between is not returned as due.
+    /// Which levels [`Statements::priority_levels`] lists, as the dialect says when it writes
+    /// the query (rendered here and dropped: one short text, once per levels refresh).
+    pub fn levels_listed(&self) -> Levels {
+        self.dialect
+            .priority_levels(&mut self.writer(), &self.table, None)
+    }
+
+    /// The due-query with the dialect's row lock, for
+    /// [`LockAndFetch::SelectThenUpdate`](crate::dialect::LockAndFetch::SelectThenUpdate), in
+    /// the dialect's shape ([`Dialect::claiming_select`]); run it in the transaction that then
+    /// runs [`Statements::claim_keys`].
     pub fn due_for_update(&self, due: &Due<'_>) -> Rendered {
-        let mut w = match self.dialect.syntax().row_locator {
-            None => {
-                let mut w = self.select_from(Some(due.limit));
-                w.push(self.dialect.syntax().lock_hint);
-                self.due_rows(&mut w, due);
-                w
-            }
-            Some(locator) => {
-                let mut w = self.select_from(None);
-                w.push(self.dialect.syntax().lock_hint)
-                    .push(" WHERE ")
-                    .push(locator)
-                    .push(" IN (SELECT ");
-                self.dialect.limit(&mut w, due.limit, LimitAt::Head);
-                w.push(locator).push(" FROM ").table(&self.table);
-                let order_level = self.due_rows(&mut w, due);
-                w.push(") AND picked = ").bind(false);
-                self.push_order(&mut w, order_level, &self.policy.primary);
-                w
-            }
-        };
-        w.push(self.dialect.syntax().skip_locked);
+        let mut w = self.writer();
+        self.dialect.claiming_select(&mut w, &self.claim(due, ""));
         w.finish()
     }
 
@@ -137,98 +117,10 @@ impl<'d> Statements<'d> {
     }
 
     /// Writes the condition of a statement that writes the executions `keys` names (each with
-    /// its version, when given): [`Statements::key_terms`], or where the dialect has a
-    /// [`Syntax::key_probe`](crate::dialect::Syntax::key_probe) and there are several keys, one primary-key probe per key over
-    /// bound arrays, `<open>SELECT (SELECT x.<columns> FROM <table> x WHERE x.task_name = k.n
-    /// AND x.task_instance = k.i [AND x.version = k.v]) FROM UNNEST(?, ? [, ?]) AS k(n, i
-    /// [, v])<close>`. Callers give a version for every key or for none.
+    /// its version, when given), as the dialect matches them ([`Dialect::keys_condition`]).
+    /// Callers give a version for every key or for none.
     pub(super) fn push_keys(&self, w: &mut SqlWriter<'_>, keys: Vec<(&ExecutionKey, Option<i64>)>) {
-        let probe = match self.dialect.syntax().key_probe {
-            Some(probe) if keys.len() > 1 => probe,
-            _ => return Self::key_terms(w, keys),
-        };
-        let versions: Option<Vec<i64>> = keys.iter().map(|(_, v)| *v).collect();
-        w.push(probe.open)
-            .push("SELECT (SELECT x.")
-            .push(probe.columns)
-            .push(" FROM ")
-            .table(&self.table)
-            .push(" x WHERE x.task_name = k.n AND x.task_instance = k.i");
-        if versions.is_some() {
-            w.push(" AND x.version = k.v");
-        }
-        let text = |f: fn(&ExecutionKey) -> &String| {
-            Value::Array(Array::Text(
-                keys.iter().map(|(k, _)| Some(f(k).clone())).collect(),
-            ))
-        };
-        w.push(") FROM UNNEST(")
-            .bind(text(|k| &k.task_name))
-            .push(", ")
-            .bind(text(|k| &k.task_instance));
-        match versions {
-            Some(v) => {
-                w.push(", ")
-                    .bind(Value::Array(Array::BigInt(v)))
-                    .push(") AS k(n, i, v)");
-            }
-            None => {
-                w.push(") AS k(n, i)");
-            }
-        }
-        w.push(probe.close);
-    }
-
-    /// Writes the keys grouped by task name, one term per name: `(task_name = ? AND
-    /// task_instance = ? [AND version = ?])` for a name with one key, `(task_name = ? AND
-    /// task_instance IN (?, ...) [AND version = CASE task_instance WHEN ? THEN ? ... END])` for
-    /// several, joined by `OR`. Every dialect accepts it (SQL Server has no row-valued `IN`),
-    /// and each term is one range of the primary key: MariaDB plans an `IN` list in linear
-    /// time, where an `OR` list of key equalities took 12.9 ms to plan at 100 keys against
-    /// 1.2 ms (docs/BENCHMARKS.md, "Where a MariaDB claim's time goes").
-    fn key_terms<'k>(
-        w: &mut SqlWriter<'_>,
-        keys: impl IntoIterator<Item = (&'k ExecutionKey, Option<i64>)>,
-    ) {
-        let mut groups: Vec<KeyGroup<'_>> = Vec::new();
-        for (key, version) in keys {
-            let member = (key.task_instance.as_str(), version);
-            match groups.iter_mut().find(|(name, _)| *name == key.task_name) {
-                Some((_, members)) => members.push(member),
-                None => groups.push((key.task_name.as_str(), vec![member])),
-            }
-        }
-        for (i, (name, members)) in groups.iter().enumerate() {
-            if i > 0 {
-                w.push(" OR ").sized_by_input();
-            }
-            w.push("(task_name = ").bind(*name);
-            match members.as_slice() {
-                [(instance, version)] => {
-                    w.push(" AND task_instance = ").bind(*instance);
-                    if let Some(v) = version {
-                        w.push(" AND version = ").bind(*v);
-                    }
-                }
-                _ => {
-                    w.sized_by_input()
-                        .push(" AND task_instance IN ")
-                        .bind_list(members.iter().map(|(instance, _)| *instance));
-                    let versions: Option<Vec<i64>> = members.iter().map(|(_, v)| *v).collect();
-                    if let Some(versions) = versions {
-                        w.push(" AND version = CASE task_instance");
-                        for ((instance, _), version) in members.iter().zip(versions) {
-                            w.push(" WHEN ")
-                                .bind(*instance)
-                                .push(" THEN ")
-                                .bind(version);
-                        }
-                        w.push(" END");
-                    }
-                }
-            }
-            w.push(")");
-        }
+        self.dialect.keys_condition(w, &self.table, &keys);
     }
 
     /// `(task_name = ? AND task_instance = ?`, left open for more conditions.
@@ -250,66 +142,88 @@ impl<'d> Statements<'d> {
     }
 
     /// Claims up to `due.limit` due executions in one statement, skipping rows other claimers
-    /// hold: `UPDATE ... WHERE (key) IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING ...`, or
-    /// for [`LockAndFetch::UpdateExistsOutput`] `UPDATE t SET ... OUTPUT inserted... WHERE
-    /// picked = false AND EXISTS (SELECT 1 FROM (SELECT TOP (n) ... <lock hint> ...) due WHERE
-    /// <key matches>)`. The returned rows come back unordered; callers sort
-    /// them with the policy.
+    /// hold, in the dialect's shape ([`Dialect::lock_and_fetch`]; by default `UPDATE ... WHERE
+    /// (key) IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING ...`). The returned rows come back
+    /// unordered; callers sort them with the policy.
     pub fn lock_and_fetch(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
-        if self.dialect.capabilities().lock_and_fetch == Some(LockAndFetch::UpdateExistsOutput) {
-            return self.lock_and_fetch_exists(due, picked_by);
-        }
-        let claim = self.dialect.syntax().claim_match;
         let mut w = self.writer();
-        self.push_claim_set(&mut w, picked_by, due.now);
-        w.push(" WHERE ").push(claim.open).push("SELECT ");
-        self.dialect.limit(&mut w, due.limit, LimitAt::Head);
-        w.push(claim.columns)
-            .push(" FROM ")
-            .table(&self.table)
-            .push(self.dialect.syntax().lock_hint);
-        self.due_rows(&mut w, due);
-        w.push(self.dialect.syntax().skip_locked)
-            .push(claim.close)
-            .push(" RETURNING ")
-            .push(&self.select_list());
+        self.dialect
+            .lock_and_fetch(&mut w, &self.claim(due, picked_by));
         w.finish()
     }
 
-    /// [`Statements::lock_and_fetch`] as one update of the rows an ordered, limited select of
-    /// keys locked: `UPDATE t SET ... OUTPUT inserted... WHERE picked = false AND EXISTS
-    /// (SELECT 1 FROM (SELECT TOP (n) task_name, task_instance FROM t <lock hint> WHERE ...
-    /// ORDER BY ...) due WHERE due.task_name = t.task_name AND due.task_instance =
-    /// t.task_instance)`. The outer `picked` check repeats the eligibility the locks guarantee,
-    /// so a server that ignores the hint (Babelfish takes `UPDLOCK, READPAST` and waits
-    /// instead) claims fewer rows, never a row twice. Standard T-SQL with the table itself as
-    /// the target: an update through a CTE (the shape before) is not Babelfish's, and an update
-    /// of an alias (`UPDATE x ... FROM t x JOIN ...`) now and then failed there with a garbled
-    /// alias ("missing FROM-clause entry").
-    fn lock_and_fetch_exists(&self, due: &Due<'_>, picked_by: &str) -> Rendered {
-        let mut w = self.writer();
-        self.push_claim_set(&mut w, picked_by, due.now);
-        w.push(" OUTPUT ");
-        let inserted: Vec<_> = self
-            .columns()
-            .iter()
-            .map(|c| format!("inserted.{}", c.name()))
-            .collect();
-        w.push(&inserted.join(", "))
-            .push(" WHERE picked = ")
-            .bind(false)
-            .push(" AND EXISTS (SELECT 1 FROM (SELECT ");
-        self.dialect.limit(&mut w, due.limit, LimitAt::Head);
-        w.push("task_name, task_instance FROM ")
-            .table(&self.table)
-            .push(self.dialect.syntax().lock_hint);
-        self.due_rows(&mut w, due);
-        w.push(self.dialect.syntax().skip_locked)
-            .push(") due WHERE due.task_name = ")
-            .table(&self.table)
-            .push(".task_name AND due.task_instance = ")
-            .table(&self.table)
-            .push(".task_instance)");
-        w.finish()
+    fn claim<'c>(&'c self, due: &'c Due<'c>, picked_by: &'c str) -> ClaimParts<'c> {
+        ClaimParts {
+            statements: self,
+            due,
+            picked_by,
+        }
+    }
+}
+
+/// The building blocks of one claim of due rows, from which a dialect composes its claim
+/// statements ([`Dialect::lock_and_fetch`], [`Dialect::claiming_select`]): the due rows in
+/// hand-out order, the claim's `SET` list, the select list and the table. Each writes into the
+/// dialect's writer; what they write is the same on every backend but for the dialect's pieces
+/// (filter, order, limit).
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimParts<'a> {
+    statements: &'a Statements<'a>,
+    due: &'a Due<'a>,
+    picked_by: &'a str,
+}
+
+impl ClaimParts<'_> {
+    /// The executions table.
+    pub fn table(&self) -> &TableName {
+        &self.statements.table
+    }
+
+    /// At most this many rows.
+    pub fn limit(&self) -> i64 {
+        self.due.limit
+    }
+
+    /// The columns the claim returns, in select-list order (`priority` only when on).
+    pub fn columns(&self) -> Vec<Column> {
+        self.statements.columns()
+    }
+
+    /// `SELECT [<head limit>]<select list> FROM <table>`, with the dialect's row limit where
+    /// it goes up front ([`LimitAt::Head`]) when `limited`.
+    pub fn select_from(&self, w: &mut SqlWriter<'_>, limited: bool) {
+        w.push("SELECT ");
+        if limited {
+            w.dialect().limit(w, self.due.limit, LimitAt::Head);
+        }
+        w.push(&self.select_list())
+            .push(" FROM ")
+            .table(self.table());
+    }
+
+    /// `task_name, task_instance, ...`: [`ClaimParts::columns`] as a select list.
+    pub fn select_list(&self) -> String {
+        self.statements.select_list()
+    }
+
+    /// `UPDATE <table> SET picked = ?, picked_by = ?, last_heartbeat = ?, version = version +
+    /// 1`: the claim's write, at the due-query's `now`.
+    pub fn update_set(&self, w: &mut SqlWriter<'_>) {
+        self.statements
+            .push_claim_set(w, self.picked_by, self.due.now);
+    }
+
+    /// The due rows from `WHERE` on: the dialect's filter, the held-back keys and paused
+    /// tasks left out, `ORDER BY` in hand-out order and the limit at the tail (the head's is
+    /// the caller's, [`LimitAt::Head`]). Returns the level the `ORDER BY` was written for.
+    pub fn due_rows(&self, w: &mut SqlWriter<'_>) -> Level {
+        self.statements.due_rows(w, self.due)
+    }
+
+    /// ` ORDER BY` in hand-out order for `level` (what [`ClaimParts::due_rows`] returned), for a
+    /// dialect that repeats the order outside a subquery.
+    pub fn order_by(&self, w: &mut SqlWriter<'_>, level: Level) {
+        self.statements
+            .push_order(w, level, &self.statements.policy.primary);
     }
 }

@@ -9,11 +9,10 @@ mod due;
 mod lag;
 mod paused;
 
+pub use due::ClaimParts;
 pub use lag::LagRange;
 
-use super::{
-    common, Array, Catalog, Dialect, DueFilter, LimitAt, LockAndFetch, Rendered, SqlWriter, Value,
-};
+use super::{common, Catalog, Dialect, DueFilter, Levels, LimitAt, Rendered, SqlWriter, Value};
 use crate::ident::TableName;
 pub use crate::ordering::Level;
 use crate::ordering::{Direction, OrderingPolicy, PrimaryOrder};

@@ -3,7 +3,7 @@
 
 use super::poison::{decode_executions, Bad};
 use super::*;
-use crate::dialect::{Due, LockAndFetch};
+use crate::dialect::{Due, Levels, LockAndFetch};
 use crate::store::{DueSource, Probe};
 
 impl<C: SqlConnector> DueSource for SqlOps<C> {
@@ -15,7 +15,7 @@ impl<C: SqlConnector> DueSource for SqlOps<C> {
     }
 
     fn lists_all_levels(&self) -> bool {
-        self.connector.dialect().syntax().lists_all_levels
+        self.statements.levels_listed() == Levels::All
     }
 
     fn due_rows(&self, due: &Due<'_>) -> Result<Decoded, StoreError> {
@@ -32,7 +32,7 @@ impl<C: SqlConnector> DueSource for SqlOps<C> {
             });
         };
         let (rows, bad) = match style {
-            LockAndFetch::UpdateReturning | LockAndFetch::UpdateExistsOutput => {
+            LockAndFetch::UpdateReturning => {
                 let claim = self.statements.lock_and_fetch(due, picked_by);
                 let (rows, bad) = decode_executions(self.rows(&claim)?);
                 bad.iter().for_each(|b| self.release_poison(b));
