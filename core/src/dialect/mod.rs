@@ -9,9 +9,10 @@ pub mod queue;
 pub mod statements;
 pub mod writer;
 
+pub use crate::records::{Due, DueFilter};
 pub use file_load::FileLoad;
 pub use order_index::{GeneratedValue, OrderIndex, OrderIndexStyle};
-pub use statements::{ClaimParts, Column, Due, LagRange, Level, Statements};
+pub use statements::{ClaimParts, Column, LagRange, Level, Statements};
 pub use writer::{Array, Rendered, SqlWriter, Value};
 
 use crate::ident::TableName;
@@ -200,19 +201,6 @@ pub enum Levels {
     /// Every level below the bound, highest first, in one statement (PostgreSQL's recursive
     /// skip scan).
     All,
-}
-
-/// What a due-query selects, for [`Dialect::due_filter`].
-#[derive(Debug, Clone, Copy)]
-pub struct DueFilter<'a> {
-    /// Which priority level.
-    pub level: Level,
-    /// Rows due at or before this.
-    pub due_by: chrono::DateTime<chrono::Utc>,
-    /// Only these tasks.
-    pub task_names: &'a [String],
-    /// Whether the table has [`Syntax::due_level_index`].
-    pub level_index: bool,
 }
 
 /// A catalogue query ([`Dialect::catalog`]), each returning what its variant says.

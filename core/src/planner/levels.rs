@@ -7,9 +7,9 @@
 //! core, so the hand-out is the same on every backend.
 
 use super::{bands, guard, Decoded, DueSource, Planner, Probe};
-use crate::dialect::Due;
 use crate::error::StoreError;
 use crate::ordering::{Aging, Level, PriorityMode, Stride, Weights};
+use crate::records::Due;
 use crate::records::{DueParams, Execution, ExecutionKey};
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
@@ -168,7 +168,7 @@ impl Planner {
         }
         self.by_level(src, p, false, |level, limit, due_by| {
             self.without_poison(p.now, limit, |exclude, room| {
-                src.due_rows(&due_of(p, level, room, due_by, exclude))
+                src.due_rows(&p.at_level(level, room, due_by, exclude))
             })
         })
     }
@@ -194,7 +194,7 @@ impl Planner {
                 retried(|| {
                     let due = Due {
                         now: p.clock.map_or(p.now, |c| c.now()),
-                        ..due_of(p, level, room, due_by, exclude)
+                        ..p.at_level(level, room, due_by, exclude)
                     };
                     src.claim_rows(&due, picked_by)
                 })
@@ -603,19 +603,4 @@ fn pause_before_retry(retries: usize) {
     random.write_usize(retries);
     let micros = (1_000 + random.finish() % 4_000) << (retries.saturating_sub(1).min(4));
     std::thread::sleep(std::time::Duration::from_micros(micros));
-}
-
-/// `p` at `level` for `room` rows due by `due_by`, leaving out `exclude`.
-fn due_of<'a>(
-    p: &'a DueParams<'_>,
-    level: Level,
-    room: i64,
-    due_by: DateTime<Utc>,
-    exclude: &'a [ExecutionKey],
-) -> Due<'a> {
-    Due {
-        exclude,
-        due_by,
-        ..Due::new(level, p.now, p.task_names, room)
-    }
 }

@@ -2,9 +2,9 @@
 //! hold-back, checked against the order a plain sort of the table gives, without a database.
 
 use super::*;
-use crate::dialect::Due;
 use crate::error::StoreError;
 use crate::ordering::{Aging, Level, PriorityMode, Weights};
+use crate::records::Due;
 use crate::records::{DueParams, Execution, ExecutionKey, PoisonRow};
 use chrono::{DateTime, TimeZone, Utc};
 use std::cell::{Cell, RefCell};

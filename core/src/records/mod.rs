@@ -2,22 +2,22 @@
 //! needs a database. A leaf module: it imports nothing of docket but the errors, so every other
 //! module (ordering, dialect, store, scheduler, queue) can use it without an import circle.
 
+mod due;
 mod item;
 mod record_key;
 
+pub use due::{Due, DueFilter, DueParams};
 pub use item::{
     Assignment, AssignmentStatus, Finish, Finishing, ForWorker, IndexChange, Item, ItemCount,
     ItemRead, ItemsQuery, ListedAssignment, ListedItem, NewItem, StatusRead, UnreadableItem,
 };
 pub use record_key::{format_record_date, parse_record_date, RecordKey};
 
-use crate::clock::Clock;
 use crate::error::DocketError;
 use crate::ordering::OrderingPolicy;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use std::cmp::Ordering;
-use std::time::Duration;
 
 /// Identifies an execution.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -371,26 +371,6 @@ pub struct NameLag {
     pub scheduled: CappedCount,
     /// Picked executions (running or dead); zero for a type (items are never picked).
     pub picked: CappedCount,
-}
-
-/// Parameters of the due-queries.
-#[derive(Debug, Clone, Copy)]
-pub struct DueParams<'a> {
-    /// The clock's now.
-    pub now: DateTime<Utc>,
-    /// Only these tasks (unknown task names are left alone).
-    pub task_names: &'a [String],
-    /// At most this many rows.
-    pub limit: i64,
-    /// A claiming poll (lock-and-fetch) over several priority levels that holds rows stops
-    /// reading further levels once it has run this long (the scheduler gives its heartbeat
-    /// interval): its rows are stamped when claimed and get heartbeats only once the poll
-    /// returns, and over a slow link one poll of every level took longer than the dead
-    /// window. `None`: every level is read.
-    pub claim_for: Option<Duration>,
-    /// The clock a claim reads its stamp (the claimed rows' heartbeat) from as it starts;
-    /// `None`: every claim of the poll is stamped `now`.
-    pub clock: Option<&'a dyn Clock>,
 }
 
 #[cfg(test)]

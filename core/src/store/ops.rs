@@ -8,7 +8,8 @@
 //! others mirror [`ExecutionStore`] and [`QueueStore`], whose documentation they share.
 
 use super::*;
-use crate::dialect::{Due, OrderIndex};
+use crate::dialect::OrderIndex;
+use crate::records::Due;
 
 /// Rows a due-query or claim returned: those that decode, and the poison rows that do not
 /// (a claim never leaves those claimed).

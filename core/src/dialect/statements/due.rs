@@ -17,12 +17,7 @@ impl<'d> Statements<'d> {
     /// the held-back keys and the paused tasks; returns the level their `ORDER BY` is written
     /// for.
     fn due_where(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) -> Level {
-        let filter = DueFilter {
-            level: due.level,
-            due_by: due.due_by,
-            task_names: due.task_names,
-            level_index: self.due_level_index.load(Ordering::Relaxed),
-        };
+        let filter = due.filter(self.due_level_index.load(Ordering::Relaxed));
         let order_level = self.dialect.due_filter(w, &filter);
         Self::push_exclusion(w, due.exclude);
         // Paused tasks in the same statement: a pause from any process holds from the next

@@ -12,12 +12,12 @@ mod paused;
 pub use due::ClaimParts;
 pub use lag::LagRange;
 
-use super::{common, Catalog, Dialect, DueFilter, Levels, LimitAt, Rendered, SqlWriter, Value};
+use super::{common, Catalog, Dialect, Levels, LimitAt, Rendered, SqlWriter, Value};
 use crate::ident::TableName;
 pub use crate::ordering::Level;
 use crate::ordering::{Direction, OrderingPolicy, PrimaryOrder};
 use crate::records::{
-    Changes, DeadPage, ExecutionKey, Guard, ListFilter, NewExecution, PickChange,
+    Changes, DeadPage, Due, ExecutionKey, Guard, ListFilter, NewExecution, PickChange,
 };
 use chrono::{DateTime, Utc};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,38 +77,6 @@ impl Column {
             Column::LastHeartbeat => "last_heartbeat",
             Column::Version => "version",
             Column::Priority => "priority",
-        }
-    }
-}
-
-/// What a due-query asks for: rows of `task_names` at `level`, due by `due_by`, at most `limit`,
-/// leaving out the keys in `exclude` (rows a store holds back, such as poison rows).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Due<'a> {
-    /// Which priority level.
-    pub level: Level,
-    /// The clock's now (the claim time of a claiming due-query).
-    pub now: DateTime<Utc>,
-    /// Rows due at or before this (`now` unless an aging poll reads a band of older rows).
-    pub due_by: DateTime<Utc>,
-    /// Only these tasks.
-    pub task_names: &'a [String],
-    /// At most this many rows.
-    pub limit: i64,
-    /// Never these rows.
-    pub exclude: &'a [ExecutionKey],
-}
-
-impl<'a> Due<'a> {
-    /// A due-query excluding nothing.
-    pub fn new(level: Level, now: DateTime<Utc>, task_names: &'a [String], limit: i64) -> Self {
-        Self {
-            level,
-            now,
-            due_by: now,
-            task_names,
-            limit,
-            exclude: &[],
         }
     }
 }

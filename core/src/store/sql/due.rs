@@ -3,7 +3,8 @@
 
 use super::poison::{decode_executions, Bad};
 use super::*;
-use crate::dialect::{Due, Levels, LockAndFetch};
+use crate::dialect::{Levels, LockAndFetch};
+use crate::records::Due;
 use crate::store::{DueSource, Probe};
 
 impl<C: SqlConnector> DueSource for SqlOps<C> {

@@ -1,0 +1,109 @@
+//! One due-query's parameters, all three in one place, in the order a poll hands them down:
+//!
+//! 1. [`DueParams`]: one poll, as the engine asks for it (now, the tasks, how many, how long a
+//!    claiming poll may read on);
+//! 2. [`Due`]: one statement of that poll at one priority level, as the planner sends it to the
+//!    store ([`DueParams::at_level`]): its room, how far due, the keys to leave out;
+//! 3. [`DueFilter`]: the part of that statement a dialect writes, its `WHERE` on level, time
+//!    and task names ([`Due::filter`]).
+
+use super::ExecutionKey;
+use crate::clock::Clock;
+use crate::ordering::Level;
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+/// Parameters of the due-queries: one poll.
+#[derive(Debug, Clone, Copy)]
+pub struct DueParams<'a> {
+    /// The clock's now.
+    pub now: DateTime<Utc>,
+    /// Only these tasks (unknown task names are left alone).
+    pub task_names: &'a [String],
+    /// At most this many rows.
+    pub limit: i64,
+    /// A claiming poll (lock-and-fetch) over several priority levels that holds rows stops
+    /// reading further levels once it has run this long (the scheduler gives its heartbeat
+    /// interval): its rows are stamped when claimed and get heartbeats only once the poll
+    /// returns, and over a slow link one poll of every level took longer than the dead
+    /// window. `None`: every level is read.
+    pub claim_for: Option<Duration>,
+    /// The clock a claim reads its stamp (the claimed rows' heartbeat) from as it starts;
+    /// `None`: every claim of the poll is stamped `now`.
+    pub clock: Option<&'a dyn Clock>,
+}
+
+impl<'a> DueParams<'a> {
+    /// The poll's statement at `level`: at most `room` rows due by `due_by`, leaving out
+    /// `exclude`.
+    pub fn at_level(
+        &self,
+        level: Level,
+        room: i64,
+        due_by: DateTime<Utc>,
+        exclude: &'a [ExecutionKey],
+    ) -> Due<'a> {
+        Due {
+            exclude,
+            due_by,
+            ..Due::new(level, self.now, self.task_names, room)
+        }
+    }
+}
+
+/// What a due-query asks for: rows of `task_names` at `level`, due by `due_by`, at most `limit`,
+/// leaving out the keys in `exclude` (rows a store holds back, such as poison rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Due<'a> {
+    /// Which priority level.
+    pub level: Level,
+    /// The clock's now (the claim time of a claiming due-query).
+    pub now: DateTime<Utc>,
+    /// Rows due at or before this (`now` unless an aging poll reads a band of older rows).
+    pub due_by: DateTime<Utc>,
+    /// Only these tasks.
+    pub task_names: &'a [String],
+    /// At most this many rows.
+    pub limit: i64,
+    /// Never these rows.
+    pub exclude: &'a [ExecutionKey],
+}
+
+impl<'a> Due<'a> {
+    /// A due-query excluding nothing.
+    pub fn new(level: Level, now: DateTime<Utc>, task_names: &'a [String], limit: i64) -> Self {
+        Self {
+            level,
+            now,
+            due_by: now,
+            task_names,
+            limit,
+            exclude: &[],
+        }
+    }
+
+    /// The filter a dialect writes for this query, on a table with (or without) the per-level
+    /// index.
+    pub fn filter(&self, level_index: bool) -> DueFilter<'a> {
+        DueFilter {
+            level: self.level,
+            due_by: self.due_by,
+            task_names: self.task_names,
+            level_index,
+        }
+    }
+}
+
+/// What a due-query selects, for [`Dialect::due_filter`](crate::dialect::Dialect::due_filter).
+#[derive(Debug, Clone, Copy)]
+pub struct DueFilter<'a> {
+    /// Which priority level.
+    pub level: Level,
+    /// Rows due at or before this.
+    pub due_by: DateTime<Utc>,
+    /// Only these tasks.
+    pub task_names: &'a [String],
+    /// Whether the table has
+    /// [`Syntax::due_level_index`](crate::dialect::Syntax::due_level_index).
+    pub level_index: bool,
+}
