@@ -2,34 +2,11 @@
 //! and explains. Applications use a backend crate's `connect` directly; the CLI and the
 //! compatibility suite read one list of [`Backend`]s (the `docket` crate's `backends`).
 
-use crate::dialect::{Dialect, Rendered, Statements};
+use crate::dialect::{Dialect, Rendered};
 use crate::error::StoreError;
-use crate::planner::Planned;
-use crate::store::sql::{SqlConnector, SqlOps};
+pub use crate::store::sql::SqlStore;
 use crate::store::{Store, StoreConfig};
 use std::sync::Arc;
-
-/// The store every SQL backend hands out: [`SqlOps`] with the planner above it.
-pub type SqlStore<C> = Planned<SqlOps<C>>;
-
-impl<C: SqlConnector> SqlStore<C> {
-    /// A store on `connector` for `config`. Call
-    /// [`ExecutionStore::check_schema`](crate::ExecutionStore::check_schema) before use (the
-    /// scheduler and client do).
-    pub fn new(connector: C, config: StoreConfig) -> Self {
-        Planned::over(SqlOps::new(connector, config))
-    }
-
-    /// The statements this store runs (for `explain`-style tooling).
-    pub fn statements(&self) -> &Statements<'static> {
-        self.store().statements()
-    }
-
-    /// The connector (pool).
-    pub fn connector(&self) -> &C {
-        self.store().connector()
-    }
-}
 
 /// One backend crate, behind a trait object.
 pub trait Backend: Send + Sync + 'static {

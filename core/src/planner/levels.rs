@@ -571,7 +571,7 @@ fn next_at(src: &dyn DueSource, level: Level, p: &DueParams<'_>) -> Result<Next,
 /// contention (MariaDB ends one of two transactions now and then; on a Galera cluster every
 /// two nodes' claims of the same rows, one failing certification at commit), so it is not a
 /// failure. Each retry waits a moment first ([`pause_before_retry`]).
-pub(super) fn retried<T>(claim: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+pub(crate) fn retried<T>(claim: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
     retried_up_to(CONTENTION_RETRIES, claim)
 }
 

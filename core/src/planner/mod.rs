@@ -1,10 +1,12 @@
 //! The planner: what is handed out next, decided once, in core, above a thin store.
 //!
-//! A store ([`crate::store::sql::SqlOps`] for every SQL backend; its operations are
-//! [`crate::store::ExecutionOps`] and [`crate::store::QueueOps`]) runs one statement per call
-//! and keeps nothing between calls: the due rows of one priority level, a claim of one level,
-//! the items of one level for a worker. The planner decides which calls to make, in which
-//! order and with how much room, and remembers what it learned:
+//! The store ([`crate::store::sql::SqlStore`] for every SQL backend) holds a planner and
+//! consults it in its hand-out operations only (a poll's due rows or claim, the work queue's
+//! `next_for` and listing). What the planner reads of the store ([`DueSource`],
+//! [`ItemSource`]) runs one statement per call and keeps nothing between calls: the due rows of
+//! one priority level, a claim of one level, the items of one level for a worker. The planner
+//! decides which calls to make, in which order and with how much room, and remembers what it
+//! learned:
 //!
 //! - **priority levels** and the modes that share the hand-out among them (strict, weighted,
 //!   aging: [`crate::ordering::PriorityMode`]), for the scheduler's polls (`levels.rs`) and the
@@ -15,27 +17,28 @@
 //!   (`poison.rs`);
 //! - the **custom-order choice**: whether the work queue's queries name an order index.
 //!
-//! [`Planned`] joins a planner and a thin store into the [`Store`](crate::Store) the scheduler
-//! and the work queue use. The policy is unit-tested against a store in memory; the compat
-//! suite proves the backends.
+//! The store tells the planner of the writes that can make work due ([`Planner::wrote`],
+//! [`Planner::updated`]) and of index changes. The policy is unit-tested against a store in
+//! memory; the compat suite proves the backends.
 
 mod bands;
 mod levels;
-mod planned;
 mod poison;
 mod queue;
+mod source;
 #[cfg(test)]
 mod tests;
 
 pub use levels::{CONTENTION_RETRIES, LEVEL_CACHE_TTL_MS, MAX_PROBED_LEVELS};
-pub use planned::Planned;
 pub use poison::{MAX_HELD_BACK, POISON_HOLD_BACK_MS};
 pub use queue::ORDER_INDEX_TTL_MS;
 pub use queue::QUEUE_CONTENTION_RETRIES;
 
-pub use crate::store::{Decoded, DueSource, ItemSource, Probe};
+pub(crate) use levels::retried;
+pub use source::{Decoded, DueSource, ItemSource, Probe};
 
 use crate::ordering::{OrderingPolicy, Stride};
+use crate::records::{Changes, PickChange};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -65,6 +68,15 @@ impl Planner {
     /// The ordering policy it plans for.
     pub fn policy(&self) -> &OrderingPolicy {
         &self.policy
+    }
+
+    /// A local update changed a row: a new time, a release or a new priority can make it due
+    /// in a level seen empty.
+    pub fn updated(&self, changes: &Changes) {
+        let releases = matches!(changes.pick, Some(PickChange::Release));
+        if changes.execution_time.is_some() || releases || changes.priority.is_some() {
+            self.wrote(changes.priority, changes.execution_time);
+        }
     }
 }
 

@@ -6,7 +6,6 @@
 //! from the caller's [`Clock`](crate::Clock).
 
 pub mod instrumented;
-pub mod ops;
 pub mod row;
 pub mod sql;
 pub mod wake;
@@ -20,7 +19,6 @@ pub use crate::records::{
     ListFilter, NewExecution, PickChange, PoisonRow, TaskSummary,
 };
 pub use instrumented::Instrumented;
-pub use ops::{Decoded, DueSource, ExecutionOps, ItemSource, Probe, QueueOps};
 pub use row::{Cell, Row};
 pub use wake::{WakeListener, WakeSignals};
 

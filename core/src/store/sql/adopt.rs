@@ -190,7 +190,7 @@ fn index_statement(stmt: &str) -> Option<(String, Vec<String>)> {
     Some((name.trim().to_owned(), columns))
 }
 
-impl<C: SqlConnector> SqlOps<C> {
+impl<C: SqlConnector> SqlStore<C> {
     /// Plans the connector's migrations of the table up to `up_to` (all when `None`), passes
     /// the plan through `adapt` and has the connector run it; returns the versions applied now.
     pub(super) fn run_migrations(

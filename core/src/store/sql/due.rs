@@ -4,10 +4,10 @@
 use super::poison::{decode_executions, Bad};
 use super::*;
 use crate::dialect::{Levels, LockAndFetch};
+use crate::planner::{Decoded, DueSource, Probe};
 use crate::records::Due;
-use crate::store::{DueSource, Probe};
 
-impl<C: SqlConnector> DueSource for SqlOps<C> {
+impl<C: SqlConnector> DueSource for SqlStore<C> {
     fn levels_below(&self, below: Option<i16>) -> Result<Vec<i16>, StoreError> {
         let stmt = self.statements.priority_levels(below);
         // `MAX` over no rows is one NULL row: no level below.
@@ -66,7 +66,7 @@ fn decoded((rows, bad): (Vec<Execution>, Vec<Bad>)) -> Decoded {
     }
 }
 
-impl<C: SqlConnector> SqlOps<C> {
+impl<C: SqlConnector> SqlStore<C> {
     /// The `execution_time` of the first row `stmt` returns; only the time is read.
     fn probe(&self, stmt: &Rendered) -> Result<Probe, StoreError> {
         Ok(match self.rows(stmt)?.into_iter().next() {

@@ -1,9 +1,11 @@
-//! The thin store's executions-table operations ([`ExecutionOps`]): each one statement, or
-//! one transaction of chunks.
+//! The executions table's operations ([`ExecutionStore`]): each one statement, or one
+//! transaction of chunks. The hand-out (a poll's due rows or claim) goes through the planner,
+//! which calls back the statements in `due.rs`; the writes that can make work due tell it.
 
 use super::*;
+use crate::planner::retried;
 
-impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
+impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
     fn check_schema(&self) -> Result<(), StoreError> {
         let missing = |name, feature| StoreError::MissingMigration {
             table: self.config.table.to_string(),
@@ -23,48 +25,21 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
     // "Already exists" is decided here for every backend: an insert that adds no row (an
     // insert-if-absent clause) or that violates the key (backends without one) inserted nothing.
     fn execution_insert(&self, row: &NewExecution) -> Result<bool, StoreError> {
-        Ok(absent_if_duplicate(self.execute(self.statements.insert(row)))? == 1)
+        let inserted = absent_if_duplicate(self.execute(self.statements.insert(row)))? == 1;
+        if inserted {
+            self.planner
+                .wrote(Some(row.priority), Some(row.execution_time));
+        }
+        Ok(inserted)
     }
 
-    // Multi-row inserts in chunks, all in one transaction. New keys are the common case, so the
-    // first attempt inserts without skipping existing ones (`Statements::insert_many_new`: on
-    // PostgreSQL a skip clause costs about a quarter of the insert). An existing key fails its
-    // statement. Where the dialect can skip existing keys in the statement itself, the
-    // transaction is rolled back and the batch inserted again with that clause; rows affected
-    // count the new rows. Elsewhere the failed statement is the only thing rolled back (InnoDB,
-    // SQL Server without XACT_ABORT, Oracle): its chunk is inserted row by row, each existing
-    // key skipped as in `execution_insert`. (MySQL's `INSERT IGNORE` would skip duplicates
-    // too, but it also turns other errors, such as an over-long value, into warnings.)
     fn execution_insert_batch(&self, rows: &[NewExecution]) -> Result<u64, StoreError> {
-        let skips_existing = !self
-            .connector
-            .dialect()
-            .syntax()
-            .insert_if_absent
-            .is_empty();
-        let chunks = self.insert_chunks(rows);
-        let insert = |render: &dyn Fn(&[NewExecution]) -> Rendered| {
-            let stmts: Vec<_> = chunks.iter().map(|chunk| (render(chunk), chunk)).collect();
-            self.connector.in_transaction(&mut |s| {
-                stmts.iter().try_fold(0, |n, (stmt, chunk)| {
-                    Ok(n + match s.execute(stmt) {
-                        Err(StoreError::Duplicate { .. }) if !skips_existing => {
-                            chunk.iter().try_fold(0, |n, row| {
-                                let one = self.statements.insert(row);
-                                Ok(n + absent_if_duplicate(s.execute(&one))?)
-                            })?
-                        }
-                        other => other?,
-                    })
-                })
-            })
-        };
-        match insert(&|chunk| self.statements.insert_many_new(chunk)) {
-            Err(StoreError::Duplicate { .. }) if skips_existing => {
-                insert(&|chunk| self.statements.insert_many(chunk))
-            }
-            other => other,
+        let inserted = self.insert_batch(rows)?;
+        for row in rows {
+            self.planner
+                .wrote(Some(row.priority), Some(row.execution_time));
         }
+        Ok(inserted)
     }
 
     fn execution_get(&self, key: &ExecutionKey) -> Result<Option<Execution>, StoreError> {
@@ -78,57 +53,47 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         self.executions(self.statements.list(filter))
     }
 
+    fn execution_fetch_due(&self, p: &DueParams<'_>) -> Result<Vec<Execution>, StoreError> {
+        self.planner.due(self, p)
+    }
+
+    fn execution_lock_and_fetch_due(
+        &self,
+        p: &DueParams<'_>,
+        picked_by: &str,
+    ) -> Result<Vec<Execution>, StoreError> {
+        if self.capabilities().lock_and_fetch.is_none() {
+            return Err(StoreError::Unsupported {
+                backend: self.backend(),
+                capability: "lock-and-fetch",
+            });
+        }
+        self.planner.claim(self, p, picked_by)
+    }
+
     fn execution_update(
         &self,
         key: &ExecutionKey,
         guard: Guard,
         changes: &Changes,
     ) -> Result<bool, StoreError> {
-        Ok(self.execute(self.statements.update(key, guard, changes))? == 1)
-    }
-
-    // Every chunk's statements in one transaction that must change every row it names: a
-    // failure (a deadlock, a lost connection) leaves nothing written, so the caller's retry
-    // writes the whole batch again, never a part twice (chunks committed one by one had their
-    // rows fenced out on the retry). When some executions were changed by someone else
-    // (fenced out), it is rolled back and each completion is written on its own, so the
-    // answer for each is exact.
-    fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
-        let dialect = self.connector.dialect();
-        let most = (dialect.syntax().max_binds / COMPLETION_BINDS_PER_ROW)
-            .min(dialect.syntax().max_key_terms)
-            .clamp(1, COMPLETION_CHUNK);
-        let stmts: Vec<_> = batch
-            .chunks(most)
-            .flat_map(|chunk| self.completion_statements(chunk))
-            .collect();
-        let all = self.connector.in_transaction(&mut |s| {
-            for (stmt, rows) in &stmts {
-                let changed = s.execute(stmt)?;
-                if changed != *rows {
-                    return Err(StoreError::conflict(format!(
-                        "a batched completion changed {changed} of {rows} rows"
-                    )));
-                }
-            }
-            Ok(())
-        });
-        match all {
-            Ok(()) => Ok(vec![true; batch.len()]),
-            Err(StoreError::Conflict { .. }) => batch
-                .iter()
-                .map(|c| {
-                    let guard = Guard::Version(c.version);
-                    match &c.update {
-                        None => self.execution_remove(&c.key, guard),
-                        Some(changes) => self.execution_update(&c.key, guard, changes),
-                    }
-                })
-                .collect(),
-            Err(e) => Err(e),
+        let updated = self.update_row(key, guard, changes)?;
+        if updated {
+            self.planner.updated(changes);
         }
+        Ok(updated)
     }
 
+    fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
+        // One transaction: a batch ended by contention wrote nothing and is run again.
+        let written = retried(|| self.complete_batch(batch))?;
+        for (completion, done) in batch.iter().zip(&written) {
+            if let (Some(changes), true) = (&completion.update, done) {
+                self.planner.updated(changes);
+            }
+        }
+        Ok(written)
+    }
     fn execution_heartbeat(
         &self,
         key: &ExecutionKey,
@@ -179,21 +144,14 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         Ok(self.execute(self.statements.delete(key, guard))? == 1)
     }
 
-    fn execution_dead_rows(
+    fn execution_dead_page(
         &self,
         page: &DeadPage,
-    ) -> Result<(Decoded, Option<DeadCursor>), StoreError> {
-        let rows = self.rows(&self.statements.dead_page(page))?;
-        let full = rows.len() as i64 >= page.limit;
-        let (rows, bad) = poison::decode_executions(rows);
-        let next = if full {
-            rows.last()
-                .and_then(|e| e.last_heartbeat.map(|at| (at, e.key())))
-        } else {
-            None
-        };
-        let poison = bad.into_iter().map(|b| b.row).collect();
-        Ok((Decoded { rows, poison }, next))
+    ) -> Result<(Vec<Execution>, Option<DeadCursor>), StoreError> {
+        // A dead row that does not decode is reported, not a failed dead-execution check.
+        let (dead, next) = self.dead_rows(page)?;
+        self.planner.hold_back(dead.poison, page.older_than);
+        Ok((dead.rows, next))
     }
 
     fn execution_dead_counts(
@@ -378,6 +336,10 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
         let items = self.has_column("max_assignments")?;
         self.execute(self.statements.delete_unresolved(known, before, items))
     }
+    fn execution_poisoned(&self) -> Vec<PoisonRow> {
+        self.planner.poisoned()
+    }
+
     fn server_time(&self) -> Result<DateTime<Utc>, StoreError> {
         let rows = self.rows(&self.statements.server_time())?;
         decode_all(rows, |r| r.timestamp("server_time"))?
@@ -387,6 +349,116 @@ impl<C: SqlConnector> ExecutionOps for SqlOps<C> {
             .ok_or_else(|| StoreError::NotFound {
                 source: "the server-time query returned no row".into(),
             })
+    }
+}
+
+/// The statements under the operations that tell the planner (it hears of the write once).
+impl<C: SqlConnector> SqlStore<C> {
+    // Multi-row inserts in chunks, all in one transaction. New keys are the common case, so the
+    // first attempt inserts without skipping existing ones (`Statements::insert_many_new`: on
+    // PostgreSQL a skip clause costs about a quarter of the insert). An existing key fails its
+    // statement. Where the dialect can skip existing keys in the statement itself, the
+    // transaction is rolled back and the batch inserted again with that clause; rows affected
+    // count the new rows. Elsewhere the failed statement is the only thing rolled back (InnoDB,
+    // SQL Server without XACT_ABORT, Oracle): its chunk is inserted row by row, each existing
+    // key skipped as in `execution_insert`. (MySQL's `INSERT IGNORE` would skip duplicates
+    // too, but it also turns other errors, such as an over-long value, into warnings.)
+    fn insert_batch(&self, rows: &[NewExecution]) -> Result<u64, StoreError> {
+        let skips_existing = !self
+            .connector
+            .dialect()
+            .syntax()
+            .insert_if_absent
+            .is_empty();
+        let chunks = self.insert_chunks(rows);
+        let insert = |render: &dyn Fn(&[NewExecution]) -> Rendered| {
+            let stmts: Vec<_> = chunks.iter().map(|chunk| (render(chunk), chunk)).collect();
+            self.connector.in_transaction(&mut |s| {
+                stmts.iter().try_fold(0, |n, (stmt, chunk)| {
+                    Ok(n + match s.execute(stmt) {
+                        Err(StoreError::Duplicate { .. }) if !skips_existing => {
+                            chunk.iter().try_fold(0, |n, row| {
+                                let one = self.statements.insert(row);
+                                Ok(n + absent_if_duplicate(s.execute(&one))?)
+                            })?
+                        }
+                        other => other?,
+                    })
+                })
+            })
+        };
+        match insert(&|chunk| self.statements.insert_many_new(chunk)) {
+            Err(StoreError::Duplicate { .. }) if skips_existing => {
+                insert(&|chunk| self.statements.insert_many(chunk))
+            }
+            other => other,
+        }
+    }
+
+    fn update_row(
+        &self,
+        key: &ExecutionKey,
+        guard: Guard,
+        changes: &Changes,
+    ) -> Result<bool, StoreError> {
+        Ok(self.execute(self.statements.update(key, guard, changes))? == 1)
+    }
+
+    // Every chunk's statements in one transaction that must change every row it names: a
+    // failure (a deadlock, a lost connection) leaves nothing written, so the caller's retry
+    // writes the whole batch again, never a part twice (chunks committed one by one had their
+    // rows fenced out on the retry). When some executions were changed by someone else
+    // (fenced out), it is rolled back and each completion is written on its own, so the
+    // answer for each is exact.
+    fn complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
+        let dialect = self.connector.dialect();
+        let most = (dialect.syntax().max_binds / COMPLETION_BINDS_PER_ROW)
+            .min(dialect.syntax().max_key_terms)
+            .clamp(1, COMPLETION_CHUNK);
+        let stmts: Vec<_> = batch
+            .chunks(most)
+            .flat_map(|chunk| self.completion_statements(chunk))
+            .collect();
+        let all = self.connector.in_transaction(&mut |s| {
+            for (stmt, rows) in &stmts {
+                let changed = s.execute(stmt)?;
+                if changed != *rows {
+                    return Err(StoreError::conflict(format!(
+                        "a batched completion changed {changed} of {rows} rows"
+                    )));
+                }
+            }
+            Ok(())
+        });
+        match all {
+            Ok(()) => Ok(vec![true; batch.len()]),
+            Err(StoreError::Conflict { .. }) => batch
+                .iter()
+                .map(|c| {
+                    let guard = Guard::Version(c.version);
+                    match &c.update {
+                        None => self.execution_remove(&c.key, guard),
+                        Some(changes) => self.update_row(&c.key, guard, changes),
+                    }
+                })
+                .collect(),
+            Err(e) => Err(e),
+        }
+    }
+
+    // The rows that do not decode come back apart, for the planner's hold-back.
+    fn dead_rows(&self, page: &DeadPage) -> Result<(Decoded, Option<DeadCursor>), StoreError> {
+        let rows = self.rows(&self.statements.dead_page(page))?;
+        let full = rows.len() as i64 >= page.limit;
+        let (rows, bad) = poison::decode_executions(rows);
+        let next = if full {
+            rows.last()
+                .and_then(|e| e.last_heartbeat.map(|at| (at, e.key())))
+        } else {
+            None
+        };
+        let poison = bad.into_iter().map(|b| b.row).collect();
+        Ok((Decoded { rows, poison }, next))
     }
 }
 

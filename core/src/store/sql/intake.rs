@@ -6,7 +6,7 @@
 //! session drops at the end (and the server with the session).
 
 use super::queue::duplicate_item;
-use super::{SqlConnector, SqlOps, SqlSession};
+use super::{SqlConnector, SqlSession, SqlStore};
 use crate::dialect::FileLoad;
 use crate::error::{DocketError, StoreError};
 use crate::records::{ExecutionKey, NewItem};
@@ -38,7 +38,7 @@ enum ToLoader {
     Publish(Written),
 }
 
-impl<C: SqlConnector> SqlOps<C> {
+impl<C: SqlConnector> SqlStore<C> {
     /// Inserts the items of `rows` through `load`: see the module documentation. The
     /// caller's thread reads the stream and writes files; a scoped thread holds one session
     /// and loads them as they come, so reading and loading overlap.

@@ -1,6 +1,9 @@
-//! The thin store for every SQL backend, written once ([`SqlOps`]): render with
-//! [`Statements`], run through the backend's [`SqlConnector`], decode the rows. With the
-//! planner above it, it is the backends' [`Store`] (`crate::backend::SqlStore`).
+//! The store of every SQL backend, written once ([`SqlStore`]): render with [`Statements`],
+//! run through the backend's [`SqlConnector`], decode the rows. One layer: each operation of
+//! [`ExecutionStore`] and [`QueueStore`] goes straight to its statement; only the hand-out
+//! operations (a poll's due rows or claim, the work queue's `next_for` and listing) consult the
+//! [`Planner`] it holds, which calls back the statements of [`DueSource`](crate::planner::DueSource)
+//! and [`ItemSource`] (in `due.rs` and `queue.rs`).
 
 mod adopt;
 mod due;
@@ -14,10 +17,10 @@ use intake::Staged;
 
 use super::row::decode_all;
 use super::*;
-use super::{Decoded, ItemSource};
 use crate::dialect::queue::ForWorker;
 use crate::dialect::{Dialect, LagRange, OrderIndex, OrderIndexStyle, Rendered, Statements};
 use crate::migrate::{MigrationFile, TableMigration, MIGRATION_ORDERING, MIGRATION_WORK_QUEUE};
+use crate::planner::{Decoded, ItemSource, Planner};
 use crate::records::{ItemRead, ListedAssignment, ListedItem, StatusRead, UnreadableItem};
 use std::collections::HashSet;
 
@@ -82,7 +85,7 @@ pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
     ) -> Result<T, StoreError> {
         self.in_transaction(f)
     }
-    /// The migrations the backend ships, in order. [`SqlOps`] plans them for its table
+    /// The migrations the backend ships, in order. [`SqlStore`] plans them for its table
     /// ([`plan`](crate::migrate::plan), then the adaptation when adopting a table: see
     /// [`AdoptPlan`]) and hands the steps to [`SqlConnector::apply`].
     fn migrations(&self) -> &'static [MigrationFile];
@@ -109,20 +112,23 @@ pub trait SqlConnector: Send + Sync + std::fmt::Debug + 'static {
     }
 }
 
-/// The thin SQL store: every operation one statement or one transaction, nothing kept between
-/// calls but what the table is (see [`Statements::set_due_level_index`]).
+/// The store every SQL backend hands out: every operation one statement or one transaction,
+/// nothing kept between calls but what the table is (see
+/// [`Statements::set_due_level_index`]) and what the planner remembers.
 #[derive(Debug)]
-pub struct SqlOps<C: SqlConnector> {
+pub struct SqlStore<C: SqlConnector> {
     connector: C,
     config: StoreConfig,
     statements: Statements<'static>,
+    /// The hand-out policy and its caches, consulted by the hand-out operations only.
+    planner: Planner,
     /// The connector's wake-ups for the table, asked for once.
     signals: Option<std::sync::Arc<dyn WakeSignals>>,
 }
 
-impl<C: SqlConnector> SqlOps<C> {
-    /// The thin store on `connector` for `config`. The backends hand it out with the planner
-    /// above it (`crate::backend::SqlStore`).
+impl<C: SqlConnector> SqlStore<C> {
+    /// A store on `connector` for `config`. Call [`ExecutionStore::check_schema`] before use
+    /// (the scheduler and client do).
     pub fn new(connector: C, config: StoreConfig) -> Self {
         let statements = Statements::new(
             connector.dialect(),
@@ -135,10 +141,12 @@ impl<C: SqlConnector> SqlOps<C> {
         // is paused.
         statements.set_paused_table(false);
         let signals = connector.wake_signals(&config.table);
+        let planner = Planner::new(config.ordering.clone());
         Self {
             connector,
             config,
             statements,
+            planner,
             signals,
         }
     }
@@ -151,6 +159,11 @@ impl<C: SqlConnector> SqlOps<C> {
     /// The connector (pool).
     pub fn connector(&self) -> &C {
         &self.connector
+    }
+
+    /// The planner its hand-out operations consult.
+    pub fn planner(&self) -> &Planner {
+        &self.planner
     }
 
     fn rows(&self, stmt: &Rendered) -> Result<Vec<Row>, StoreError> {
@@ -326,7 +339,7 @@ impl<C: SqlConnector> SqlOps<C> {
     }
 }
 
-impl<C: SqlConnector> StoreInfo for SqlOps<C> {
+impl<C: SqlConnector> StoreInfo for SqlStore<C> {
     fn backend(&self) -> &'static str {
         self.connector.dialect().name()
     }
@@ -344,16 +357,31 @@ impl<C: SqlConnector> StoreInfo for SqlOps<C> {
     }
 
     fn migrate(&self, up_to: Option<&str>) -> Result<Vec<String>, StoreError> {
-        self.refuse_unknown_table()?;
-        let applied = self.run_migrations(up_to, &mut |steps| steps)?;
-        self.learn_indexes()?;
-        Ok(applied)
+        let migrated = (|| {
+            self.refuse_unknown_table()?;
+            let applied = self.run_migrations(up_to, &mut |steps| steps)?;
+            self.learn_indexes()?;
+            Ok(applied)
+        })();
+        self.reshaped();
+        migrated
     }
 
     fn adopt(&self, up_to: Option<&str>) -> Result<Adopted, StoreError> {
-        let adopted = self.adopt_table(up_to)?;
-        self.learn_indexes()?;
-        Ok(adopted)
+        let adopted = self.adopt_table(up_to).and_then(|adopted| {
+            self.learn_indexes()?;
+            Ok(adopted)
+        });
+        self.reshaped();
+        adopted
+    }
+}
+
+impl<C: SqlConnector> SqlStore<C> {
+    /// Schema changes may add levels (or the priority column), failed ones included: the level
+    /// cache starts over.
+    fn reshaped(&self) {
+        self.planner.wrote(None, None);
     }
 }
 

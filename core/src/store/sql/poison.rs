@@ -45,7 +45,7 @@ pub(super) fn decode_executions(rows: Vec<Row>) -> (Vec<Execution>, Vec<Bad>) {
     (good, bad)
 }
 
-impl<C: SqlConnector> SqlOps<C> {
+impl<C: SqlConnector> SqlStore<C> {
     /// Releases a poison row this store just claimed, fenced by the version it was claimed
     /// with (any version when that is unreadable too).
     pub(super) fn release_poison(&self, bad: &Bad) {

@@ -1,5 +1,6 @@
-//! The thin store's work-queue operations ([`QueueOps`], [`ItemSource`]): intake in chunks,
-//! the item queries and claims, assignments, and the custom-order indexes.
+//! The work queue's operations ([`QueueStore`]): intake in chunks, the item queries and
+//! claims, assignments, and the custom-order indexes. `next_for` and the listing for a worker
+//! go through the planner, which calls back the statements of [`ItemSource`] here.
 
 use super::*;
 
@@ -10,7 +11,7 @@ const CANDIDATES: i64 = 8;
 /// means other workers claimed or locked every candidate meanwhile).
 const MAX_CANDIDATE_ROUNDS: usize = 100;
 
-impl<C: SqlConnector> QueueOps for SqlOps<C> {
+impl<C: SqlConnector> QueueStore for SqlStore<C> {
     fn check_queue_schema(&self) -> Result<(), StoreError> {
         if !self.capabilities().work_queue {
             return Err(StoreError::Unsupported {
@@ -68,21 +69,29 @@ impl<C: SqlConnector> QueueOps for SqlOps<C> {
         })
     }
 
+    // The planner forgets its custom-order choice whether or not the change went through: a
+    // failed one may have done part of it.
     fn order_index_create(&self, keys: &[CustomKey]) -> Result<IndexChange, StoreError> {
-        let index = self.statements.order_index(keys)?;
-        let steps = index.columns.iter().map(|c| (&c.exists, &c.add));
-        let steps: Vec<_> = steps.chain([(&index.exists, &index.create)]).collect();
-        self.converge(&index.name, &steps, true)
+        let change = self.statements.order_index(keys).and_then(|index| {
+            let steps = index.columns.iter().map(|c| (&c.exists, &c.add));
+            let steps: Vec<_> = steps.chain([(&index.exists, &index.create)]).collect();
+            self.converge(&index.name, &steps, true)
+        });
+        self.planner.forget_order_index(keys);
+        change
     }
 
     fn order_index_drop(&self, keys: &[CustomKey]) -> Result<IndexChange, StoreError> {
-        let index = self.statements.order_index(keys)?;
-        let columns = index.columns.iter().map(|c| (&c.exists, &c.drop));
-        let steps: Vec<_> = [(&index.exists, &index.drop)]
-            .into_iter()
-            .chain(columns)
-            .collect();
-        self.converge(&index.name, &steps, false)
+        let change = self.statements.order_index(keys).and_then(|index| {
+            let columns = index.columns.iter().map(|c| (&c.exists, &c.drop));
+            let steps: Vec<_> = [(&index.exists, &index.drop)]
+                .into_iter()
+                .chain(columns)
+                .collect();
+            self.converge(&index.name, &steps, false)
+        });
+        self.planner.forget_order_index(keys);
+        change
     }
 
     fn order_index_exists(&self, keys: &[CustomKey]) -> Result<(String, bool), StoreError> {
@@ -96,6 +105,18 @@ impl<C: SqlConnector> QueueOps for SqlOps<C> {
             .items(self.statements.item_get(key))?
             .into_iter()
             .next())
+    }
+
+    fn item_next_for(
+        &self,
+        q: &ForWorker<'_>,
+        deadline: DateTime<Utc>,
+    ) -> Result<Option<Item>, StoreError> {
+        self.planner.next_for(self, q, deadline)
+    }
+
+    fn item_list_for(&self, q: &ForWorker<'_>, limit: i64) -> Result<Vec<Item>, StoreError> {
+        self.planner.list_for(self, q, limit)
     }
 
     fn item_extend(&self, key: &ExecutionKey, n: i32) -> Result<bool, StoreError> {
@@ -176,7 +197,7 @@ impl<C: SqlConnector> QueueOps for SqlOps<C> {
     }
 }
 
-impl<C: SqlConnector> ItemSource for SqlOps<C> {
+impl<C: SqlConnector> ItemSource for SqlStore<C> {
     fn item_levels(&self, q: &ForWorker<'_>) -> Result<Vec<(Level, DateTime<Utc>)>, StoreError> {
         let mut levels = decode_all(self.rows(&self.statements.item_levels(q))?, |r| {
             let level = r.opt_i16("priority")?.map_or(Level::Null, Level::Exactly);
@@ -222,7 +243,7 @@ impl<C: SqlConnector> ItemSource for SqlOps<C> {
 }
 
 /// The work queue's helpers: intake in chunks and indexed custom orders.
-impl<C: SqlConnector> SqlOps<C> {
+impl<C: SqlConnector> SqlStore<C> {
     /// One row of [`Statements::item_list_assigned`]: the item, its version, its assignments
     /// in all and the assignment the row carries (NULL worker: none kept).
     fn listed_row(
