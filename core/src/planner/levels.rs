@@ -167,9 +167,7 @@ impl Planner {
             return Ok(Vec::new());
         }
         self.by_level(src, p, false, |level, limit, due_by| {
-            self.without_poison(p.now, limit, |exclude, room| {
-                src.due_rows(&p.at_level(level, room, due_by, exclude))
-            })
+            self.without_poison(src, p, (level, limit, due_by), None)
         })
     }
 
@@ -185,20 +183,8 @@ impl Planner {
         if p.task_names.is_empty() || p.limit <= 0 {
             return Ok(Vec::new());
         }
-        // Each claim is stamped (its rows' heartbeat) as of its own start when the params give
-        // a clock: a poll's probes and earlier levels took 4 s of round trips over a slow
-        // link, and rows stamped with the poll's start were dead to the other schedulers the
-        // moment they were claimed.
         let claimed = self.by_level(src, p, true, |level, limit, due_by| {
-            self.without_poison(p.now, limit, |exclude, room| {
-                retried(|| {
-                    let due = Due {
-                        now: p.clock.map_or(p.now, |c| c.now()),
-                        ..p.at_level(level, room, due_by, exclude)
-                    };
-                    src.claim_rows(&due, picked_by)
-                })
-            })
+            self.without_poison(src, p, (level, limit, due_by), Some(picked_by))
         });
         let mut rows = match claimed {
             Ok(rows) => rows,
@@ -219,15 +205,18 @@ impl Planner {
         Ok(rows)
     }
 
-    /// Fills up to `limit` rows with `round(exclude, room)` (one due-query that leaves out the
-    /// held-back keys and the rows already taken), again while a round finds poison rows and
-    /// fills its room: the good rows behind poison rows are handed out in the same poll.
+    /// Fills up to `limit` rows of `level` due by `due_by`, one due-query (a claim for
+    /// `picked_by`, when given) a round, each leaving out the held-back keys and the rows
+    /// already taken; again while a round finds poison rows and fills its room: the good rows
+    /// behind poison rows are handed out in the same poll.
     fn without_poison(
         &self,
-        now: DateTime<Utc>,
-        limit: i64,
-        mut round: impl FnMut(&[ExecutionKey], i64) -> Result<Decoded, StoreError>,
+        src: &dyn DueSource,
+        p: &DueParams<'_>,
+        (level, limit, due_by): (Level, i64, DateTime<Utc>),
+        picked_by: Option<&str>,
     ) -> Result<Vec<Execution>, StoreError> {
+        let now = p.now;
         let mut rows: Vec<Execution> = Vec::new();
         for _ in 0..POISON_ROUNDS {
             let room = limit - rows.len() as i64;
@@ -238,7 +227,21 @@ impl Planner {
             // them again.
             let mut exclude = guard(&self.quarantine).held_back(now);
             exclude.extend(rows.iter().map(Execution::key));
-            let Decoded { rows: good, poison } = round(&exclude, room)?;
+            let due = p.at_level(level, room, due_by, &exclude);
+            let Decoded { rows: good, poison } = match picked_by {
+                None => src.due_rows(&due)?,
+                // Each claim is stamped (its rows' heartbeat) as of its own start when the
+                // params give a clock: a poll's probes and earlier levels took 4 s of round
+                // trips over a slow link, and rows stamped with the poll's start were dead to
+                // the other schedulers the moment they were claimed.
+                Some(by) => retried(|| {
+                    let stamped = Due {
+                        now: p.clock.map_or(p.now, |c| c.now()),
+                        ..due
+                    };
+                    src.claim_rows(&stamped, by)
+                })?,
+            };
             let more = !poison.is_empty() && (good.len() + poison.len()) as i64 >= room;
             rows.extend(good);
             self.hold_back(poison, now);

@@ -1,4 +1,4 @@
-//! The planner: what is handed out next, decided once, in core, above a thin store.
+//! The planner: what is handed out next, decided once, in core, for the store that holds it.
 //!
 //! The store ([`crate::store::sql::SqlStore`] for every SQL backend) holds a planner and
 //! consults it in its hand-out operations only (a poll's due rows or claim, the work queue's

@@ -1,4 +1,4 @@
-//! The thin store's due-queries and claims, one statement (or one claiming transaction) per
+//! The SQL store's due-queries and claims, one statement (or one claiming transaction) per
 //! call, at one priority level: what the planner's polls are made of ([`DueSource`]).
 
 use super::poison::{decode_executions, Bad};
@@ -36,7 +36,10 @@ impl<C: SqlConnector> DueSource for SqlStore<C> {
             LockAndFetch::UpdateReturning => {
                 let claim = self.statements.lock_and_fetch(due, picked_by);
                 let (rows, bad) = decode_executions(self.rows(&claim)?);
-                bad.iter().for_each(|b| self.release_poison(b));
+                // A loop, not a closure: releasing runs a statement of its own.
+                for b in &bad {
+                    self.release_poison(b);
+                }
                 (rows, bad)
             }
             LockAndFetch::SelectThenUpdate => self.select_then_claim(due, picked_by)?,

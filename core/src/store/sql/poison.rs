@@ -1,8 +1,7 @@
-//! Poison rows in the thin store: due rows that cannot be decoded (a NULL where a value is
+//! Poison rows in the SQL store: due rows that cannot be decoded (a NULL where a value is
 //! needed, a value out of docket's range, a value the driver cannot read) are decoded row by
 //! row and returned apart, and a claim never leaves one claimed (a one-statement claim
-//! releases it at once). Holding them back from later polls is the planner's
-//! (the planner).
+//! releases it at once). Holding them back from later polls is the planner's.
 
 use super::*;
 use crate::records::PoisonRow;
