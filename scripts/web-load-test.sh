@@ -14,6 +14,8 @@
 # creates and drops its own database. Whatever cannot be had makes it print NOT RUN and fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/web-lib.sh
+. scripts/web-lib.sh
 
 not_run() {
   echo "NOT RUN: web load test: $*" >&2
@@ -76,31 +78,8 @@ FROM generate_series(1, 260000) i;
 ANALYZE scheduled_tasks;
 SQL
 
-"$docket" web --database-url "$url" --listen 127.0.0.1:0 >"$scratch/server.log" 2>&1 &
-server=$!
-base=""
-for _ in $(seq 1 100); do
-  base="$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$scratch/server.log" | head -1 || true)"
-  [ -n "$base" ] && break
-  sleep 0.1
-done
-[ -n "$base" ] || fail "docket web printed no address: $(cat "$scratch/server.log")"
-
-# The server's resident memory, sampled in the background throughout.
-peak_file="$scratch/peak"
-echo 0 >"$peak_file"
-(
-  peak=0
-  while kill -0 "$server" 2>/dev/null; do
-    rss=$(ps -o rss= -p "$server" | tr -d ' ')
-    if [ -n "$rss" ] && [ "$rss" -gt "$peak" ]; then
-      peak=$rss
-      echo "$peak" >"$peak_file"
-    fi
-    sleep 0.05
-  done
-) &
-sampler=$!
+web_start
+web_sample_memory
 
 
 # `get PATH`: prints "STATUS BYTES SECONDS".

@@ -12,6 +12,8 @@
 # the script creates and drops its own database. What cannot be had prints NOT RUN and fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/web-lib.sh
+. scripts/web-lib.sh
 
 not_run() {
   echo "NOT RUN: web probe replay: $*" >&2
@@ -86,31 +88,8 @@ snapshot >"$scratch/before"
 
 token="replay-token-0123456789abcdef"
 printf '%s\n' "$token" >"$scratch/token"
-"$docket" web --database-url "$url" --listen 127.0.0.1:0 --token-file "$scratch/token" \
-  >"$scratch/server.log" 2>&1 &
-server=$!
-base=""
-for _ in $(seq 1 100); do
-  base="$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$scratch/server.log" | head -1 || true)"
-  [ -n "$base" ] && break
-  sleep 0.1
-done
-[ -n "$base" ] || fail "docket web printed no address: $(cat "$scratch/server.log")"
-
-peak_file="$scratch/peak"
-echo 0 >"$peak_file"
-(
-  peak=0
-  while kill -0 "$server" 2>/dev/null; do
-    rss=$(ps -o rss= -p "$server" | tr -d ' ')
-    if [ -n "$rss" ] && [ "$rss" -gt "$peak" ]; then
-      peak=$rss
-      echo "$peak" >"$peak_file"
-    fi
-    sleep 0.05
-  done
-) &
-sampler=$!
+web_start --token-file "$scratch/token"
+web_sample_memory
 
 # `req [CURL ARGS...] PATH`: prints "STATUS BYTES"; the body goes to $scratch/body.
 req() {
