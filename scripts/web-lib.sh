@@ -1,6 +1,24 @@
-# Shared by scripts/web-load-test.sh and scripts/web-probe-replay.sh (sourced, not run): start
-# `docket web` and sample its resident memory. The caller defines `fail`, `$docket`, `$url` and
-# `$scratch`, and stops `$server` and `$sampler` in its cleanup.
+# Shared by scripts/web-load-test.sh and scripts/web-probe-replay.sh (sourced, not run): prepare
+# a database, start `docket web` and sample its resident memory. The caller defines `fail` and
+# `not_run`, and in its cleanup stops `$server` and `$sampler` and drops `$db`.
+
+# `web_prepare PREFIX`: installs curl when missing, builds the CLI (debug, in CARGO_TARGET_DIR),
+# creates the database `PREFIX_<pid>` on PostgreSQL (DOCKET_WEB_PG_URL, an admin URL); sets
+# `docket`, `admin`, `db`, `url` and `scratch` (a temporary folder).
+web_prepare() {
+  command -v curl >/dev/null 2>&1 || {
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q curl
+  } || not_run "cannot install curl"
+  command -v psql >/dev/null 2>&1 || not_run "no psql (Debian's postgresql-client)"
+  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/docket-target}"
+  cargo build -q -p docket-cli
+  docket="$CARGO_TARGET_DIR/debug/docket"
+  admin="${DOCKET_WEB_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+  db="${1}_$$"
+  url="${admin%/*}/$db"
+  psql -q "$admin" -c "CREATE DATABASE $db" >/dev/null || not_run "cannot create a database at $admin"
+  scratch="$(mktemp -d)"
+}
 
 # `web_start [ARGS...]`: starts `docket web` on `$url` at a free loopback port with ARGS; sets
 # `server` (its pid) and `base` (its address, from the first line it prints).

@@ -26,20 +26,7 @@ fail() {
 MAX_RSS_KIB=$((300 * 1024))
 MAX_BYTES=300000
 
-command -v curl >/dev/null 2>&1 || {
-  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q curl
-} || not_run "cannot install curl"
-command -v psql >/dev/null 2>&1 || not_run "no psql (Debian's postgresql-client)"
-
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/docket-target}"
-cargo build -q -p docket-cli
-docket="$CARGO_TARGET_DIR/debug/docket"
-
-admin="${DOCKET_WEB_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
-db="docket_web_probe_$$"
-url="${admin%/*}/$db"
-psql -q "$admin" -c "CREATE DATABASE $db" >/dev/null || not_run "cannot create a database at $admin"
-scratch="$(mktemp -d)"
+web_prepare docket_web_probe
 server=""
 sampler=""
 cleanup() {
