@@ -14,6 +14,34 @@ use tower::ServiceExt;
 const EMAIL: TaskDescriptor = TaskDescriptor::new("email");
 const REPORT: TaskDescriptor = TaskDescriptor::new("report");
 
+/// A read-only dashboard (no token) of `store`, as `docket web` without `--token-file` serves it.
+pub(super) fn open_dashboard(store: std::sync::Arc<dyn docket_core::Store>) -> super::AppState {
+    super::Dashboard::new(
+        store,
+        Access::Token {
+            token: None,
+            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
+            secure_cookies: false,
+        },
+    )
+    .build()
+    .unwrap()
+}
+
+/// `GET uri` through the router: its status and body.
+pub(super) async fn get(web: &super::AppState, uri: &str) -> (StatusCode, String) {
+    let req = Request::get(uri)
+        .header(header::HOST, "localhost")
+        .body(Body::empty())
+        .unwrap();
+    let res = router(web.clone()).oneshot(req).await.unwrap();
+    let status = res.status();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+        .await
+        .unwrap();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
 /// Finding 3: `email/bad` gets the backend's undecodable time (PostgreSQL `-infinity`, on
 /// SQLite an out-of-range number, through the compat suite's `Space::poison`). Without the
 /// fix `/`, `/api/overview`, the task pages, `/queue`, `/api/search`, `/metrics` and
@@ -48,31 +76,8 @@ async fn pages_survive_a_row_docket_cannot_decode(harness: &dyn Harness) {
             Ok(())
         })
         .unwrap();
-    let web = super::Dashboard::new(
-        store,
-        Access::Token {
-            token: None,
-            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
-            secure_cookies: false,
-        },
-    )
-    .build()
-    .unwrap();
-    let get = |uri: &'static str| {
-        let web = web.clone();
-        async move {
-            let req = Request::get(uri)
-                .header(header::HOST, "localhost")
-                .body(Body::empty())
-                .unwrap();
-            let res = router(web).oneshot(req).await.unwrap();
-            let status = res.status();
-            let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
-                .await
-                .unwrap();
-            (status, String::from_utf8(bytes.to_vec()).unwrap())
-        }
-    };
+    let web = open_dashboard(store);
+    let get = |uri: &'static str| get(&web, uri);
     for uri in [
         "/",
         "/tasks/email",
@@ -249,31 +254,8 @@ async fn an_item_with_a_null_record_date_is_shown_as_such(harness: &dyn Harness)
         .push(" AND task_instance = ")
         .bind("2");
     assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
-    let web = super::Dashboard::new(
-        store,
-        Access::Token {
-            token: None,
-            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
-            secure_cookies: false,
-        },
-    )
-    .build()
-    .unwrap();
-    let get = |uri: &'static str| {
-        let web = web.clone();
-        async move {
-            let req = Request::get(uri)
-                .header(header::HOST, "localhost")
-                .body(Body::empty())
-                .unwrap();
-            let res = router(web).oneshot(req).await.unwrap();
-            let status = res.status();
-            let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
-                .await
-                .unwrap();
-            (status, String::from_utf8(bytes.to_vec()).unwrap())
-        }
-    };
+    let web = open_dashboard(store);
+    let get = |uri: &'static str| get(&web, uri);
     // The type's page: every item listed, the bad one as unreadable in its place.
     let (status, body) = get("/queue/label").await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -369,31 +351,8 @@ async fn a_bad_paused_at_is_shown_as_such(harness: &dyn Harness, bad: &str) {
         .push(" WHERE task_name = ")
         .bind("email");
     assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
-    let web = super::Dashboard::new(
-        store,
-        Access::Token {
-            token: None,
-            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
-            secure_cookies: false,
-        },
-    )
-    .build()
-    .unwrap();
-    let get = |uri: &'static str| {
-        let web = web.clone();
-        async move {
-            let req = Request::get(uri)
-                .header(header::HOST, "localhost")
-                .body(Body::empty())
-                .unwrap();
-            let res = router(web).oneshot(req).await.unwrap();
-            let status = res.status();
-            let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
-                .await
-                .unwrap();
-            (status, String::from_utf8(bytes.to_vec()).unwrap())
-        }
-    };
+    let web = open_dashboard(store);
+    let get = |uri: &'static str| get(&web, uri);
     let (status, metrics) = get("/metrics").await;
     assert_eq!(status, StatusCode::OK, "{metrics}");
     for sample in [

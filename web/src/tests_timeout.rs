@@ -4,7 +4,7 @@
 //! the server ends a dashboard statement that runs past it, whatever the request does
 //! meanwhile.
 
-use super::{router, Access};
+use super::router;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use docket_compat_tests::backends::{Mysql, Postgres};
@@ -46,16 +46,7 @@ async fn a_dashboard_statement_is_ended_by_the_server_at_its_timeout(
         .schedule(EMAIL.instance("1"))
         .unwrap();
     let bounded = bounded(&space.url(), config);
-    let web = super::Dashboard::new(
-        bounded.clone(),
-        Access::Token {
-            token: None,
-            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
-            secure_cookies: false,
-        },
-    )
-    .build()
-    .unwrap();
+    let web = super::tests_bad_rows::open_dashboard(bounded.clone());
 
     let foreign = space.foreign();
     let table = docket_compat_tests::harness::table_sql(foreign.dialect(), &TableName::default());
