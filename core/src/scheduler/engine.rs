@@ -84,9 +84,6 @@ pub(crate) struct Engine {
     completions_ready: Condvar,
     /// The correction of `clock` by the server's, when on.
     sync: Option<ClockSync>,
-    /// The last poll or outcome write failed: the database may be out of reach, so a claimed
-    /// execution starts only once a heartbeat confirms it is still ours (see `still_held`).
-    away: AtomicBool,
 }
 
 fn chrono(d: std::time::Duration) -> chrono::Duration {
@@ -116,7 +113,6 @@ impl Engine {
             completions: Mutex::new(Completions::default()),
             completions_ready: Condvar::new(),
             sync,
-            away: AtomicBool::new(false),
         }
     }
 
@@ -191,15 +187,12 @@ impl Engine {
             clock: Some(&*self.clock),
         };
         let (rows, job): (_, fn(Execution) -> Job) = match self.config.polling {
-            PollingStrategy::FetchAndLockOnExecute { .. } => (
-                self.reached(self.store.execution_fetch_due(&params))?,
-                Job::PickAndRun,
-            ),
+            PollingStrategy::FetchAndLockOnExecute { .. } => {
+                (self.store.execution_fetch_due(&params)?, Job::PickAndRun)
+            }
             PollingStrategy::LockAndFetch { .. } => (
-                self.reached(
-                    self.store
-                        .execution_lock_and_fetch_due(&params, &self.config.scheduler_name),
-                )?,
+                self.store
+                    .execution_lock_and_fetch_due(&params, &self.config.scheduler_name)?,
                 Job::Run,
             ),
         };
@@ -244,40 +237,22 @@ impl Engine {
         ran
     }
 
-    /// Notes whether a poll or an outcome write reached the database (see `away`).
-    fn reached<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
-        self.away.store(result.is_err(), Ordering::SeqCst);
-        result
-    }
-
     /// A claimed execution about to start after waiting in the queue, if it is still this
     /// scheduler's: when it waited longer than a heartbeat interval since its claim (the
-    /// process was paused, or cut off, and may have passed the dead window), or when the
-    /// database was out of reach at the last poll or outcome write, only if a version-checked
-    /// heartbeat still matches its row. A lost one is reported and never started. One whose
-    /// heartbeat fails (the database away) is not started either: its outcome could not be
-    /// written, and the others revive it after the dead window, so starting it here would run
-    /// it twice; it is left to them (or to this scheduler, once the database is back).
+    /// process was paused, or cut off, and may have passed the dead window), only if a
+    /// version-checked heartbeat still matches its row. A lost one is reported and never
+    /// started; a heartbeat that fails for another reason (the database away) lets it run,
+    /// fenced as always.
     fn still_held(&self, e: Execution) -> Option<Execution> {
         let key = e.key();
         let now = self.clock.now();
         let waited = e
             .last_heartbeat
             .is_none_or(|claimed| now - claimed > chrono(self.config.heartbeat_interval));
-        if waited || self.away.load(Ordering::SeqCst) {
-            match self.store.execution_heartbeat(&key, e.version, now) {
-                Ok(true) => {}
-                Ok(false) => {
-                    self.lost(&e, "revived elsewhere while it waited to start");
-                    return None;
-                }
-                Err(err) => {
-                    self.forget(&key, e.version);
-                    warn!(task = %e.task_name, instance = %e.task_instance, %err,
-                        "claimed execution not started: the database is out of reach; dead detection revives it");
-                    metrics::counter!("docket_unstarted_executions_total").increment(1);
-                    return None;
-                }
+        if waited {
+            if let Ok(false) = self.store.execution_heartbeat(&key, e.version, now) {
+                self.lost(&e, "revived elsewhere while it waited to start");
+                return None;
             }
         }
         Some(e)
@@ -465,7 +440,7 @@ impl Engine {
         // them (a Galera node leaving its cluster holds a commit for seconds before refusing
         // it) gets one more try, on a connection the pool may have opened elsewhere.
         let attempted = Instant::now();
-        match self.reached(self.store.execution_complete_batch(&writes)) {
+        match self.store.execution_complete_batch(&writes) {
             Ok(written) => {
                 let announce = due_now && written.iter().any(|w| *w);
                 for (p, written) in batch.into_iter().zip(written) {
