@@ -12,8 +12,7 @@ use docket_core::store::sql::{SqlConnector, SqlSession};
 use docket_core::{StoreError, StoreInfo};
 
 /// The migrations this backend ships, in order.
-pub const MIGRATIONS: &[MigrationFile] =
-    docket_core::migration_files!(through work_queue, "0007_lag_indexes", "0008_paused_tasks");
+pub const MIGRATIONS: &[MigrationFile] = docket_core::migration_files!(through work_queue, "0007_lag_indexes", "0008_paused_tasks", "0009_limits");
 
 /// Where applied versions (`0001_base@scheduled_tasks`) are recorded, in the login's default
 /// schema.

@@ -307,6 +307,7 @@ mod tests {
             task_data: None,
             execution_time: now(),
             priority: Some(1),
+            limit_key: None,
         };
         let insert = s.insert(&row);
         assert!(

@@ -49,6 +49,7 @@ fn parent() {
             task_data: None,
             execution_time: t0() - Duration::milliseconds(i as i64),
             priority: Some((i % 10) as i16),
+            limit_key: None,
         })
         .collect();
     assert_eq!(

@@ -810,6 +810,7 @@ fn fairness<C: SqlConnector>(
             task_data: None,
             execution_time: now,
             priority: Some(priority),
+            limit_key: None,
         };
         let mut feed: Vec<NewExecution> =
             (0..args.threads).map(|j| fresh(j, args.levels)).collect();

@@ -56,6 +56,7 @@ fn starve_or_serve(store: &dyn ExecutionStore) -> Result<Option<i64>, CliError> 
         task_data: None,
         execution_time: at,
         priority: Some(priority),
+        limit_key: None,
     };
     store.execution_insert(&row("waiting".to_owned(), 10, start))?;
     let names = ["fair".to_owned()];

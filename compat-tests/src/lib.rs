@@ -113,6 +113,11 @@ macro_rules! with_compat_cases {
             paused_task_is_not_claimed_and_resumed_one_is,
             paused_tasks_are_read_in_bounded_pages,
             scheduler_clock_follows_the_server,
+            max_running_holds_across_stores_and_frees_slots,
+            per_key_limit_never_holds_back_other_keys,
+            rate_limit_counts_starts_in_their_window,
+            limits_need_their_migration,
+            schedulers_run_limited_tasks_to_the_end,
         }
     };
 }

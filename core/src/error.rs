@@ -242,6 +242,14 @@ pub enum DocketError {
     /// A task name the scheduler does not know.
     #[error("unknown task {0:?}: register it with the scheduler before use")]
     UnknownTask(String),
+    /// A task limit that cannot be stored ([`TaskLimit::validate`](crate::TaskLimit::validate)).
+    #[error("invalid limit of task {task:?}: {reason}")]
+    InvalidLimit {
+        /// The task.
+        task: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// An empty or over-long task name or instance id.
     #[error("invalid {what} {value:?}: {reason}")]
     InvalidName {

@@ -87,6 +87,23 @@ impl TableName {
         }
     }
 
+    /// The table of task limits of this table: `<table>_limits`, same schema (`0009_limits`).
+    pub fn limits(&self) -> TableName {
+        self.suffixed("_limits")
+    }
+
+    /// The starts rate limits count: `<table>_starts`, same schema (`0009_limits`).
+    pub fn starts(&self) -> TableName {
+        self.suffixed("_starts")
+    }
+
+    fn suffixed(&self, suffix: &str) -> TableName {
+        Self {
+            schema: self.schema.clone(),
+            table: format!("{}{suffix}", self.table),
+        }
+    }
+
     /// The session-private staging table of a bulk intake into this table:
     /// `<table>_intake`, same schema ([`crate::dialect::file_load`]).
     pub fn intake(&self) -> TableName {

@@ -42,8 +42,8 @@ pub use ordering::{
 };
 pub use queue::{QueueConfig, WorkQueue};
 pub use records::{
-    CappedCount, DeadCursor, DeadPage, Execution, ExecutionKey, LevelLag, ListFilter, NameLag,
-    PausedTask, TaskSummary,
+    CappedCount, DeadCursor, DeadPage, Execution, ExecutionKey, LevelLag, LimitUse, ListFilter,
+    NameLag, PausedTask, Rate, TaskLimit, TaskSummary,
 };
 pub use runtime::AsyncRuntime;
 pub use schedule::Schedule;

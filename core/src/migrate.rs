@@ -16,13 +16,16 @@ pub const MIGRATION_ORDERING: &str = "0003_ordering";
 pub const MIGRATION_WORK_QUEUE: &str = "0004_work_queue";
 /// Name of the migration that adds the table of paused tasks.
 pub const MIGRATION_PAUSED: &str = "0008_paused_tasks";
+/// Name of the migration that adds `limit_key` and the tables of limits and starts.
+pub const MIGRATION_LIMITS: &str = "0009_limits";
 
 /// One migration as shipped: `{table}` in the SQL stands for the quoted table name, `{name}`
 /// for its unqualified name (for index names), `{schema}` for the quoted schema followed by `.`
 /// or nothing (to name an index in the table's schema: PostgreSQL's `DROP INDEX`, SQLite's
 /// `CREATE INDEX`), `{assignments}` for the quoted work-queue assignments table
 /// (`<table>_assignments`, same schema), `{paused}` for the quoted table of paused tasks
-/// (`<table>_paused`, same schema).
+/// (`<table>_paused`, same schema), `{limits}` and `{starts}` for the quoted tables of limits and
+/// of the starts rate limits count (`<table>_limits`, `<table>_starts`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MigrationFile {
     /// `0001_base`, `0002_priority`, ...
@@ -97,10 +100,12 @@ pub fn plan(
         w.table(t);
         w.finish().sql
     };
-    let (quoted, assignments, paused) = (
+    let (quoted, assignments, paused, limits, starts) = (
         quote(table),
         quote(&table.assignments()),
         quote(&table.paused()),
+        quote(&table.limits()),
+        quote(&table.starts()),
     );
     let schema = table
         .schema()
@@ -111,6 +116,8 @@ pub fn plan(
             .replace("{name}", table.table())
             .replace("{assignments}", &assignments)
             .replace("{paused}", &paused)
+            .replace("{limits}", &limits)
+            .replace("{starts}", &starts)
             .replace("{schema}", &schema)
     };
     files[..count]

@@ -1909,6 +1909,7 @@ async fn bulk_actions_change_exactly_the_confirmed_failing_rows() {
                 task_data: None,
                 execution_time: now - Duration::minutes(1),
                 priority: None,
+                limit_key: None,
             })
             .unwrap());
     }

@@ -81,6 +81,11 @@ impl ExecutionStore for Racing {
         fn paused_among(&self, names: &[String]) -> Result<Vec<PausedRead>, StoreError>;
         fn paused_set(&self, task_name: &str, at: DateTime<Utc>, by: Option<&str>) -> Result<bool, StoreError>;
         fn paused_clear(&self, task_name: &str) -> Result<bool, StoreError>;
+        fn limit_list(&self) -> Result<Vec<docket_core::TaskLimit>, StoreError>;
+        fn limit_set(&self, limit: &docket_core::TaskLimit, now: DateTime<Utc>) -> Result<(), StoreError>;
+        fn limit_clear(&self, task_name: &str) -> Result<bool, StoreError>;
+        fn limit_usage(&self, now: DateTime<Utc>, cap: i64) -> Result<Vec<docket_core::LimitUse>, StoreError>;
+        fn execution_claim_limited(&self, params: &DueParams<'_>, picked_by: &str) -> Result<Vec<Execution>, StoreError>;
         fn execution_names_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>, StoreError>;
         fn execution_name_lag(&self, q: &LagQuery<'_>) -> Result<NameLag, StoreError>;
         fn execution_unresolved_names(&self, known: &[String]) -> Result<Vec<String>, StoreError>;

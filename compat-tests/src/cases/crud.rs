@@ -178,6 +178,7 @@ pub fn batch_is_all_or_nothing(h: &dyn Harness, t: Toggle) {
         task_data: None,
         execution_time: Ctx::t0(),
         priority: Some(1),
+        limit_key: None,
     };
     let rows = vec![row("a".into()), row("b".into()), row("x".repeat(400))];
     assert!(ctx.store.execution_insert_batch(&rows).is_err());

@@ -7,6 +7,7 @@ pub mod db_scheduler;
 mod end_to_end;
 mod fairness;
 mod lifecycle;
+mod limits;
 mod ordering;
 mod queue;
 mod queue_scale;
@@ -22,6 +23,7 @@ pub use db_scheduler::{
 pub use end_to_end::*;
 pub use fairness::*;
 pub use lifecycle::*;
+pub use limits::*;
 pub use ordering::*;
 pub use queue::*;
 pub use queue_scale::*;

@@ -67,6 +67,19 @@ pub struct Due<'a> {
     pub limit: i64,
     /// Never these rows.
     pub exclude: &'a [ExecutionKey],
+    /// `None`: every task but the limited ones (`0009_limits`), which are claimed by their own
+    /// claim; `Some`: that claim, of one limited task, leaving out its keys with no room.
+    pub limited: Option<LimitedClaim<'a>>,
+}
+
+/// The claim of one limited task ([`Due::limited`]): its keys with no room left, left out in
+/// the statement (the claim checks each row's key again; this only spares reading them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitedClaim<'a> {
+    /// Keys with no room left.
+    pub full_keys: &'a [String],
+    /// Whether executions without a key have no room left.
+    pub no_key_full: bool,
 }
 
 impl<'a> Due<'a> {
@@ -79,6 +92,7 @@ impl<'a> Due<'a> {
             task_names,
             limit,
             exclude: &[],
+            limited: None,
         }
     }
 

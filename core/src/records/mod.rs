@@ -4,13 +4,15 @@
 
 mod due;
 mod item;
+mod limits;
 mod record_key;
 
-pub use due::{Due, DueFilter, DueParams};
+pub use due::{Due, DueFilter, DueParams, LimitedClaim};
 pub use item::{
     Assignment, AssignmentStatus, Finish, Finishing, ForWorker, IndexChange, Item, ItemCount,
     ItemRead, ItemsQuery, ListedAssignment, ListedItem, NewItem, StatusRead, UnreadableItem,
 };
+pub use limits::{LimitRoom, LimitUse, Rate, TaskLimit, MAX_LIMIT_KEY_LEN};
 pub use record_key::{format_record_date, parse_record_date, RecordKey};
 
 use crate::error::DocketError;
@@ -156,6 +158,8 @@ pub struct NewExecution {
     pub execution_time: DateTime<Utc>,
     /// Priority (written only when the priority toggle is on).
     pub priority: Option<i16>,
+    /// The key its task's per-key limits count it under (`0009_limits`), e.g. a customer id.
+    pub limit_key: Option<String>,
 }
 
 impl NewExecution {

@@ -368,6 +368,42 @@ impl SchedulerClient {
         Ok(self.store.paused_among(names)?)
     }
 
+    /// Sets the limits of `limit.task_name` cluster-wide, replacing its old ones: every
+    /// scheduler on the table keeps them from its next poll (other claims leave the task out
+    /// at once; its own claim starts within a second). Needs `0009_limits`.
+    pub fn set_limit(&self, limit: &crate::TaskLimit) -> Result<()> {
+        limit.validate()?;
+        Ok(self.store.limit_set(limit, self.clock.now())?)
+    }
+
+    /// Removes the limits of `task_name`; `false` when it had none. Its due executions are
+    /// claimed as any others from the next poll.
+    pub fn clear_limit(&self, task_name: &str) -> Result<bool> {
+        let cleared = self.store.limit_clear(task_name)?;
+        if cleared {
+            if let Some(wake) = &self.waker {
+                wake();
+            }
+        }
+        Ok(cleared)
+    }
+
+    /// Every task's limits, by task name (none when the table lacks `0009_limits`).
+    pub fn limits(&self) -> Result<Vec<crate::TaskLimit>> {
+        Ok(self.store.limit_list()?)
+    }
+
+    /// Each limit with what it holds now: running, keys running, starts in its window, due
+    /// executions waiting (counted up to `cap`, at least 1).
+    pub fn limit_usage(&self, cap: i64) -> Result<Vec<crate::LimitUse>> {
+        if cap < 1 {
+            return Err(DocketError::InvalidConfig(format!(
+                "limit_usage: cap must be at least 1, got {cap}"
+            )));
+        }
+        Ok(self.store.limit_usage(self.clock.now(), cap)?)
+    }
+
     /// What waits under each task name at now, and since when: for a scheduler task the
     /// oldest due execution (not picked, execution time passed), per priority level too, and
     /// its due, scheduled and picked executions; for a work-queue task type (when `items`:

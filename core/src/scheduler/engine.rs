@@ -166,6 +166,7 @@ impl Engine {
                 task_data: None,
                 execution_time: first,
                 priority: Some(task.default_priority.0),
+                limit_key: None,
             };
             if self.store.execution_insert(&row)? {
                 info!(task = %task.name, at = %first, "created recurring execution");
@@ -186,7 +187,18 @@ impl Engine {
             claim_for: Some(self.config.heartbeat_interval),
             clock: Some(&*self.clock),
         };
-        let (rows, job): (_, fn(Execution) -> Job) = match self.config.polling {
+        // Limited tasks first, each claimed within its limits under its own lock (every other
+        // due-query leaves them out): their room is bounded, and a task at its limit holds
+        // nothing else back. The rest of the room goes to the ordinary poll.
+        let limited = self
+            .store
+            .execution_claim_limited(&params, &self.config.scheduler_name)?;
+        let params = DueParams {
+            limit: params.limit - limited.len() as i64,
+            ..params
+        };
+        let (mut rows, job): (Vec<Execution>, fn(Execution) -> Job) = match self.config.polling {
+            _ if params.limit <= 0 => (Vec::new(), Job::Run),
             PollingStrategy::FetchAndLockOnExecute { .. } => {
                 (self.store.execution_fetch_due(&params)?, Job::PickAndRun)
             }
@@ -196,6 +208,8 @@ impl Engine {
                 Job::Run,
             ),
         };
+        let claimed = limited.len();
+        rows.splice(0..0, limited);
         self.report_poison();
         if !rows.is_empty() && !self.listeners.is_empty() {
             self.emit(SchedulerEvent::Handed {
@@ -203,15 +217,23 @@ impl Engine {
                 executions: rows.clone(),
             });
         }
-        if matches!(self.config.polling, PollingStrategy::LockAndFetch { .. }) {
-            // Claimed now, run later: heart-beat them while they wait for a worker, so a deep
-            // queue of claimed executions is never taken for dead.
+        // Claimed now, run later: heart-beat them while they wait for a worker, so a deep
+        // queue of claimed executions is never taken for dead.
+        let held = match self.config.polling {
+            PollingStrategy::LockAndFetch { .. } => rows.len(),
+            PollingStrategy::FetchAndLockOnExecute { .. } => claimed,
+        };
+        {
             let mut running = self.running();
-            for e in &rows {
+            for e in &rows[..held] {
                 running.insert(e.key(), e.version);
             }
         }
-        let jobs: Vec<Job> = rows.into_iter().map(job).collect();
+        let jobs: Vec<Job> = rows
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| if i < claimed { Job::Run(e) } else { job(e) })
+            .collect();
         let duration = started.elapsed();
         metrics::histogram!("docket_poll_seconds").record(duration.as_secs_f64());
         metrics::histogram!("docket_poll_found").record(jobs.len() as f64);

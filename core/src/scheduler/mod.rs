@@ -33,9 +33,18 @@ pub struct SchedulerBuilder {
     /// The clock given by [`SchedulerBuilder::clock`], used as given; `None`: the system clock.
     clock: Option<Arc<dyn Clock>>,
     listeners: Vec<Arc<dyn SchedulerListener>>,
+    limits: Vec<crate::TaskLimit>,
 }
 
 impl SchedulerBuilder {
+    /// Sets a task's limits, kept by every scheduler on the table (stored in its table of
+    /// limits by [`SchedulerBuilder::build`], replacing that task's old limits; `0009_limits`):
+    /// `TaskLimit::new("export").max_running(5)`.
+    pub fn limit(mut self, limit: crate::TaskLimit) -> Self {
+        self.limits.push(limit);
+        self
+    }
+
     /// Registers a task. Rows of tasks nobody registered are left alone.
     pub fn task(mut self, task: Task) -> Self {
         self.tasks.push(task);
@@ -69,7 +78,9 @@ impl SchedulerBuilder {
     }
 
     /// Validates the configuration and checks the schema (a missing migration is reported
-    /// here, by name). Starts nothing.
+    /// here, by name), then stores the limits given ([`SchedulerBuilder::limit`]: refused
+    /// with [`StoreError::MissingMigration`](crate::StoreError::MissingMigration) on a table
+    /// without `0009_limits`). Starts nothing.
     pub fn build(self) -> Result<Scheduler> {
         self.config.validate()?;
         if self.store.config().ordering.primary != crate::PrimaryOrder::ExecutionTime {
@@ -80,6 +91,9 @@ impl SchedulerBuilder {
             ));
         }
         self.store.check_schema()?;
+        for limit in &self.limits {
+            limit.validate()?;
+        }
         let mut tasks = HashMap::new();
         for task in self.tasks {
             let name = task.name.clone();
@@ -98,6 +112,9 @@ impl SchedulerBuilder {
             }
             None => (Arc::new(SystemClock) as Arc<dyn Clock>, None),
         };
+        for limit in &self.limits {
+            self.store.limit_set(limit, clock.now())?;
+        }
         let engine = Engine::new(self.store, clock, sync, self.config, tasks, self.listeners);
         Ok(Scheduler {
             engine: Arc::new(engine),
@@ -198,6 +215,7 @@ impl Scheduler {
             config: SchedulerConfig::default(),
             clock: None,
             listeners: Vec::new(),
+            limits: Vec::new(),
         }
     }
 

@@ -102,6 +102,11 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn paused_among(&self, names: &[String]) -> Vec<PausedRead>;
         fn paused_set(&self, task_name: &str, at: DateTime<Utc>, by: Option<&str>) -> bool;
         fn paused_clear(&self, task_name: &str) -> bool;
+        fn limit_list(&self) -> Vec<TaskLimit>;
+        fn limit_set(&self, limit: &TaskLimit, now: DateTime<Utc>) -> ();
+        fn limit_clear(&self, task_name: &str) -> bool;
+        fn limit_usage(&self, now: DateTime<Utc>, cap: i64) -> Vec<LimitUse>;
+        fn execution_claim_limited(&self, params: &DueParams<'_>, picked_by: &str) -> Vec<Execution>;
         fn execution_names_after(&self, after: Option<&str>, limit: usize) -> Vec<String>;
         fn execution_name_lag(&self, q: &LagQuery<'_>) -> NameLag;
         fn execution_unresolved_names(&self, known: &[String]) -> Vec<String>;

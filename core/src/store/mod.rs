@@ -12,7 +12,8 @@ pub mod wake;
 
 pub use crate::migrate::{MIGRATION_BASE, MIGRATION_PRIORITY};
 pub use crate::records::{
-    CappedCount, LagQuery, LevelLag, NameLag, PausedPage, PausedRead, PausedTask, UnreadablePaused,
+    CappedCount, LagQuery, LevelLag, LimitUse, NameLag, PausedPage, PausedRead, PausedTask,
+    TaskLimit, UnreadablePaused,
 };
 pub use crate::records::{
     Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard,
@@ -197,6 +198,25 @@ pub trait ExecutionStore: StoreInfo {
     ) -> Result<bool, StoreError>;
     /// Resumes `task_name`; `false` when it was not paused.
     fn paused_clear(&self, task_name: &str) -> Result<bool, StoreError>;
+    /// Every task's limits, by task name (none when the table lacks `0009_limits`).
+    fn limit_list(&self) -> Result<Vec<TaskLimit>, StoreError>;
+    /// Sets the limits of `limit.task_name` (replacing its old ones) as of `now`.
+    /// [`StoreError::MissingMigration`] when the table lacks `0009_limits`.
+    fn limit_set(&self, limit: &TaskLimit, now: DateTime<Utc>) -> Result<(), StoreError>;
+    /// Removes the limits of `task_name`; `false` when it had none.
+    fn limit_clear(&self, task_name: &str) -> Result<bool, StoreError>;
+    /// Each limit with what it holds at `now`: executions running, keys running, starts in
+    /// its window, due executions waiting (counted up to `cap`).
+    fn limit_usage(&self, now: DateTime<Utc>, cap: i64) -> Result<Vec<LimitUse>, StoreError>;
+    /// Claims due executions of the limited tasks among `params.task_names`, each task in one
+    /// transaction that locks its limit, so that no two claimers anywhere take the same room:
+    /// at most `params.limit` in all, in hand-out order within each task, never past a limit.
+    /// Held-back executions stay due, untouched. Empty when nothing is limited.
+    fn execution_claim_limited(
+        &self,
+        params: &DueParams<'_>,
+        picked_by: &str,
+    ) -> Result<Vec<Execution>, StoreError>;
     /// The task names in the table (scheduler tasks and work-queue task types alike) after
     /// `after`, in name order, at most `limit`: one primary-key seek per name.
     fn execution_names_after(

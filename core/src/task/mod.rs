@@ -90,6 +90,7 @@ impl<T> TaskDescriptor<T> {
             data: Ok(None),
             execution_time: None,
             priority: None,
+            limit_key: None,
             _data: PhantomData,
         }
     }
@@ -117,6 +118,7 @@ pub struct TaskInstance<T = ()> {
     data: Result<Option<Vec<u8>>, String>,
     execution_time: Option<DateTime<Utc>>,
     priority: Option<Priority>,
+    limit_key: Option<String>,
     _data: PhantomData<fn() -> T>,
 }
 
@@ -140,6 +142,13 @@ impl<T> TaskInstance<T> {
     /// Sets the priority (used only when the priority toggle is on).
     pub fn priority(mut self, priority: impl Into<Priority>) -> Self {
         self.priority = Some(priority.into());
+        self
+    }
+
+    /// Sets the key its task's per-key limits count it under (e.g. a customer id; at most 100
+    /// characters). Needs `0009_limits`; without a per-key limit on the task it changes nothing.
+    pub fn limit_key(mut self, key: impl Into<String>) -> Self {
+        self.limit_key = Some(key.into());
         self
     }
 
@@ -168,6 +177,9 @@ impl<T> TaskInstance<T> {
     ) -> Result<NewExecution, DocketError> {
         validate_name("task name", &self.task_name, MAX_TASK_NAME_LEN)?;
         validate_name("instance id", &self.id, MAX_INSTANCE_ID_LEN)?;
+        if let Some(key) = &self.limit_key {
+            validate_name("limit key", key, crate::records::MAX_LIMIT_KEY_LEN)?;
+        }
         let data = self.data.map_err(|reason| DocketError::Data {
             task: self.task_name.clone(),
             instance: self.id.clone(),
@@ -179,6 +191,7 @@ impl<T> TaskInstance<T> {
             task_data: data,
             execution_time: crate::clock::to_micros(self.execution_time.unwrap_or(now)),
             priority: Some(self.priority.unwrap_or(default_priority).0),
+            limit_key: self.limit_key,
         })
     }
 }

@@ -38,6 +38,7 @@ impl Statements<'_> {
             task_data: Some(b"{}".to_vec()),
             execution_time: now,
             priority: Some(90),
+            limit_key: None,
         };
         let claim = Changes {
             pick: Some(PickChange::Claim {
@@ -102,6 +103,7 @@ impl Statements<'_> {
             task_instance: "7".into(),
             task_data: None,
             priority: None,
+            limit_key: None,
             ..new.clone()
         };
         let mut all = vec![
@@ -225,7 +227,56 @@ impl Statements<'_> {
             // The server's clock, which the scheduler corrects its own by.
             ("server_time", self.server_time()),
         ]);
+        all.extend(self.limits_catalogue(now, &tasks));
         all
+    }
+
+    /// The statements of limits (`0009_limits`): the rows, and one limited task's claim.
+    fn limits_catalogue(
+        &self,
+        now: DateTime<Utc>,
+        tasks: &[String],
+    ) -> Vec<(&'static str, Rendered)> {
+        let limit = crate::records::TaskLimit::new("email")
+            .max_running(5)
+            .rate_limit_per_key(20, std::time::Duration::from_secs(1));
+        let full = ["acme".to_owned(), "globex".to_owned()];
+        let claim = |full_keys, no_key_full| Due {
+            limited: Some(crate::records::LimitedClaim {
+                full_keys,
+                no_key_full,
+            }),
+            ..Due::new(Level::Any, now, &tasks[1..], 10)
+        };
+        let key = ExecutionKey::new("email", "7");
+        vec![
+            ("limits_table_exists", self.limits_table_exists()),
+            ("limit_list", self.limit_list()),
+            ("limit_lock", self.limit_lock("email")),
+            ("limit_update", self.limit_update(&limit, now)),
+            ("limit_insert", self.limit_insert(&limit, now)),
+            ("limit_delete", self.limit_delete("email")),
+            ("limit_running", self.limit_running("email")),
+            ("limit_starts", self.limit_starts("email", now)),
+            ("limit_starts_prune", self.limit_starts_prune("email", now)),
+            (
+                "limit_starts_insert",
+                self.limit_starts_insert(&[(&key, Some("acme")), (&key, None)], now),
+            ),
+            ("limit_claimed", self.limit_claimed("email", 3)),
+            (
+                "limited_due_for_update",
+                self.due_for_update(&claim(&[], false)),
+            ),
+            (
+                "limited_due_for_update_full_keys",
+                self.due_for_update(&claim(&full, false)),
+            ),
+            (
+                "limited_due_for_update_no_key_full",
+                self.due_for_update(&claim(&full, true)),
+            ),
+        ]
     }
 
     /// The statements whose callers pass a list (keys, rows, ids: what batches and streams
@@ -255,6 +306,7 @@ impl Statements<'_> {
                 task_data: None,
                 execution_time: now,
                 priority: Some(5),
+                limit_key: None,
             })
             .collect();
         let items: Vec<_> = keys

@@ -27,6 +27,7 @@ impl<'d> Statements<'d> {
                 .table(&self.table.paused())
                 .push(")");
         }
+        self.push_limits(w, due.limited);
         order_level
     }
 
@@ -196,9 +197,15 @@ impl ClaimParts<'_> {
             .table(self.table());
     }
 
-    /// `task_name, task_instance, ...`: [`ClaimParts::columns`] as a select list.
+    /// `task_name, task_instance, ...`: [`ClaimParts::columns`] as a select list, and
+    /// `limit_key` in a limited task's claim ([`Due::limited`]).
     pub fn select_list(&self) -> String {
-        self.statements.select_list()
+        let list = self.statements.select_list();
+        if self.due.limited.is_some() {
+            list + ", limit_key"
+        } else {
+            list
+        }
     }
 
     /// `UPDATE <table> SET picked = ?, picked_by = ?, last_heartbeat = ?, version = version +

@@ -7,12 +7,13 @@
 mod catalogue;
 mod due;
 mod lag;
+mod limits;
 mod paused;
 
 pub use due::ClaimParts;
 pub use lag::LagRange;
 
-use super::{common, Catalog, Dialect, Levels, LimitAt, Rendered, SqlWriter, Value};
+use super::{common, Catalog, Dialect, Levels, LimitAt, LockAt, Rendered, SqlWriter, Value};
 use crate::ident::TableName;
 pub use crate::ordering::Level;
 use crate::ordering::{Direction, OrderingPolicy, PrimaryOrder};
@@ -91,6 +92,8 @@ pub struct Statements<'d> {
     due_level_index: Arc<AtomicBool>,
     /// Whether the table of paused tasks exists (`0008_paused_tasks`; shared by clones).
     paused_table: Arc<AtomicBool>,
+    /// Whether the table of limits exists (`0009_limits`; shared by clones).
+    limits_table: Arc<AtomicBool>,
 }
 
 impl<'d> Statements<'d> {
@@ -103,6 +106,7 @@ impl<'d> Statements<'d> {
             policy,
             due_level_index: Arc::new(AtomicBool::new(true)),
             paused_table: Arc::new(AtomicBool::new(true)),
+            limits_table: Arc::new(AtomicBool::new(true)),
         }
     }
 
@@ -255,8 +259,10 @@ impl<'d> Statements<'d> {
     }
 
     /// The columns an insert writes and, for one row, their values: all but the run-time
-    /// columns, plus `priority` when on.
-    fn insert_row(&self, e: &NewExecution) -> Vec<(&'static str, Value)> {
+    /// columns, plus `priority` when on and `limit_key` when `with_key` (a row of the
+    /// statement has one: a statement without keys stays the same text, and runs on a table
+    /// without `0009_limits`).
+    fn insert_row(&self, e: &NewExecution, with_key: bool) -> Vec<(&'static str, Value)> {
         let mut cols = vec![
             (Column::TaskName, Value::from(e.task_name.as_str())),
             (Column::TaskInstance, Value::from(e.task_instance.as_str())),
@@ -269,13 +275,17 @@ impl<'d> Statements<'d> {
         if self.policy.priority {
             cols.push((Column::Priority, Value::SmallInt(e.priority)));
         }
-        cols.into_iter().map(|(c, v)| (c.name(), v)).collect()
+        let mut cols: Vec<_> = cols.into_iter().map(|(c, v)| (c.name(), v)).collect();
+        if with_key {
+            cols.push(("limit_key", Value::Text(e.limit_key.clone())));
+        }
+        cols
     }
 
     /// Binds one insert needs per row (see [`Statements::insert_many`]).
     pub fn insert_binds_per_row(&self) -> usize {
-        // The seven columns of `insert_row`, and `priority` when on.
-        7 + usize::from(self.policy.priority)
+        // The seven columns of `insert_row`, `priority` when on, and room for `limit_key`.
+        8 + usize::from(self.policy.priority)
     }
 
     /// How many rows one multi-row insert of `columns` columns may carry. With one bind per
@@ -308,7 +318,8 @@ impl<'d> Statements<'d> {
     }
 
     fn insert_rows(&self, rows: &[NewExecution], suffix: &str) -> Rendered {
-        let rows = rows.iter().map(|e| self.insert_row(e)).collect();
+        let with_key = rows.iter().any(|e| e.limit_key.is_some());
+        let rows = rows.iter().map(|e| self.insert_row(e, with_key)).collect();
         let mut w = self.writer();
         w.push("INSERT INTO ")
             .table(&self.table)

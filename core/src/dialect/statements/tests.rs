@@ -33,6 +33,7 @@ fn batch_statements_bind_what_they_say() {
                 task_data: None,
                 execution_time: now,
                 priority: Some(1),
+                limit_key: None,
             })
             .collect();
         let insert = s.insert_many(&rows);

@@ -19,12 +19,16 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
             return Err(missing(MIGRATION_PRIORITY, "priority"));
         }
         self.learn_paused_table()?;
+        self.learn_limits_table()?;
         self.learn_indexes()
     }
 
     // "Already exists" is decided here for every backend: an insert that adds no row (an
     // insert-if-absent clause) or that violates the key (backends without one) inserted nothing.
     fn execution_insert(&self, row: &NewExecution) -> Result<bool, StoreError> {
+        if row.limit_key.is_some() {
+            self.need_limits_table("limit keys")?;
+        }
         let inserted = absent_if_duplicate(self.execute(self.statements.insert(row)))? == 1;
         if inserted {
             self.planner
@@ -34,6 +38,9 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
     }
 
     fn execution_insert_batch(&self, rows: &[NewExecution]) -> Result<u64, StoreError> {
+        if rows.iter().any(|r| r.limit_key.is_some()) {
+            self.need_limits_table("limit keys")?;
+        }
         let inserted = self.insert_batch(rows)?;
         for row in rows {
             self.planner
@@ -226,6 +233,30 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
     fn paused_clear(&self, task_name: &str) -> Result<bool, StoreError> {
         self.need_paused_table()?;
         Ok(self.execute(self.statements.paused_delete(task_name))? == 1)
+    }
+
+    fn limit_list(&self) -> Result<Vec<TaskLimit>, StoreError> {
+        self.limits_read()
+    }
+
+    fn limit_set(&self, limit: &TaskLimit, now: DateTime<Utc>) -> Result<(), StoreError> {
+        self.limits_write(limit, now)
+    }
+
+    fn limit_clear(&self, task_name: &str) -> Result<bool, StoreError> {
+        self.limits_remove(task_name)
+    }
+
+    fn limit_usage(&self, now: DateTime<Utc>, cap: i64) -> Result<Vec<LimitUse>, StoreError> {
+        self.limits_used(now, cap)
+    }
+
+    fn execution_claim_limited(
+        &self,
+        params: &DueParams<'_>,
+        picked_by: &str,
+    ) -> Result<Vec<Execution>, StoreError> {
+        self.claim_limited(params, picked_by)
     }
 
     fn execution_names_after(

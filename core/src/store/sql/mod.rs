@@ -9,6 +9,7 @@ mod adopt;
 mod due;
 mod executions;
 mod intake;
+mod limits;
 mod poison;
 mod queue;
 
@@ -124,6 +125,8 @@ pub struct SqlStore<C: SqlConnector> {
     planner: Planner,
     /// The connector's wake-ups for the table, asked for once.
     signals: Option<std::sync::Arc<dyn WakeSignals>>,
+    /// The limits read last (`0009_limits`), reused for a second by the claims of limited tasks.
+    limits: std::sync::Mutex<limits::LimitsCache>,
 }
 
 impl<C: SqlConnector> SqlStore<C> {
@@ -140,6 +143,7 @@ impl<C: SqlConnector> SqlStore<C> {
         // Until `check_schema` has looked whether the table of paused tasks exists: nothing
         // is paused.
         statements.set_paused_table(false);
+        statements.set_limits_table(false);
         let signals = connector.wake_signals(&config.table);
         let planner = Planner::new(config.ordering.clone());
         Self {
@@ -148,6 +152,7 @@ impl<C: SqlConnector> SqlStore<C> {
             statements,
             planner,
             signals,
+            limits: Default::default(),
         }
     }
 

@@ -1,0 +1,3 @@
+DROP TABLE IF EXISTS {starts};
+DROP TABLE IF EXISTS {limits};
+ALTER TABLE {table} DROP COLUMN IF EXISTS limit_key;

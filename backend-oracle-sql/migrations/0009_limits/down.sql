@@ -1,0 +1,3 @@
+DROP TABLE {starts};
+DROP TABLE {limits};
+ALTER TABLE {table} DROP COLUMN limit_key;
