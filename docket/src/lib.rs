@@ -113,15 +113,16 @@ pub mod prelude {
         TaskDescriptor, TaskError, WorkQueue,
     };
     pub use docket_core::queue::{Batch, Record};
-    pub use docket_core::PollingStrategy;
+    pub use docket_core::{PollingStrategy, TaskLimit};
 }
 
 /// The scheduler's settings, policies, clocks and events beyond [`SchedulerConfig`].
 pub mod scheduler {
     pub use docket_core::task::Retry;
     pub use docket_core::{
-        AsyncRuntime, Clock, DeadExecutionPolicy, FailurePolicy, ListFilter, ManualClock,
-        PollingStrategy, SchedulerEvent, SchedulerListener, ShortPoll, SystemClock, TaskSummary,
+        AsyncRuntime, Clock, DeadExecutionPolicy, FailurePolicy, LimitUse, ListFilter, ManualClock,
+        PollingStrategy, Rate, SchedulerEvent, SchedulerListener, ShortPoll, SystemClock,
+        TaskLimit, TaskSummary,
     };
 }
 

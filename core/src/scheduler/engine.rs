@@ -189,10 +189,18 @@ impl Engine {
         };
         // Limited tasks first, each claimed within its limits under its own lock (every other
         // due-query leaves them out): their room is bounded, and a task at its limit holds
-        // nothing else back. The rest of the room goes to the ordinary poll.
-        let limited = self
-            .store
-            .execution_claim_limited(&params, &self.config.scheduler_name)?;
+        // nothing else back. Only as many as idle threads can start now: a limited execution
+        // waiting in the queue would hold a slot without running, and its start (counted by a
+        // rate limit when claimed) would come later than counted. The rest of the room goes to
+        // the ordinary poll.
+        let idle = self.config.threads.saturating_sub(self.running().len());
+        let limited = self.store.execution_claim_limited(
+            &DueParams {
+                limit: params.limit.min(i64::try_from(idle).unwrap_or(i64::MAX)),
+                ..params
+            },
+            &self.config.scheduler_name,
+        )?;
         let params = DueParams {
             limit: params.limit - limited.len() as i64,
             ..params

@@ -37,8 +37,17 @@ fn batch_statements_bind_what_they_say() {
             })
             .collect();
         let insert = s.insert_many(&rows);
-        assert_eq!(insert.binds.len(), 3 * s.insert_binds_per_row());
+        // Without limit keys the statement does not name `limit_key`: one bind less per row
+        // than the room kept for it.
+        assert_eq!(insert.binds.len(), 3 * (s.insert_binds_per_row() - 1));
         assert_eq!(insert.sql.matches("), (").count(), 2, "{}", insert.sql);
+        assert!(!insert.sql.contains("limit_key"));
+        // One row with a key: every row binds it (NULL for the others).
+        let mut keyed = rows.clone();
+        keyed[1].limit_key = Some("customer-1".into());
+        let insert = s.insert_many(&keyed);
+        assert_eq!(insert.binds.len(), 3 * s.insert_binds_per_row());
+        assert!(insert.sql.contains("limit_key"), "{}", insert.sql);
     }
 }
 

@@ -159,6 +159,9 @@ impl<C: SqlConnector> SqlStore<C> {
         picked_by: &str,
     ) -> Result<Vec<Execution>, StoreError> {
         let mut claimed = Vec::new();
+        if params.limit <= 0 {
+            return Ok(claimed);
+        }
         for limit in self.limited_among(params.task_names)? {
             let want = params.limit - claimed.len() as i64;
             if want <= 0 {
