@@ -127,6 +127,7 @@ fn child(args: &str) {
         limit: BATCH,
         claim_for: None,
         clock: None,
+        include_limited: false,
     };
     let mut mine = Vec::new();
     let mut by_mode = [0usize; 2];

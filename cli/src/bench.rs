@@ -362,6 +362,7 @@ fn due_figures<C: SqlConnector + Clone>(
         limit: batch,
         claim_for: None,
         clock: None,
+        include_limited: false,
     };
     let recording = |priority| -> Result<_, CliError> {
         Ok(SqlStore::new(
@@ -827,6 +828,7 @@ fn fairness<C: SqlConnector>(
             limit: args.threads as i64,
             claim_for: None,
             clock: None,
+            include_limited: false,
         };
         for e in store.execution_lock_and_fetch_due(&p, "bench-fair")? {
             let Some(level) = fed.iter_mut().find(|f| Some(f.0) == e.priority) else {

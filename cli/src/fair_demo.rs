@@ -72,6 +72,7 @@ fn starve_or_serve(store: &dyn ExecutionStore) -> Result<Option<i64>, CliError> 
             limit: PER_SECOND as i64,
             claim_for: None,
             clock: None,
+            include_limited: false,
         };
         let claimed = store.execution_lock_and_fetch_due(&p, "fair-demo")?;
         for e in &claimed {

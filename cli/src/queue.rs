@@ -70,6 +70,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             limit: args.limit,
             claim_for: None,
             clock: None,
+            // A view: the limited tasks' due executions are listed too.
+            include_limited: true,
         };
         let items = store
             .item_counts()?

@@ -1418,6 +1418,7 @@ async fn lists_are_capped_whatever_the_table_size() {
                 limit: 5000,
                 claim_for: None,
                 clock: None,
+                include_limited: false,
             },
             "node-x",
         )

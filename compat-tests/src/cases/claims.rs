@@ -121,6 +121,7 @@ pub fn lock_and_fetch_claims_in_order(h: &dyn Harness, t: Toggle) {
         limit,
         claim_for: None,
         clock: None,
+        include_limited: false,
     };
     let first = ctx
         .store
@@ -216,6 +217,7 @@ pub fn concurrent_fetch_claimers_never_double_claim(h: &dyn Harness, t: Toggle) 
             limit: 50,
             claim_for: None,
             clock: None,
+            include_limited: false,
         };
         let candidates = store.execution_fetch_due(&params).unwrap();
         if candidates.is_empty() {
@@ -254,6 +256,7 @@ pub fn concurrent_lock_and_fetch_claimers_never_double_claim(h: &dyn Harness, t:
             limit: 25,
             claim_for: None,
             clock: None,
+            include_limited: false,
         };
         let claimed: Vec<_> = store
             .execution_lock_and_fetch_due(&params, me)

@@ -88,6 +88,7 @@ fn poll(
         limit: BATCH as i64,
         claim_for: None,
         clock: None,
+        include_limited: false,
     };
     match strategy {
         "fetch" => store.execution_fetch_due(&p),

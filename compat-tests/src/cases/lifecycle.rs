@@ -257,6 +257,7 @@ pub fn revived_execution_fences_old_owner(h: &dyn Harness, t: Toggle) {
             limit: 1,
             claim_for: None,
             clock: None,
+            include_limited: false,
         };
         assert_eq!(
             ctx.store
@@ -643,6 +644,7 @@ pub fn dead_detection_reads_past_rows_it_leaves_alone(h: &dyn Harness, t: Toggle
                 limit: 1000,
                 claim_for: None,
                 clock: None,
+                include_limited: false,
             },
             "gone",
         )

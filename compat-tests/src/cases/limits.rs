@@ -30,6 +30,7 @@ fn claim_limited(
                 limit: room,
                 claim_for: None,
                 clock: None,
+                include_limited: false,
             },
             by,
         )
@@ -49,6 +50,7 @@ fn claim(store: &dyn Store, ctx: &Ctx, names: &[&str]) -> Vec<Execution> {
                 limit: 100,
                 claim_for: None,
                 clock: None,
+                include_limited: false,
             },
             "s1",
         )
@@ -95,6 +97,21 @@ pub fn max_running_holds_across_stores_and_frees_slots(h: &dyn Harness, t: Toggl
     assert_eq!(
         client.limits().unwrap(),
         vec![TaskLimit::new("export").max_running(3)]
+    );
+    assert!(
+        super::due(&*ctx.store, ctx.clock.now(), &["export"]).is_empty(),
+        "a poll's fetch leaves the limited task to its own claim"
+    );
+    // With priority on, that poll found the levels empty of what it may take: a view sees the
+    // limited task's rows there once the level cache's bound has passed.
+    ctx.clock.advance(Duration::from_millis(
+        docket_core::planner::LEVEL_CACHE_TTL_MS as u64 + 1,
+    ));
+    let counts = client.due_counts(&["export".to_owned()], 100).unwrap();
+    assert_eq!(
+        counts.per_task.get("export"),
+        Some(&8),
+        "a view counts the limited task's due work"
     );
     let other: Arc<dyn Store> = ctx.space.store(ctx.config(), None);
     other.check_schema().unwrap();

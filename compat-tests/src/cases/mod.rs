@@ -66,6 +66,7 @@ pub fn due(
             limit: 1000,
             claim_for: None,
             clock: None,
+            include_limited: false,
         })
         .expect("due-query runs")
 }

@@ -39,6 +39,7 @@ pub fn due_order_reference(h: &dyn Harness, t: Toggle) {
                 limit: 10,
                 claim_for: None,
                 clock: None,
+                include_limited: false,
             },
             "me",
         )
@@ -185,6 +186,7 @@ pub fn due_batches_span_levels_in_order(h: &dyn Harness, t: Toggle) {
         limit,
         claim_for: None,
         clock: None,
+        include_limited: false,
     };
     assert_eq!(
         ids(&ctx.store.execution_fetch_due(&params(4)).unwrap()),
@@ -225,6 +227,7 @@ pub fn many_priority_levels_keep_order(h: &dyn Harness, t: Toggle) {
             limit: 3,
             claim_for: None,
             clock: None,
+            include_limited: false,
         })
         .unwrap();
     assert_eq!(ids(&got), expected);

@@ -561,7 +561,7 @@ fn next_at(src: &dyn DueSource, level: Level, p: &DueParams<'_>) -> Result<Next,
         Probe::At(t) => Next::At(t),
         Probe::Unreadable => Next::Probe,
     };
-    match next(src.first_due(level, p.now, p.task_names)?) {
+    match next(src.first_due(&p.at_level(level, 1, p.now, &[]))?) {
         Next::Never => Ok(next(src.next_due(level, p.now)?)),
         found => Ok(found),
     }

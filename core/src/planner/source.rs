@@ -42,13 +42,9 @@ pub trait DueSource {
     /// Claims the rows `due` asks for (lock-and-fetch), skipping rows others hold; poison rows
     /// are returned apart and never left claimed.
     fn claim_rows(&self, due: &Due<'_>, picked_by: &str) -> Result<Decoded, StoreError>;
-    /// The time of the oldest unpicked row of `level` due by `now`.
-    fn first_due(
-        &self,
-        level: Level,
-        now: DateTime<Utc>,
-        task_names: &[String],
-    ) -> Result<Probe, StoreError>;
+    /// The time of the oldest unpicked row `probe` asks for (its level, due by its `due_by`,
+    /// its tasks; one row).
+    fn first_due(&self, probe: &Due<'_>) -> Result<Probe, StoreError>;
     /// When the next unpicked row of `level` falls due after `now`.
     fn next_due(&self, level: Level, now: DateTime<Utc>) -> Result<Probe, StoreError>;
 }

@@ -158,13 +158,8 @@ impl DueSource for Memory {
         Ok(decoded)
     }
 
-    fn first_due(
-        &self,
-        level: Level,
-        now: DateTime<Utc>,
-        _task_names: &[String],
-    ) -> Result<Probe, StoreError> {
-        Ok(self.first(level, |e| e.execution_time <= now))
+    fn first_due(&self, probe: &Due<'_>) -> Result<Probe, StoreError> {
+        Ok(self.first(probe.level, |e| e.execution_time <= probe.due_by))
     }
 
     fn next_due(&self, level: Level, now: DateTime<Utc>) -> Result<Probe, StoreError> {
@@ -226,6 +221,7 @@ fn strict_batches_follow_the_sorted_table() {
                 limit,
                 claim_for: None,
                 clock: None,
+                include_limited: false,
             };
             loop {
                 let all = Due::new(Level::Any, t0(), &names, 10_000);
@@ -274,6 +270,7 @@ fn the_level_cache_skips_drained_levels() {
         limit: 5,
         claim_for: None,
         clock: None,
+        include_limited: false,
     };
     assert_eq!(planner.claim(&memory, &p, "me").unwrap().len(), 5);
     // The next poll finds level 9 drained and level 5 not due yet (plain probes first).
@@ -314,6 +311,7 @@ fn poison_rows_are_skipped_held_back_and_reported_once() {
             limit: 2,
             claim_for: None,
             clock: None,
+            include_limited: false,
         };
         let poll = || match claims {
             true => planner.claim(&memory, &p, "me").unwrap(),
@@ -354,6 +352,7 @@ fn weighted_shares_follow_the_weights() {
         limit: 1,
         claim_for: None,
         clock: None,
+        include_limited: false,
     };
     let mut high = 0;
     for _ in 0..200 {
@@ -383,6 +382,7 @@ fn aging_lets_old_low_rows_pass_fresh_high_ones() {
         limit: 3,
         claim_for: None,
         clock: None,
+        include_limited: false,
     };
     assert_eq!(
         ids(&planner.claim(&memory, &p, "me").unwrap()),
@@ -440,6 +440,7 @@ fn contended_claims_are_retried_a_bounded_number_of_times() {
             limit: 1,
             claim_for: None,
             clock: None,
+            include_limited: false,
         };
         let rows = planner
             .claim(&memory, &p, "me")
@@ -471,6 +472,7 @@ fn a_claim_failing_at_a_later_level_hands_out_the_earlier_levels() {
         limit: 2,
         claim_for: None,
         clock: None,
+        include_limited: false,
     };
     let rows = planner
         .claim(&memory, &p, "me")

@@ -31,6 +31,9 @@ pub struct DueParams<'a> {
     /// The clock a claim reads its stamp (the claimed rows' heartbeat) from as it starts;
     /// `None`: every claim of the poll is stamped `now`.
     pub clock: Option<&'a dyn Clock>,
+    /// Whether the limited tasks' due rows are read too (`0009_limits`): for views of what is
+    /// due only. A poll leaves them out (`false`): their own claim keeps their limits.
+    pub include_limited: bool,
 }
 
 impl<'a> DueParams<'a> {
@@ -46,6 +49,10 @@ impl<'a> DueParams<'a> {
         Due {
             exclude,
             due_by,
+            limited: match self.include_limited {
+                true => Limited::Included,
+                false => Limited::LeftOut,
+            },
             ..Due::new(level, self.now, self.task_names, room)
         }
     }
@@ -67,9 +74,21 @@ pub struct Due<'a> {
     pub limit: i64,
     /// Never these rows.
     pub exclude: &'a [ExecutionKey],
-    /// `None`: every task but the limited ones (`0009_limits`), which are claimed by their own
-    /// claim; `Some`: that claim, of one limited task, leaving out its keys with no room.
-    pub limited: Option<LimitedClaim<'a>>,
+    /// The limited tasks (`0009_limits`): left out (the default), included, or claimed.
+    pub limited: Limited<'a>,
+}
+
+/// What a due-query does with the limited tasks (`0009_limits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Limited<'a> {
+    /// Leaves them out: every claim but their own, and the scheduler's fetch (whose optimistic
+    /// claim checks no limit), since they are claimed by their own claim.
+    #[default]
+    LeftOut,
+    /// Reads them as any other task: views of what is due, which claim nothing.
+    Included,
+    /// The claim of one limited task, leaving out its keys with no room.
+    Claim(LimitedClaim<'a>),
 }
 
 /// The claim of one limited task ([`Due::limited`]): its keys with no room left, left out in
@@ -92,7 +111,7 @@ impl<'a> Due<'a> {
             task_names,
             limit,
             exclude: &[],
-            limited: None,
+            limited: Limited::LeftOut,
         }
     }
 

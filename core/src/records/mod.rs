@@ -7,7 +7,7 @@ mod item;
 mod limits;
 mod record_key;
 
-pub use due::{Due, DueFilter, DueParams, LimitedClaim};
+pub use due::{Due, DueFilter, DueParams, Limited, LimitedClaim};
 pub use item::{
     Assignment, AssignmentStatus, Finish, Finishing, ForWorker, IndexChange, Item, ItemCount,
     ItemRead, ItemsQuery, ListedAssignment, ListedItem, NewItem, StatusRead, UnreadableItem,

@@ -299,6 +299,8 @@ impl SchedulerClient {
             limit: cap + 1,
             claim_for: None,
             clock: None,
+            // A view: the limited tasks' due work waits too.
+            include_limited: true,
         })?;
         let capped = rows.len() as i64 > cap;
         let by_priority = self.config().ordering.priority;

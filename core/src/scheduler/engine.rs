@@ -186,6 +186,7 @@ impl Engine {
             limit: i64::try_from(limit).unwrap_or(i64::MAX),
             claim_for: Some(self.config.heartbeat_interval),
             clock: Some(&*self.clock),
+            include_limited: false,
         };
         // Limited tasks first, each claimed within its limits under its own lock (every other
         // due-query leaves them out): their room is bounded, and a task at its limit holds

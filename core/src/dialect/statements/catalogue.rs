@@ -242,7 +242,7 @@ impl Statements<'_> {
             .rate_limit_per_key(20, std::time::Duration::from_secs(1));
         let full = ["acme".to_owned(), "globex".to_owned()];
         let claim = |full_keys, no_key_full| Due {
-            limited: Some(crate::records::LimitedClaim {
+            limited: crate::records::Limited::Claim(crate::records::LimitedClaim {
                 full_keys,
                 no_key_full,
             }),

@@ -201,7 +201,7 @@ impl ClaimParts<'_> {
     /// `limit_key` in a limited task's claim ([`Due::limited`]).
     pub fn select_list(&self) -> String {
         let list = self.statements.select_list();
-        if self.due.limited.is_some() {
+        if matches!(self.due.limited, crate::records::Limited::Claim(_)) {
             list + ", limit_key"
         } else {
             list

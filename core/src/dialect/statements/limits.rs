@@ -5,7 +5,7 @@
 //! and [`Statements::limit_claimed`], in one transaction.
 
 use super::*;
-use crate::records::{LimitedClaim, TaskLimit};
+use crate::records::{Limited, LimitedClaim, TaskLimit};
 
 /// The limit columns, in the order [`Statements::limit_list`] selects them.
 const LIMIT_COLUMNS: &str = "task_name, max_running, rate_count, rate_per_ms, \
@@ -185,15 +185,15 @@ impl<'d> Statements<'d> {
     /// Writes what a due-query says about limits: a limited task's own claim leaves out its
     /// full keys; every other due-query leaves limited tasks out (they are claimed by their
     /// own claim, in the same statement as paused tasks are left out).
-    pub(super) fn push_limits(&self, w: &mut SqlWriter<'_>, limited: Option<LimitedClaim<'_>>) {
+    pub(super) fn push_limits(&self, w: &mut SqlWriter<'_>, limited: Limited<'_>) {
         match limited {
-            Some(claim) => push_full_keys(w, claim),
-            None if self.limits_table() => {
+            Limited::Claim(claim) => push_full_keys(w, claim),
+            Limited::LeftOut if self.limits_table() => {
                 w.push(" AND task_name NOT IN (SELECT task_name FROM ")
                     .table(&self.table.limits())
                     .push(")");
             }
-            None => {}
+            Limited::LeftOut | Limited::Included => {}
         }
     }
 }

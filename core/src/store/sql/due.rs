@@ -47,13 +47,8 @@ impl<C: SqlConnector> DueSource for SqlStore<C> {
         Ok(decoded((rows, bad)))
     }
 
-    fn first_due(
-        &self,
-        level: Level,
-        now: DateTime<Utc>,
-        task_names: &[String],
-    ) -> Result<Probe, StoreError> {
-        self.probe(&self.statements.due(&Due::new(level, now, task_names, 1)))
+    fn first_due(&self, probe: &Due<'_>) -> Result<Probe, StoreError> {
+        self.probe(&self.statements.due(probe))
     }
 
     fn next_due(&self, level: Level, now: DateTime<Utc>) -> Result<Probe, StoreError> {

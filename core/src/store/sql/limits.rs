@@ -10,7 +10,7 @@
 
 use super::poison::decode_executions;
 use super::*;
-use crate::records::{Due, LimitRoom, LimitUse, LimitedClaim, Rate, TaskLimit};
+use crate::records::{Due, LimitRoom, LimitUse, Limited, LimitedClaim, Rate, TaskLimit};
 use std::time::{Duration, Instant};
 
 /// Most full keys one claim leaves out by name; past them, rows of full keys are read and
@@ -108,10 +108,7 @@ impl<C: SqlConnector> SqlStore<C> {
             let names = [limit.task_name.clone()];
             let due = Due::new(Level::Any, now, &names, cap);
             let waiting = self.rows(&st.due(&Due {
-                limited: Some(LimitedClaim {
-                    full_keys: &[],
-                    no_key_full: false,
-                }),
+                limited: Limited::Included,
                 ..due
             }))?;
             used.push(LimitUse {
@@ -218,7 +215,7 @@ impl<C: SqlConnector> SqlStore<C> {
                 None => room.task,
             };
             let due = Due {
-                limited: Some(LimitedClaim {
+                limited: Limited::Claim(LimitedClaim {
                     full_keys: &full_keys,
                     no_key_full,
                 }),
