@@ -437,6 +437,7 @@ impl Web {
             .into_iter()
             .map(|p| p.task)
             .collect();
+        let (limits, limits_total) = self.limits(&mut unreadable)?;
         let mut tasks = Vec::new();
         let mut queue_types = Vec::new();
         let names_read = lag.names.len();
@@ -476,6 +477,8 @@ impl Web {
             queue_types,
             paused,
             paused_total,
+            limits,
+            limits_total,
             unreadable,
             read_secs: started.elapsed().as_secs_f64(),
         })
@@ -528,6 +531,27 @@ impl Web {
         let page = self.client.paused_page(limit)?;
         let views = self.paused_views(page.tasks, unreadable);
         Ok((views, usize::try_from(page.total).unwrap_or(usize::MAX)))
+    }
+
+    /// Each limit with what it holds now ([`docket_core::SchedulerClient::limit_usage`]: per
+    /// limited task, what runs, its starts in the window and its due executions up to
+    /// [`LAG_CAP`]), the first [`NAME_ROWS`] by name, and how many tasks are limited; none
+    /// without `0009_limits`. A limit row that cannot be decoded is noted in `unreadable`
+    /// under `limits`, and the rest of the page is shown.
+    pub(super) fn limits(
+        &self,
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Result<(Vec<LimitView>, usize), WebError> {
+        let used = self.client.limit_usage(LAG_CAP + 1).map_err(WebError::from);
+        let mut used = or_unreadable(used, Vec::new, "limits", unreadable)?;
+        used.sort_by(|a, b| a.limit.task_name.cmp(&b.limit.task_name));
+        let total = used.len();
+        used.truncate(NAME_ROWS);
+        let views = used
+            .into_iter()
+            .map(|u| LimitView::new(u, LAG_CAP))
+            .collect();
+        Ok((views, total))
     }
 
     /// Which of `names` are paused (lookups by name); rows that cannot be decoded are listed
