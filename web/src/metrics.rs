@@ -5,7 +5,7 @@
 //! [`Web::lag`]: crate::state::Web
 
 use crate::error::ApiError;
-use crate::model::{Capped, LagPage, LevelAge};
+use crate::model::{Capped, LagPage, LagView, LevelAge, LimitView};
 use crate::state::{blocking_scrape, AppState};
 use axum::extract::State;
 use axum::http::header;
@@ -257,9 +257,12 @@ pub fn render(page: &LagPage) -> String {
     out
 }
 
+/// A limit gauge: its name, its help, and its value for a limit (`None`: no sample).
+type LimitGauge<T> = (&'static str, &'static str, fn(&LimitView) -> T);
+
 /// The limits' gauges: each bound a limited task has, and what it holds now.
-fn limit_families(out: &mut String, lag: &crate::model::LagView) {
-    let bounds: [(&str, &str, fn(&crate::model::LimitView) -> Option<f64>); 6] = [
+fn limit_families(out: &mut String, lag: &LagView) {
+    let bounds: [LimitGauge<Option<f64>>; 6] = [
         (
             "docket_limit_max_running",
             "At most this many executions of the task running at once across all schedulers (limited tasks with this limit only).",
@@ -299,7 +302,7 @@ fn limit_families(out: &mut String, lag: &crate::model::LagView) {
             }
         }
     }
-    let used: [(&str, &str, fn(&crate::model::LimitView) -> i64); 5] = [
+    let used: [LimitGauge<i64>; 5] = [
         (
             "docket_limit_running",
             "Executions of the limited task picked now, across all schedulers.",
@@ -365,7 +368,7 @@ mod tests {
     /// sample on one line, and the scrape still parses.
     #[test]
     fn hostile_task_names_stay_one_sample() {
-        use crate::model::{LagView, Meta, TaskLag};
+        use crate::model::{Meta, TaskLag};
         let hostile = "we\"ird\\na\nme\u{202E}";
         let task = TaskLag {
             task: hostile.to_owned(),

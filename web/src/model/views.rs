@@ -169,7 +169,7 @@ impl From<docket_core::Rate> for RateView {
             ("s", 1_000),
         ]
         .into_iter()
-        .find(|(_, size)| per_ms >= *size && per_ms % size == 0)
+        .find(|(_, size)| per_ms >= *size && per_ms.is_multiple_of(*size))
         .map_or_else(
             || format!("{per_ms}ms"),
             |(unit, size)| format!("{}{unit}", per_ms / size),
