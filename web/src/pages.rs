@@ -473,7 +473,7 @@ fn lag_card(b: &BasePath, lag: &LagView, by_priority: bool) -> Markup {
                                 td {
                                     a href=(b.task(&t.task)) { (shown(&t.task)) }
                                     @if t.paused { " " span.badge.paused { "paused" } }
-                                    @if lag.limits.iter().any(|l| l.task == t.task) { " " a.badge href="#limits" { "limited" } }
+                                    @if lag.limits.iter().any(|l| l.task == t.task) { " " a.badge.limited href="#limits" { "limited" } }
                                 }
                                 (age_cell(t.oldest_due, t.oldest_due_age_secs))
                                 td { (level_ages(&t.levels, by_priority)) }

@@ -173,7 +173,7 @@ async fn limits_shown(harness: &dyn Harness) {
     assert!(page.contains("id=\"limits\""), "{page}");
     assert!(page.contains("10/1m"), "the rate on the page");
     assert!(
-        page.contains(">limited</a>"),
+        page.contains("class=\"badge limited\""),
         "email's lag row links its limit"
     );
     let card = &page[page.find("id=\"limits\"").expect("card")..];
