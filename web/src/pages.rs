@@ -758,11 +758,13 @@ pub async fn task(
         div.title {
             h1 { (shown(&t.row.task)) }
             @if t.paused.is_some() { span.badge.paused { "paused" } }
+            @if t.limit.is_some() { a.badge.limited href="#limits" { "limited" } }
             p.sub { (t.row.counts.total) " executions" }
         }
         (flash(q.done.as_deref()))
         (unreadable_card(&t.unreadable))
         (pause_card(&t.row.task, t.paused.as_ref(), &viewer, now))
+        (limits_card(b, t.limit.as_slice(), usize::from(t.limit.is_some())))
         (stat_cards(&t.row.counts))
         div.grid {
             section.card.wide {

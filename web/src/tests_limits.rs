@@ -199,6 +199,20 @@ async fn limits_shown(harness: &dyn Harness) {
     );
     assert!(!row.contains("report"), "report has no limit: {row}");
 
+    // The task's page and its API: its limit, and none for report.
+    let (status, page) = get(&web, "/tasks/email").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("id=\"limits\""), "{page}");
+    assert!(page.contains("class=\"badge limited\""), "{page}");
+    let (_, body) = get(&web, "/api/tasks/email").await;
+    let task: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(task["limit"], lag["lag"]["limits"][0], "{body}");
+    let (_, page) = get(&web, "/tasks/report").await;
+    assert!(!page.contains("id=\"limits\""), "{page}");
+    let (_, body) = get(&web, "/api/tasks/report").await;
+    let task: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert!(task["limit"].is_null(), "{body}");
+
     // Cleared: gone from every view.
     assert!(client.clear_limit("email").expect("clear"));
     let (_, text) = get(&web, "/metrics").await;

@@ -554,6 +554,16 @@ impl Web {
         Ok((views, total))
     }
 
+    /// Every limit with what it holds now, due executions counted up to `LAG_CAP + 1`; a
+    /// limit row that cannot be decoded is noted in `unreadable` under `limits`.
+    fn limit_usage(
+        &self,
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Result<Vec<docket_core::LimitUse>, WebError> {
+        let used = self.client.limit_usage(LAG_CAP + 1).map_err(WebError::from);
+        or_unreadable(used, Vec::new, "limits", unreadable)
+    }
+
     /// Which of `names` are paused (lookups by name); rows that cannot be decoded are listed
     /// as such and noted in `unreadable` under `paused tasks`.
     pub(super) fn paused_among(
@@ -722,6 +732,11 @@ impl Web {
         .map(|e| self.view(e, now))
         .collect();
         let paused = self.paused_of(task, &mut unreadable)?;
+        let limit = self
+            .limit_usage(&mut unreadable)?
+            .into_iter()
+            .find(|u| u.limit.task_name == task)
+            .map(|u| LimitView::new(u, LAG_CAP));
         let failing = or_unreadable(
             self.failing(Some(task), now),
             Vec::new,
@@ -730,6 +745,7 @@ impl Web {
         )?;
         Ok(TaskPage {
             paused,
+            limit,
             backlog,
             row,
             executions,

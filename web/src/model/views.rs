@@ -692,6 +692,8 @@ pub struct TaskPage {
     pub meta: Meta,
     /// Paused since (null: not paused).
     pub paused: Option<PausedView>,
+    /// Its limits with what they hold now (null: not limited).
+    pub limit: Option<LimitView>,
     /// Counts.
     pub row: TaskRow,
     /// Its due backlog by priority.
