@@ -20,6 +20,7 @@ mod error;
 mod explain;
 mod fair_demo;
 mod index;
+mod limits;
 mod mode;
 mod progress;
 mod queue;
@@ -52,6 +53,9 @@ enum Command {
     Enqueue(enqueue::Args),
     /// Create (or with --drop, drop) the index serving a task type's custom work-queue order.
     Index(index::Args),
+    /// List, set or clear the limits the whole cluster keeps per task (at most N running, at
+    /// most N starts per window, per task or per key; needs 0009_limits).
+    Limits(limits::Args),
     /// Print the SQL a backend's dialect emits (and, with --database-url, the query plan).
     Explain(explain::Args),
     /// Run a real scheduler on an embedded SQLite file and narrate the order of execution.
@@ -155,6 +159,7 @@ fn main() -> ExitCode {
         Command::Queue(args) => queue::run(args),
         Command::Enqueue(args) => enqueue::run(args),
         Command::Index(args) => index::run(args),
+        Command::Limits(args) => limits::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Demo(a) if a.fair => fair_demo::run(),
         Command::Demo(_) => demo::run(),

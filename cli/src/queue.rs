@@ -107,8 +107,8 @@ fn print_item_counts(counts: &[ItemCount]) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Prints rows as left-aligned columns.
-fn print_rows<const N: usize>(rows: &[[String; N]]) -> Result<(), CliError> {
+/// Prints rows as left-aligned columns (also `docket limits list`).
+pub(crate) fn print_rows<const N: usize>(rows: &[[String; N]]) -> Result<(), CliError> {
     let widths: Vec<usize> = (0..N)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();

@@ -41,6 +41,8 @@ mod tests_bad_rows;
 #[cfg(test)]
 mod tests_data;
 #[cfg(test)]
+mod tests_limits;
+#[cfg(test)]
 mod tests_metrics;
 #[cfg(test)]
 mod tests_mount;

@@ -5,7 +5,7 @@
 //! [`Web::lag`]: crate::state::Web
 
 use crate::error::ApiError;
-use crate::model::{Capped, LagPage, LevelAge};
+use crate::model::{Capped, LagPage, LagView, LevelAge, LimitView};
 use crate::state::{blocking_scrape, AppState};
 use axum::extract::State;
 use axum::http::header;
@@ -224,6 +224,7 @@ pub fn render(page: &LagPage) -> String {
         "Tasks paused cluster-wide, in all.",
     )
     .sample("docket_paused_tasks", &[], lag.paused_total as i64);
+    limit_families(&mut out, lag);
     {
         let name = "docket_lag_unreadable";
         let mut f = Family::start(
@@ -256,6 +257,92 @@ pub fn render(page: &LagPage) -> String {
     out
 }
 
+/// A limit gauge: its name, its help, and its value for a limit (`None`: no sample).
+type LimitGauge<T> = (&'static str, &'static str, fn(&LimitView) -> T);
+
+/// The limits' gauges: each bound a limited task has, and what it holds now.
+fn limit_families(out: &mut String, lag: &LagView) {
+    let bounds: [LimitGauge<Option<f64>>; 6] = [
+        (
+            "docket_limit_max_running",
+            "At most this many executions of the task running at once across all schedulers (limited tasks with this limit only).",
+            |l| l.max_running.map(f64::from),
+        ),
+        (
+            "docket_limit_rate",
+            "At most this many starts of the task in any window of docket_limit_rate_window_seconds.",
+            |l| l.rate.as_ref().map(|r| f64::from(r.count)),
+        ),
+        (
+            "docket_limit_rate_window_seconds",
+            "The window of the task's rate limit, in seconds.",
+            |l| l.rate.as_ref().map(|r| r.per_ms as f64 / 1000.0),
+        ),
+        (
+            "docket_limit_max_running_per_key",
+            "At most this many executions of one limit key running at once.",
+            |l| l.max_running_per_key.map(f64::from),
+        ),
+        (
+            "docket_limit_rate_per_key",
+            "At most this many starts of one limit key in any window of docket_limit_rate_per_key_window_seconds.",
+            |l| l.rate_per_key.as_ref().map(|r| f64::from(r.count)),
+        ),
+        (
+            "docket_limit_rate_per_key_window_seconds",
+            "The window of the task's per-key rate limit, in seconds.",
+            |l| l.rate_per_key.as_ref().map(|r| r.per_ms as f64 / 1000.0),
+        ),
+    ];
+    for (name, help, value) in bounds {
+        let mut f = Family::start(out, name, help);
+        for l in &lag.limits {
+            if let Some(v) = value(l) {
+                f.sample(name, &[("task", l.task.as_str())], v);
+            }
+        }
+    }
+    let used: [LimitGauge<i64>; 5] = [
+        (
+            "docket_limit_running",
+            "Executions of the limited task picked now, across all schedulers.",
+            |l| l.running,
+        ),
+        (
+            "docket_limit_running_keys",
+            "Limit keys of the task with at least one execution picked now.",
+            |l| l.running_keys,
+        ),
+        (
+            "docket_limit_started_in_window",
+            "Starts of the task in the last window of its rate limit (of the per-key one when it has none); 0 without a rate limit.",
+            |l| l.started_in_window,
+        ),
+        (
+            "docket_limit_due_waiting",
+            "Due executions of the limited task not picked: held back while a limit is full; counted up to docket_count_cap (see docket_limit_due_waiting_capped).",
+            |l| l.due_waiting.count,
+        ),
+        (
+            "docket_limit_due_waiting_capped",
+            "1 when counting the due executions of the limited task stopped at docket_count_cap, else 0.",
+            |l| i64::from(l.due_waiting.capped),
+        ),
+    ];
+    for (name, help, value) in used {
+        let mut f = Family::start(out, name, help);
+        for l in &lag.limits {
+            f.sample(name, &[("task", l.task.as_str())], value(l));
+        }
+    }
+    Family::start(
+        out,
+        "docket_limited_tasks",
+        "Tasks with limits, in all (the docket_limit_* gauges cover the first 200 by name).",
+    )
+    .sample("docket_limited_tasks", &[], lag.limits_total as i64);
+}
+
 fn levels(f: &mut Family<'_>, name: &str, key: &str, value: &str, levels: &[LevelAge]) {
     for l in levels {
         f.sample(
@@ -281,7 +368,7 @@ mod tests {
     /// sample on one line, and the scrape still parses.
     #[test]
     fn hostile_task_names_stay_one_sample() {
-        use crate::model::{LagView, Meta, TaskLag};
+        use crate::model::{Meta, TaskLag};
         let hostile = "we\"ird\\na\nme\u{202E}";
         let task = TaskLag {
             task: hostile.to_owned(),
@@ -311,6 +398,8 @@ mod tests {
                 queue_types: Vec::new(),
                 paused: Vec::new(),
                 paused_total: 0,
+                limits: Vec::new(),
+                limits_total: 0,
                 unreadable: Vec::new(),
                 read_secs: 0.0,
             },

@@ -8,9 +8,9 @@ use crate::limit::ClientIp;
 use crate::links::{hidden_char, seg, BasePath};
 use crate::model::{
     check_worker, parse_time, AssignmentView, BulkAction, BulkRow, Capped, Counts, DataView,
-    ExecAction, ExecutionView, ItemView, LagView, LevelAge, LimitQuery, Meta, PausedView,
-    SearchQuery, State as ExecState, TaskAction, Unreadable, WorkerAction, BULK_LIMIT, DATA_SHOWN,
-    HELD_ROWS, HEX_HEAD, LIST_LIMIT,
+    ExecAction, ExecutionView, ItemView, LagView, LevelAge, LimitQuery, LimitView, Meta,
+    PausedView, SearchQuery, State as ExecState, TaskAction, Unreadable, WorkerAction, BULK_LIMIT,
+    DATA_SHOWN, HELD_ROWS, HEX_HEAD, LIST_LIMIT,
 };
 use crate::state::{blocking, blocking_row, AppState, Web};
 use axum::extract::rejection::{FormRejection, QueryRejection};
@@ -470,7 +470,11 @@ fn lag_card(b: &BasePath, lag: &LagView, by_priority: bool) -> Markup {
                     tbody {
                         @for t in &lag.tasks {
                             tr {
-                                td { a href=(b.task(&t.task)) { (shown(&t.task)) } @if t.paused { " " span.badge.paused { "paused" } } }
+                                td {
+                                    a href=(b.task(&t.task)) { (shown(&t.task)) }
+                                    @if t.paused { " " span.badge.paused { "paused" } }
+                                    @if lag.limits.iter().any(|l| l.task == t.task) { " " a.badge.limited href="#limits" { "limited" } }
+                                }
                                 (age_cell(t.oldest_due, t.oldest_due_age_secs))
                                 td { (level_ages(&t.levels, by_priority)) }
                                 td.num { (capped(t.due)) }
@@ -499,6 +503,50 @@ fn lag_card(b: &BasePath, lag: &LagView, by_priority: bool) -> Markup {
                 }
                 p.note { "Counts stop at " (lag.cap) " (shown as ≥). " @if lag.names_capped { "Only the first " (lag.names_read) " task names are shown." } }
                 (unreadable_card(&lag.unreadable))
+            }
+        }
+    }
+}
+
+/// A limit's bound, or a dash when the task has none of this kind.
+fn bound(n: Option<u32>) -> Markup {
+    html! { @match n { Some(n) => (n), None => span.muted { "—" } } }
+}
+
+fn rate_bound(r: Option<&crate::model::RateView>) -> Markup {
+    html! { @match r { Some(r) => span.mono { (r.text) }, None => span.muted { "—" } } }
+}
+
+/// The limits the whole cluster keeps, each with what it holds now (read-only: set and clear
+/// them with `docket limits` or `SchedulerClient::set_limit`).
+fn limits_card(b: &BasePath, limits: &[LimitView], total: usize) -> Markup {
+    html! {
+        @if !limits.is_empty() {
+            section.card #limits {
+                h2 { "Limits" span.sub { "kept across every scheduler; set with " code { "docket limits set" } } }
+                table {
+                    thead { tr {
+                        th { "Task" } th.num { "Max running" } th.num { "Rate" } th.num { "Per key" } th.num { "Rate per key" }
+                        th.num { "Running" } th.num { "Keys running" } th.num { "Starts in window" } th.num { "Due waiting" }
+                    } }
+                    tbody {
+                        @for l in limits {
+                            tr {
+                                td { a href=(b.task(&l.task)) { (shown(&l.task)) } }
+                                td.num { (bound(l.max_running)) }
+                                td.num { (rate_bound(l.rate.as_ref())) }
+                                td.num { (bound(l.max_running_per_key)) }
+                                td.num { (rate_bound(l.rate_per_key.as_ref())) }
+                                td.num { (l.running) }
+                                td.num { (l.running_keys) }
+                                td.num { (l.started_in_window) }
+                                td.num { (capped(l.due_waiting)) }
+                            }
+                        }
+                    }
+                }
+                p.note { "Due waiting: due executions not picked yet; while a limit is full they are held back, in order, not failed." }
+                (more(limits.len(), total, "limited tasks", "`docket limits list` lists them all"))
             }
         }
     }
@@ -653,6 +701,7 @@ pub async fn overview(
             (backlog_card(&o.backlog, "all tasks"))
         }
         (lag_card(b, &o.lag, o.meta.priority))
+        (limits_card(b, &o.lag.limits, o.lag.limits_total))
         section.card {
             h2 { "Running" span.sub { "picked, heartbeat within " (span(o.meta.dead_after_secs)) } }
             (picked_table(b, &o.running, "Nothing is running."))
@@ -709,11 +758,13 @@ pub async fn task(
         div.title {
             h1 { (shown(&t.row.task)) }
             @if t.paused.is_some() { span.badge.paused { "paused" } }
+            @if t.limit.is_some() { a.badge.limited href="#limits" { "limited" } }
             p.sub { (t.row.counts.total) " executions" }
         }
         (flash(q.done.as_deref()))
         (unreadable_card(&t.unreadable))
         (pause_card(&t.row.task, t.paused.as_ref(), &viewer, now))
+        (limits_card(b, t.limit.as_slice(), usize::from(t.limit.is_some())))
         (stat_cards(&t.row.counts))
         div.grid {
             section.card.wide {

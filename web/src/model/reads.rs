@@ -437,6 +437,7 @@ impl Web {
             .into_iter()
             .map(|p| p.task)
             .collect();
+        let (limits, limits_total) = self.limits(&mut unreadable)?;
         let mut tasks = Vec::new();
         let mut queue_types = Vec::new();
         let names_read = lag.names.len();
@@ -476,6 +477,8 @@ impl Web {
             queue_types,
             paused,
             paused_total,
+            limits,
+            limits_total,
             unreadable,
             read_secs: started.elapsed().as_secs_f64(),
         })
@@ -528,6 +531,37 @@ impl Web {
         let page = self.client.paused_page(limit)?;
         let views = self.paused_views(page.tasks, unreadable);
         Ok((views, usize::try_from(page.total).unwrap_or(usize::MAX)))
+    }
+
+    /// Each limit with what it holds now ([`docket_core::SchedulerClient::limit_usage`]: per
+    /// limited task, what runs, its starts in the window and its due executions up to
+    /// [`LAG_CAP`]), the first [`NAME_ROWS`] by name, and how many tasks are limited; none
+    /// without `0009_limits`. A limit row that cannot be decoded is noted in `unreadable`
+    /// under `limits`, and the rest of the page is shown.
+    pub(super) fn limits(
+        &self,
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Result<(Vec<LimitView>, usize), WebError> {
+        let used = self.client.limit_usage(LAG_CAP + 1).map_err(WebError::from);
+        let mut used = or_unreadable(used, Vec::new, "limits", unreadable)?;
+        used.sort_by(|a, b| a.limit.task_name.cmp(&b.limit.task_name));
+        let total = used.len();
+        used.truncate(NAME_ROWS);
+        let views = used
+            .into_iter()
+            .map(|u| LimitView::new(u, LAG_CAP))
+            .collect();
+        Ok((views, total))
+    }
+
+    /// Every limit with what it holds now, due executions counted up to `LAG_CAP + 1`; a
+    /// limit row that cannot be decoded is noted in `unreadable` under `limits`.
+    fn limit_usage(
+        &self,
+        unreadable: &mut Vec<Unreadable>,
+    ) -> Result<Vec<docket_core::LimitUse>, WebError> {
+        let used = self.client.limit_usage(LAG_CAP + 1).map_err(WebError::from);
+        or_unreadable(used, Vec::new, "limits", unreadable)
     }
 
     /// Which of `names` are paused (lookups by name); rows that cannot be decoded are listed
@@ -698,6 +732,11 @@ impl Web {
         .map(|e| self.view(e, now))
         .collect();
         let paused = self.paused_of(task, &mut unreadable)?;
+        let limit = self
+            .limit_usage(&mut unreadable)?
+            .into_iter()
+            .find(|u| u.limit.task_name == task)
+            .map(|u| LimitView::new(u, LAG_CAP));
         let failing = or_unreadable(
             self.failing(Some(task), now),
             Vec::new,
@@ -706,6 +745,7 @@ impl Web {
         )?;
         Ok(TaskPage {
             paused,
+            limit,
             backlog,
             row,
             executions,

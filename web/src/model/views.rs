@@ -135,12 +135,97 @@ pub struct LagView {
     pub paused: Vec<PausedView>,
     /// Paused tasks in all.
     pub paused_total: usize,
+    /// Each task's limits (`0009_limits`) with what they hold now, by task name: the first
+    /// [`NAME_ROWS`] (see `limits_total`); none without the migration.
+    pub limits: Vec<LimitView>,
+    /// Limited tasks in all.
+    pub limits_total: usize,
     /// Task names whose rows could not all be read (a value docket cannot decode), each
     /// with why; listed here in place of their lag. Also `paused_unreadable` when the paused
     /// list itself could not be read.
     pub unreadable: Vec<Unreadable>,
     /// Seconds the read took.
     pub read_secs: f64,
+}
+
+/// At most `count` starts in any window of `per_ms` milliseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct RateView {
+    /// Starts allowed per window.
+    pub count: u32,
+    /// The window in milliseconds.
+    pub per_ms: u64,
+    /// The rate as `docket limits set --rate` takes it, e.g. `20/1s`.
+    pub text: String,
+}
+
+impl From<docket_core::Rate> for RateView {
+    fn from(r: docket_core::Rate) -> Self {
+        let per_ms = u64::try_from(r.per.as_millis()).unwrap_or(u64::MAX);
+        let window = [
+            ("d", 86_400_000),
+            ("h", 3_600_000),
+            ("m", 60_000),
+            ("s", 1_000),
+        ]
+        .into_iter()
+        .find(|(_, size)| per_ms >= *size && per_ms.is_multiple_of(*size))
+        .map_or_else(
+            || format!("{per_ms}ms"),
+            |(unit, size)| format!("{}{unit}", per_ms / size),
+        );
+        Self {
+            count: r.count,
+            per_ms,
+            text: format!("{}/{window}", r.count),
+        }
+    }
+}
+
+/// A task's limits the whole cluster keeps (`0009_limits`), with what they hold now.
+#[derive(Debug, Clone, Serialize)]
+pub struct LimitView {
+    /// Task name.
+    pub task: String,
+    /// At most this many running at once (null: no such limit).
+    pub max_running: Option<u32>,
+    /// At most this many starts per window.
+    pub rate: Option<RateView>,
+    /// At most this many running at once per limit key.
+    pub max_running_per_key: Option<u32>,
+    /// At most this many starts per key per window.
+    pub rate_per_key: Option<RateView>,
+    /// Executions of the task picked now.
+    pub running: i64,
+    /// Keys with at least one execution picked now.
+    pub running_keys: i64,
+    /// Starts in the last window of the task's rate limit (of the per-key one when the task
+    /// has none); 0 without a rate limit.
+    pub started_in_window: i64,
+    /// Due executions not picked (held back while a limit is full), counted up to
+    /// [`LAG_CAP`].
+    pub due_waiting: Capped,
+}
+
+impl LimitView {
+    /// The view of `used`, whose due executions were counted up to `cap + 1`.
+    pub(crate) fn new(used: docket_core::LimitUse, cap: i64) -> Self {
+        let l = used.limit;
+        Self {
+            task: l.task_name,
+            max_running: l.max_running,
+            rate: l.rate.map(RateView::from),
+            max_running_per_key: l.max_running_per_key,
+            rate_per_key: l.rate_per_key.map(RateView::from),
+            running: used.running,
+            running_keys: used.running_keys,
+            started_in_window: used.started_in_window,
+            due_waiting: Capped {
+                count: used.due_waiting.min(cap),
+                capped: used.due_waiting > cap,
+            },
+        }
+    }
 }
 
 /// Something a page could not read because a row holds a value docket cannot decode (written
@@ -607,6 +692,8 @@ pub struct TaskPage {
     pub meta: Meta,
     /// Paused since (null: not paused).
     pub paused: Option<PausedView>,
+    /// Its limits with what they hold now (null: not limited).
+    pub limit: Option<LimitView>,
     /// Counts.
     pub row: TaskRow,
     /// Its due backlog by priority.
