@@ -145,7 +145,9 @@ fn migrate_then_queue(
 #[test]
 fn help_lists_every_command() {
     let help = stdout_of(docket().arg("--help"));
-    for command in ["migrate", "queue", "enqueue", "index", "explain", "demo"] {
+    for command in [
+        "migrate", "queue", "enqueue", "index", "explain", "demo", "limits",
+    ] {
         assert!(
             help.lines().any(|l| l.trim_start().starts_with(command)),
             "{command} missing from:\n{help}"
@@ -310,7 +312,7 @@ fn explain_prints_each_dialects_due_queries() {
     assert!(
         pg.contains(
             "AND priority = ANY($5) AND task_name NOT IN (SELECT task_name FROM \"scheduled_tasks_paused\") \
-             ORDER BY priority DESC NULLS LAST, execution_time ASC LIMIT $6"
+             AND task_name NOT IN (SELECT task_name FROM \"scheduled_tasks_limits\") ORDER BY priority DESC NULLS LAST, execution_time ASC LIMIT $6"
         ),
         "{pg}"
     );
@@ -328,7 +330,7 @@ fn explain_prints_each_dialects_due_queries() {
     assert!(
         lite.contains(
             "AND priority = ? AND task_name NOT IN (SELECT task_name FROM \"scheduled_tasks_paused\") \
-             ORDER BY execution_time ASC LIMIT ?"
+             AND task_name NOT IN (SELECT task_name FROM \"scheduled_tasks_limits\") ORDER BY execution_time ASC LIMIT ?"
         ),
         "{lite}"
     );
@@ -371,8 +373,8 @@ fn explain_all_ends_every_statement_with_a_semicolon_line() {
         // below a level), 6 per-level forms and the next-due probe of a drained level with
         // priority on, then the 16 work-queue statements (2 for items with their
         // assignments) and, priority on, the queue's 2 level statements (its levels, a claim
-        // at one level).
-        assert_eq!(statements.len(), 55 + 16 + 2 + scale + index, "{all}");
+        // at one level). Then the 14 of limits (their rows, and a limited task's claim).
+        assert_eq!(statements.len(), 55 + 14 + 16 + 2 + scale + index, "{all}");
         assert!(all.ends_with("\n;\n"));
         for s in statements {
             let sql = s.lines().last().unwrap();
@@ -616,8 +618,9 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
             let all = stdout_of(docket().args(&args));
             let statements = all.split("\n;\n").filter(|s| !s.trim().is_empty()).count();
             // Priority on: the scheduler's 9 level statements and the queue's 2.
-            // 14 of them the paused-task and lag statements, 1 the server's clock.
-            assert_eq!(statements, (if priority { 55 + 2 } else { 46 }) + queue, "{all}");
+            // 14 of them the paused-task and lag statements, 1 the server's clock; 14 more
+            // the limits'.
+            assert_eq!(statements, (if priority { 55 + 2 } else { 46 }) + 14 + queue, "{all}");
             assert!(all.contains(marker), "{all}");
             for name in [
                 "-- item_next_custom",

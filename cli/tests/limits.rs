@@ -63,6 +63,7 @@ fn set_list_clear(url: &str, store: Arc<dyn Store>) {
                 limit: 10,
                 claim_for: None,
                 clock: None,
+                include_limited: false,
             },
             "test",
         )

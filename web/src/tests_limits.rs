@@ -113,6 +113,7 @@ async fn limits_shown(harness: &dyn Harness) {
                 limit: 10,
                 claim_for: None,
                 clock: None,
+                include_limited: false,
             },
             "test",
         )

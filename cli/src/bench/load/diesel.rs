@@ -214,12 +214,20 @@ pub fn reload_due<F: Family>(
     load_due(store, sql, s, progress)
 }
 
-/// Drops the table, its work-queue assignments table (migration 0004 creates it) and its
-/// table of paused tasks (0008), and forgets their migrations in diesel's history table.
+/// Drops the table, its work-queue assignments table (migration 0004 creates it), its table
+/// of paused tasks (0008) and its tables of limits and starts (0009), and forgets their
+/// migrations in diesel's history table.
 pub fn drop_scenario<F: Family>(store: &Store<F>) -> Result<(), StoreError> {
     let table = &store.config().table;
     store.connector().with_session(&mut |session| {
-        for t in [table.assignments(), table.paused(), table.clone()] {
+        let tables = [
+            table.assignments(),
+            table.paused(),
+            table.limits(),
+            table.starts(),
+            table.clone(),
+        ];
+        for t in tables {
             let mut w = writer(store);
             w.push("DROP TABLE IF EXISTS ").table(&t);
             session.execute(&w.finish())?;
