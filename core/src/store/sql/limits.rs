@@ -68,12 +68,21 @@ impl<C: SqlConnector> SqlStore<C> {
             .map_err(|e| StoreError::Input(Box::new(e)))?;
         self.need_limits_table("limits")?;
         let st = &self.statements;
-        self.connector.in_transaction(&mut |s| {
-            if s.execute(&st.limit_update(limit, now))? == 0 {
-                s.execute(&st.limit_insert(limit, now))?;
-            }
-            Ok(())
-        })?;
+        let write = || {
+            self.connector.in_transaction(&mut |s| {
+                if s.execute(&st.limit_update(limit, now))? == 0 {
+                    s.execute(&st.limit_insert(limit, now))?;
+                }
+                Ok(())
+            })
+        };
+        // Schedulers starting together each store their limit: two may both find no row and
+        // both insert. The second insert's duplicate key means the row is there now, and the
+        // update finds it on the second try.
+        match write() {
+            Err(StoreError::Duplicate { .. }) => write()?,
+            other => other?,
+        }
         self.forget_limits();
         Ok(())
     }
