@@ -12,7 +12,8 @@
 //! <unix ns>` when it ends, each line one `write` to a file opened for appending, so lines of
 //! concurrent threads and processes never interleave and a `kill -9` loses nothing written.
 //! `LOG.events` gets the scheduler's warnings and errors and its counted events (`dead`,
-//! `failed`, `poll-failed`), for a failed case to show.
+//! `failed`, `poll-failed`), for a failed case to show; with `RELIAB_DEBUG` (any value) also
+//! docket's debug lines (polls, clock samples).
 
 use docket_compat_tests::backends::connect;
 use docket_core::{
@@ -80,6 +81,7 @@ struct Warnings(Arc<File>);
 impl tracing::Subscriber for Warnings {
     fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
         *metadata.level() <= tracing::Level::WARN
+            || (std::env::var("RELIAB_DEBUG").is_ok() && metadata.target().starts_with("docket"))
     }
     fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         tracing::span::Id::from_u64(1)
@@ -93,7 +95,8 @@ impl tracing::Subscriber for Warnings {
                 self.0.push_str(&format!(" {}={v:?}", f.name()));
             }
         }
-        let mut fields = Fields(event.metadata().level().to_string());
+        let now = now_ns() / 1_000_000;
+        let mut fields = Fields(format!("{} {now}", event.metadata().level()));
         event.record(&mut fields);
         append(&self.0, &fields.0);
     }
