@@ -8,8 +8,8 @@
 //! 50 ms; the short poll of backends without wake-up signals backs off up to it).
 //!
 //! LOG gets `<instance> <worker>` at each start (as `reliab_worker` writes it); the records
-//! file gets `S <instance> <worker> <unix ns>` when a handler starts and `E <instance> <worker>
-//! <unix ns>` when it ends, each line one `write` to a file opened for appending, so lines of
+//! file gets `S <instance> <worker> <unix ns> <claimed ns>` when a handler starts (with the time
+//! its claim stamped on it) and `E <instance> <worker> <unix ns>` when it ends, each line one `write` to a file opened for appending, so lines of
 //! concurrent threads and processes never interleave and a `kill -9` loses nothing written.
 //! `LOG.events` gets the scheduler's warnings and errors and its counted events (`dead`,
 //! `failed`, `poll-failed`), for a failed case to show; with `RELIAB_DEBUG` (any value) also
@@ -142,7 +142,13 @@ fn run() -> Result<(), String> {
     let me = name.clone();
     let task = Task::one_time(RELIAB, move |e, _| {
         let instance = &e.task_instance;
-        append(&records, &format!("S {instance} {me} {}", now_ns()));
+        let start = now_ns();
+        // The claim's time (its heartbeat stamp): how long the execution waited to start.
+        let claimed = e
+            .last_heartbeat
+            .and_then(|t| t.timestamp_nanos_opt())
+            .unwrap_or(0);
+        append(&records, &format!("S {instance} {me} {start} {claimed}"));
         append(&log, &format!("{instance} {me}"));
         std::thread::sleep(work);
         append(&records, &format!("E {instance} {me} {}", now_ns()));
