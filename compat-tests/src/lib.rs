@@ -14,6 +14,7 @@ pub mod cluster;
 pub mod db_scheduler;
 pub mod faults;
 pub mod harness;
+pub mod limits_cluster;
 pub mod netfault;
 pub mod reliability;
 pub mod servers;

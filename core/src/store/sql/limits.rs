@@ -68,12 +68,21 @@ impl<C: SqlConnector> SqlStore<C> {
             .map_err(|e| StoreError::Input(Box::new(e)))?;
         self.need_limits_table("limits")?;
         let st = &self.statements;
-        self.connector.in_transaction(&mut |s| {
-            if s.execute(&st.limit_update(limit, now))? == 0 {
-                s.execute(&st.limit_insert(limit, now))?;
-            }
-            Ok(())
-        })?;
+        let write = || {
+            self.connector.in_transaction(&mut |s| {
+                if s.execute(&st.limit_update(limit, now))? == 0 {
+                    s.execute(&st.limit_insert(limit, now))?;
+                }
+                Ok(())
+            })
+        };
+        // Schedulers starting together each store their limit: two may both find no row and
+        // both insert. The second insert's duplicate key means the row is there now, and the
+        // update finds it on the second try.
+        match write() {
+            Err(StoreError::Duplicate { .. }) => write()?,
+            other => other?,
+        }
         self.forget_limits();
         Ok(())
     }
@@ -164,20 +173,28 @@ impl<C: SqlConnector> SqlStore<C> {
             if want <= 0 {
                 break;
             }
-            let now = params.clock.map_or(params.now, |c| c.now());
-            claimed.extend(self.claim_one_limited(&limit.task_name, want, now, picked_by)?);
+            claimed.extend(self.claim_one_limited(&limit.task_name, want, params, picked_by)?);
         }
         Ok(claimed)
     }
 
     /// One limited task's claim of at most `want`, in one transaction.
+    ///
+    /// Its time is read from the clock once the limit row is locked (what ran and started is
+    /// counted as of then), and the starts are stamped with the clock read again just before
+    /// they are written: a start must not be stamped earlier than its handler begins by more
+    /// than the window's margin ([`Rate::counted_for`]), and the statements of the claim itself
+    /// can take longer than that margin (MariaDB: over 100 ms under load, which let 30 handlers
+    /// start within 1 s under `rate_limit(20, 1 s)` when the starts carried the time read
+    /// before the transaction).
     fn claim_one_limited(
         &self,
         task_name: &str,
         want: i64,
-        now: DateTime<Utc>,
+        params: &DueParams<'_>,
         picked_by: &str,
     ) -> Result<Vec<Execution>, StoreError> {
+        let read_clock = || params.clock.map_or(params.now, |c| c.now());
         let st = &self.statements;
         let names = [task_name.to_owned()];
         let max_key_terms = self.connector.dialect().syntax().max_key_terms.max(1);
@@ -192,6 +209,7 @@ impl<C: SqlConnector> SqlStore<C> {
             else {
                 return Ok(Vec::new());
             };
+            let now = read_clock();
             let running = decode_all(s.query(&st.limit_running(task_name))?, decode_running)?;
             let starts = match limit.longest_window() {
                 Some(per) => {
@@ -251,13 +269,14 @@ impl<C: SqlConnector> SqlStore<C> {
                 )));
             }
             if limit.longest_window().is_some() {
+                let stamp = read_clock().max(now);
                 let started: Vec<_> = keys
                     .iter()
                     .zip(&taken)
                     .map(|(k, (_, key))| (k, key.as_deref()))
                     .collect();
                 for chunk in started.chunks(self.statements.rows_per_insert(4, 500)) {
-                    s.execute(&st.limit_starts_insert(chunk, now))?;
+                    s.execute(&st.limit_starts_insert(chunk, stamp))?;
                 }
             }
             s.execute(&st.limit_claimed(task_name, taken.len() as i64))?;
