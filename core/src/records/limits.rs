@@ -26,7 +26,13 @@ impl Rate {
     /// thread takes it up); the margin keeps the handlers' own starts, not only the claims,
     /// at most `count` in any window of `per`.
     pub fn counted_for(&self) -> Duration {
-        self.per + (self.per / 20).min(Duration::from_millis(50))
+        self.per + self.margin()
+    }
+
+    /// How late a handler may begin after its claim was counted (the scheduler hands back a
+    /// claimed execution that would begin later): a twentieth of the window, at most 50 ms.
+    pub fn margin(&self) -> Duration {
+        (self.per / 20).min(Duration::from_millis(50))
     }
 }
 
@@ -121,6 +127,16 @@ impl TaskLimit {
             }
         }
         Ok(())
+    }
+
+    /// How late after its claim one of its executions may begin: the smallest margin of its
+    /// rate limits ([`Rate::margin`]); `None` without a rate limit.
+    pub fn start_margin(&self) -> Option<Duration> {
+        [self.rate, self.rate_per_key]
+            .into_iter()
+            .flatten()
+            .map(|r| r.margin())
+            .min()
     }
 
     /// How long its starts are counted: the longest of its rate limits'

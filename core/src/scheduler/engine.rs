@@ -176,8 +176,9 @@ impl Engine {
     }
 
     /// One poll: finds up to `limit` due executions and returns them as jobs (claimed already
-    /// under lock-and-fetch).
-    pub fn poll(&self, limit: usize) -> Result<Vec<Job>, StoreError> {
+    /// under lock-and-fetch), and whether more may be due now: the poll came back full, or its
+    /// limited claims stopped at the idle threads (poll again as soon as threads free up).
+    pub fn poll(&self, limit: usize) -> Result<(Vec<Job>, bool), StoreError> {
         self.ensure_synced()?;
         let started = Instant::now();
         let params = DueParams {
@@ -195,13 +196,15 @@ impl Engine {
         // rate limit when claimed) would come later than counted. The rest of the room goes to
         // the ordinary poll.
         let idle = self.config.threads.saturating_sub(self.running().len());
+        let limited_room = params.limit.min(i64::try_from(idle).unwrap_or(i64::MAX));
         let limited = self.store.execution_claim_limited(
             &DueParams {
-                limit: params.limit.min(i64::try_from(idle).unwrap_or(i64::MAX)),
+                limit: limited_room,
                 ..params
             },
             &self.config.scheduler_name,
         )?;
+        let limited_full = limited_room < params.limit && limited.len() as i64 >= limited_room;
         let params = DueParams {
             limit: params.limit - limited.len() as i64,
             ..params
@@ -251,13 +254,18 @@ impl Engine {
             found: jobs.len(),
             duration,
         });
-        Ok(jobs)
+        let full = limited_full || jobs.len() >= limit;
+        Ok((jobs, full))
     }
 
     /// Runs a job to its end (claim if needed, handler, completion or failure handling).
     /// Returns `false` when another scheduler claimed the candidate first.
     pub fn process(&self, job: Job) -> bool {
         let execution = match job {
+            Job::Run(e) if self.late_for_its_rate_limit(&e) => {
+                self.hand_back_late(e);
+                None
+            }
             Job::Run(e) => self.still_held(e),
             Job::PickAndRun(candidate) => self.claim(candidate),
         };
@@ -266,6 +274,27 @@ impl Engine {
             self.run(execution);
         }
         ran
+    }
+
+    /// Whether a claimed execution of a rate-limited task would begin later after its claim
+    /// than the limit's margin ([`ExecutionStore::limit_start_window`]): its start was counted
+    /// at the claim, so a handler beginning later could share a window with the next starts.
+    fn late_for_its_rate_limit(&self, e: &Execution) -> bool {
+        let Some(margin) = self.store.limit_start_window(&e.task_name) else {
+            return false;
+        };
+        e.last_heartbeat
+            .is_some_and(|claimed| self.clock.now() - claimed > chrono(margin))
+    }
+
+    /// Hands a late execution of a rate-limited task back unrun: due again in its place, not
+    /// failed (its start stays counted, so the limit errs on the safe side).
+    fn hand_back_late(&self, e: Execution) {
+        metrics::counter!("docket_limit_late_starts_total", "task" => e.task_name.clone())
+            .increment(1);
+        debug!(task = %e.task_name, instance = %e.task_instance,
+            "claimed under a rate limit but would start past its margin: handed back");
+        self.release(Job::Run(e));
     }
 
     /// A claimed execution about to start after waiting in the queue, if it is still this

@@ -373,7 +373,7 @@ impl Scheduler {
         let limit = self.engine.config.threads.max(1);
         let mut ran = 0;
         loop {
-            let jobs = self.engine.poll(limit)?;
+            let (jobs, _) = self.engine.poll(limit)?;
             if jobs.is_empty() {
                 return Ok(ran);
             }
@@ -460,15 +460,15 @@ fn poll_loop(
             let polled = engine.poll(room);
             last_poll = Instant::now();
             match polled {
-                Ok(jobs) => {
-                    size.learn(jobs.len() >= room, last_poll - started, drained);
+                Ok((jobs, full)) => {
+                    size.learn(full, last_poll - started, drained);
                     failed = false;
                     idle_polls = if jobs.is_empty() {
                         (idle_polls + 1).min(32)
                     } else {
                         0
                     };
-                    shared.more_due.store(jobs.len() >= room, Ordering::SeqCst);
+                    shared.more_due.store(full, Ordering::SeqCst);
                     for job in jobs {
                         shared.in_flight.fetch_add(1, Ordering::SeqCst);
                         if let Err(unsent) = tx.send(job) {

@@ -137,6 +137,11 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
     fn execution_poisoned(&self) -> Vec<PoisonRow> {
         self.inner.execution_poisoned()
     }
+
+    /// Not a database call: the limits the wrapped store read last.
+    fn limit_start_window(&self, task_name: &str) -> Option<std::time::Duration> {
+        self.inner.limit_start_window(task_name)
+    }
 }
 
 impl<S: QueueStore + ?Sized> QueueStore for Instrumented<S> {

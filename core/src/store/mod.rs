@@ -208,6 +208,16 @@ pub trait ExecutionStore: StoreInfo {
     /// Each limit with what it holds at `now`: executions running, keys running, starts in
     /// its window, due executions waiting (counted up to `cap`).
     fn limit_usage(&self, now: DateTime<Utc>, cap: i64) -> Result<Vec<LimitUse>, StoreError>;
+    /// How late after its claim an execution of `task_name` may still start: its rate limits'
+    /// margin ([`Rate::counted_for`](crate::records::Rate::counted_for) minus the window), as
+    /// the last limited claim read them; `None` when it has no rate limit (not a database
+    /// call). A claimed execution that would start later is handed back unrun: a start is
+    /// counted when claimed, and a handler that began later than the margin could fall into a
+    /// window with the next starts.
+    fn limit_start_window(&self, task_name: &str) -> Option<std::time::Duration> {
+        let _ = task_name;
+        None
+    }
     /// Claims due executions of the limited tasks among `params.task_names`, each task in one
     /// transaction that locks its limit, so that no two claimers anywhere take the same room:
     /// at most `params.limit` in all, in hand-out order within each task, never past a limit.

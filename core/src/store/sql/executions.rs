@@ -251,6 +251,10 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
         self.limits_used(now, cap)
     }
 
+    fn limit_start_window(&self, task_name: &str) -> Option<std::time::Duration> {
+        self.start_margin(task_name)
+    }
+
     fn execution_claim_limited(
         &self,
         params: &DueParams<'_>,

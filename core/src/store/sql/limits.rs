@@ -149,6 +149,16 @@ impl<C: SqlConnector> SqlStore<C> {
             .collect())
     }
 
+    /// The start margin of `task_name`'s rate limits, from the limits read last.
+    pub(super) fn start_margin(&self, task_name: &str) -> Option<Duration> {
+        let cache = self.limits_cache();
+        let limits = cache.read.as_ref().map_or(&[][..], |(_, l)| l.as_slice());
+        limits
+            .iter()
+            .find(|l| l.task_name == task_name)
+            .and_then(TaskLimit::start_margin)
+    }
+
     fn limits_cache(&self) -> std::sync::MutexGuard<'_, LimitsCache> {
         self.limits
             .lock()
