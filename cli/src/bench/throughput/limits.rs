@@ -7,7 +7,8 @@
 //! [`Recording`] store (statements counted). The phases:
 //! - **a, baseline**: `--jobs` jobs of the unlimited task alone, no limit row in the table;
 //! - **b, beside a limited task**: the same jobs, and a backlog of `--backlog` jobs of the
-//!   limited task due an hour earlier (first in hand-out order), `max_running(--max-running)`;
+//!   limited task due an hour earlier (first in hand-out order; `--backlog-due-in`),
+//!   `max_running(--max-running)`;
 //!   the unlimited task's jobs/s (its jobs over the time until they are all done) against a;
 //! - **c, limited, generous**: the unlimited task's jobs again, the task itself limited to
 //!   `max_running(--jobs)`, a limit that never holds anything back: the claim of a limited task
@@ -56,6 +57,12 @@ pub struct LimitsArgs {
     /// Jobs of the limited task waiting in phase b (due an hour before the measured ones).
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     backlog: u64,
+    /// When the backlog of phase b is due, in seconds from the enqueue (negative: before the
+    /// measured jobs, first in hand-out order, so that every ordinary claim reads past it;
+    /// positive: not yet due during the run, so that phase b measures only the limited task's
+    /// claim in each poll and the `NOT IN` of the others).
+    #[arg(long, default_value_t = -3600, allow_hyphen_values = true)]
+    backlog_due_in: i64,
     /// The limited task's `max_running` in phase b.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     max_running: u32,
@@ -344,7 +351,7 @@ fn run_all<C: SqlConnector + Clone>(
     let name = store.backend();
     say!(
         "docket bench limits: backend={name} table={} jobs={} workers={} rounds={} \
-         (b: backlog {} of {} with max_running({}); c: {} with max_running({}); d: {} with \
+         (b: backlog {} of {} due in {} s with max_running({}); c: {} with max_running({}); d: {} with \
          max_running_per_key({}) over {} keys; fresh table per phase)",
         args.table,
         args.jobs,
@@ -352,6 +359,7 @@ fn run_all<C: SqlConnector + Clone>(
         args.rounds,
         args.backlog,
         LIMITED.name(),
+        args.backlog_due_in,
         args.max_running,
         JOB.name(),
         args.jobs,
