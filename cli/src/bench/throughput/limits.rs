@@ -187,9 +187,8 @@ fn phase<C: SqlConnector + Clone>(
         Phase::PerKey => Some(TaskLimit::new(JOB.name()).max_running_per_key(clamp(args.jobs))),
     };
     if which == Phase::Beside {
-        let earlier = Utc::now() - chrono::Duration::hours(1);
-        let backlog =
-            (0..args.backlog).map(|i| LIMITED.instance(format!("l{i}")).scheduled_to(earlier));
+        let at = Utc::now() + chrono::Duration::seconds(args.backlog_due_in);
+        let backlog = (0..args.backlog).map(|i| LIMITED.instance(format!("l{i}")).scheduled_to(at));
         client.schedule_batch(backlog)?;
     }
     let keys = args.keys;
