@@ -15,6 +15,9 @@
 //! `docket bench throughput` (module [`throughput`](mod@throughput)): the engine's own cost against the raw
 //! claim1 ceiling of the same driver.
 //!
+//! `docket bench limits` (module [`throughput`](mod@throughput), its `limits`): what limits
+//! cost an unlimited task beside a limited one, and the claim of a limited task, in rounds.
+//!
 //! `docket bench soak` (module [`soak`]): a steady mixed load for minutes, watching memory,
 //! connections, file handles and table size.
 //!
@@ -64,6 +67,9 @@ enum Which {
     Queue(queue::QueueArgs),
     /// Jobs/s of no-op one-time tasks: raw claim1 ceiling, docket's defaults, each strategy.
     Throughput(throughput::ThroughputArgs),
+    /// What limits cost: an unlimited task's jobs/s beside a limited one against the same run
+    /// with no limit, and the claim of a limited task against the ordinary claim, in rounds.
+    Limits(throughput::LimitsArgs),
     /// A steady mixed load for --minutes: memory, connections, file handles and table size
     /// stay flat, nothing is lost (a verdict line at the end).
     Soak(soak::SoakArgs),
@@ -148,6 +154,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         Which::Priority(a) => priority(a),
         Which::Queue(a) => queue::run(a),
         Which::Throughput(a) => throughput::run(a),
+        Which::Limits(a) => throughput::run_limits(a),
         Which::Soak(a) => soak::run(a),
         Which::Latency(a) => latency::run(a),
         Which::LatencyWorker(a) => latency::worker(a),

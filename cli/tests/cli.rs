@@ -855,6 +855,45 @@ fn sqlite_bench_throughput_by_processes_prints_a_line_per_count() {
     }
 }
 
+#[test]
+fn sqlite_bench_limits_prints_each_phase_and_the_ratios() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = stdout_of(docket().args([
+        "bench",
+        "limits",
+        "--backend",
+        "sqlite",
+        "--database-url",
+        &sqlite_url(&dir),
+        "--jobs",
+        "200",
+        "--backlog",
+        "50",
+        "--rounds",
+        "2",
+    ]));
+    // Two rounds, the second in reverse order, each phase on a fresh table (the limits table
+    // of the phase before dropped with it), every check passed.
+    for phase in [
+        "a baseline",
+        "b beside limited",
+        "c limited max_running",
+        "d limited per key",
+    ] {
+        let line = format!(r"(?m)^round 2 {phase} +\d+ jobs/s");
+        assert!(
+            predicate::str::is_match(line).unwrap().eval(&out),
+            "{phase}: {out}"
+        );
+    }
+    let summary =
+        r"(?m)^summary backend=sqlite rounds=2 beside_over_baseline=\d+\.\d\d,\d+\.\d\d \(median";
+    assert!(
+        predicate::str::is_match(summary).unwrap().eval(&out),
+        "{out}"
+    );
+}
+
 /// Writes a CSV file into `dir`; returns its path.
 fn csv_file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
     let path = dir.path().join(name);

@@ -51,7 +51,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod limits;
 mod processes;
+pub use limits::{run as run_limits, LimitsArgs};
 pub use processes::{worker, WorkerArgs};
 
 /// The no-op task of every job.
@@ -114,58 +116,63 @@ pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
     let (url, _tmp) = database_url(backend, args.database_url.as_deref())?;
     match backend.name() {
         #[cfg(feature = "postgres")]
-        "postgres" => run_all(
-            args,
-            &url,
-            Ops {
-                connect: docket_postgres::connect,
-                connect_uncached: |url, config| {
-                    let options = docket_postgres::PgOptions {
-                        statement_cache: false,
-                        ..Default::default()
-                    };
-                    docket_postgres::connect_with(url, config, &options)
-                },
-                ensure_database: Some(crate::bench::load::postgres::ensure_database),
-                drop: crate::bench::load::diesel::drop_scenario,
-            },
-        ),
+        "postgres" => run_all(args, &url, postgres_ops()),
         #[cfg(feature = "mysql")]
-        "mysql" => run_all(
-            args,
-            &url,
-            Ops {
-                connect: docket_mysql::connect,
-                connect_uncached: |url, config| {
-                    let options = docket_mysql::MysqlOptions {
-                        statement_cache: false,
-                        ..Default::default()
-                    };
-                    docket_mysql::connect_with(url, config, &options)
-                },
-                ensure_database: Some(crate::bench::load::mysql::ensure_database),
-                drop: crate::bench::load::diesel::drop_scenario,
-            },
-        ),
-        "sqlite" => run_all(
-            args,
-            &url,
-            Ops {
-                connect: docket_sqlite::connect,
-                connect_uncached: |url, config| {
-                    let options = docket_sqlite::SqliteOptions {
-                        statement_cache: false,
-                        ..Default::default()
-                    };
-                    docket_sqlite::connect_with(url, config, &options)
-                },
-                ensure_database: None,
-                drop: crate::bench::load::diesel::drop_scenario,
-            },
-        ),
+        "mysql" => run_all(args, &url, mysql_ops()),
+        "sqlite" => run_all(args, &url, sqlite_ops()),
         other => Err(CliError::Bench(format!(
             "bench throughput runs on postgres, mysql or sqlite, not {other}"
         ))),
+    }
+}
+
+/// The [`Ops`] of PostgreSQL.
+#[cfg(feature = "postgres")]
+fn postgres_ops() -> Ops<docket_postgres::PgConnector> {
+    Ops {
+        connect: docket_postgres::connect,
+        connect_uncached: |url, config| {
+            let options = docket_postgres::PgOptions {
+                statement_cache: false,
+                ..Default::default()
+            };
+            docket_postgres::connect_with(url, config, &options)
+        },
+        ensure_database: Some(crate::bench::load::postgres::ensure_database),
+        drop: crate::bench::load::diesel::drop_scenario,
+    }
+}
+
+/// The [`Ops`] of MySQL/MariaDB.
+#[cfg(feature = "mysql")]
+fn mysql_ops() -> Ops<docket_mysql::MysqlConnector> {
+    Ops {
+        connect: docket_mysql::connect,
+        connect_uncached: |url, config| {
+            let options = docket_mysql::MysqlOptions {
+                statement_cache: false,
+                ..Default::default()
+            };
+            docket_mysql::connect_with(url, config, &options)
+        },
+        ensure_database: Some(crate::bench::load::mysql::ensure_database),
+        drop: crate::bench::load::diesel::drop_scenario,
+    }
+}
+
+/// The [`Ops`] of SQLite.
+fn sqlite_ops() -> Ops<docket_sqlite::SqliteConnector> {
+    Ops {
+        connect: docket_sqlite::connect,
+        connect_uncached: |url, config| {
+            let options = docket_sqlite::SqliteOptions {
+                statement_cache: false,
+                ..Default::default()
+            };
+            docket_sqlite::connect_with(url, config, &options)
+        },
+        ensure_database: None,
+        drop: crate::bench::load::diesel::drop_scenario,
     }
 }
 
