@@ -176,8 +176,7 @@ impl Engine {
     }
 
     /// One poll: finds up to `limit` due executions and returns them as jobs (claimed already
-    /// under lock-and-fetch), and whether more may be due now: the poll came back full, or its
-    /// limited claims stopped at the idle threads (poll again as soon as threads free up).
+    /// under lock-and-fetch), and whether more may be due now (the poll came back full).
     pub fn poll(&self, limit: usize) -> Result<(Vec<Job>, bool), StoreError> {
         self.ensure_synced()?;
         let started = Instant::now();
@@ -191,20 +190,12 @@ impl Engine {
         };
         // Limited tasks first, each claimed within its limits under its own lock (every other
         // due-query leaves them out): their room is bounded, and a task at its limit holds
-        // nothing else back. Only as many as idle threads can start now: a limited execution
-        // waiting in the queue would hold a slot without running, and its start (counted by a
-        // rate limit when claimed) would come later than counted. The rest of the room goes to
-        // the ordinary poll.
-        let idle = self.config.threads.saturating_sub(self.running().len());
-        let limited_room = params.limit.min(i64::try_from(idle).unwrap_or(i64::MAX));
-        let limited = self.store.execution_claim_limited(
-            &DueParams {
-                limit: limited_room,
-                ..params
-            },
-            &self.config.scheduler_name,
-        )?;
-        let limited_full = limited_room < params.limit && limited.len() as i64 >= limited_room;
+        // nothing else back. The rest of the room goes to the ordinary poll. (A limited
+        // execution that waits in the queue past its rate limit's margin is handed back unrun
+        // when it comes to start: see `late_for_its_rate_limit`.)
+        let limited = self
+            .store
+            .execution_claim_limited(&params, &self.config.scheduler_name)?;
         let params = DueParams {
             limit: params.limit - limited.len() as i64,
             ..params
@@ -254,7 +245,7 @@ impl Engine {
             found: jobs.len(),
             duration,
         });
-        let full = limited_full || jobs.len() >= limit;
+        let full = jobs.len() >= limit;
         Ok((jobs, full))
     }
 
