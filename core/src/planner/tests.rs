@@ -186,13 +186,7 @@ static NAMES: LazyLock<Vec<String>> = LazyLock::new(|| vec!["t".to_owned()]);
 
 /// One poll of task `t` at `t0()` for at most `limit` rows, every level read.
 fn poll(limit: i64) -> DueParams<'static> {
-    DueParams {
-        now: t0(),
-        task_names: &NAMES,
-        limit,
-        claim_for: None,
-        clock: None,
-    }
+    DueParams::new(t0(), &NAMES, limit)
 }
 
 fn ids(rows: &[Execution]) -> Vec<String> {
