@@ -72,7 +72,7 @@ impl SchedulerBuilder {
     /// here, by name). Starts nothing.
     pub fn build(self) -> Result<Scheduler> {
         self.config.validate()?;
-        if self.store.config().ordering.primary != crate::PrimaryOrder::ExecutionTime {
+        if self.store.config().ordering.primary != crate::ordering::PrimaryOrder::ExecutionTime {
             return Err(DocketError::InvalidConfig(
                 "the scheduler orders executions by execution time (FIFO and custom orders \
                  are for the work queue)"
