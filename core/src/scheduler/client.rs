@@ -7,7 +7,7 @@ use crate::records::{
     Changes, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, LagQuery, ListFilter,
     NameLag, NewExecution, PausedPage, PausedRead, PausedTask, TaskSummary,
 };
-use crate::store::{ExecutionStore, Instrumented, StoreConfig, WakeSignals};
+use crate::store::{attach, ExecutionStore, StoreConfig, WakeSignals};
 use crate::task::{Priority, TaskInstance};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -83,8 +83,7 @@ impl SchedulerClient {
 
     /// As [`SchedulerClient::new`], with an injected clock.
     pub fn with_clock(store: Arc<dyn ExecutionStore>, clock: Arc<dyn Clock>) -> Result<Self> {
-        let store: Arc<dyn ExecutionStore> = Arc::new(Instrumented::new(store));
-        store.check_schema()?;
+        let store = attach(store)?;
         Ok(Self {
             signals: store.wake_signals(),
             store,

@@ -11,7 +11,7 @@ mod report;
 use crate::clock::{Clock, CorrectedClock, SystemClock};
 use crate::error::{DocketError, Result};
 use crate::listener::SchedulerListener;
-use crate::store::{ExecutionStore, Instrumented, WakeSignals};
+use crate::store::{attach, ExecutionStore, WakeSignals};
 use crate::task::Task;
 use claim_size::ClaimSize;
 use client::SchedulerClient;
@@ -79,7 +79,7 @@ impl SchedulerBuilder {
                     .to_owned(),
             ));
         }
-        self.store.check_schema()?;
+        let store = attach(self.store)?;
         let mut tasks = HashMap::new();
         for task in self.tasks {
             let name = task.name.clone();
@@ -98,7 +98,7 @@ impl SchedulerBuilder {
             }
             None => (Arc::new(SystemClock) as Arc<dyn Clock>, None),
         };
-        let engine = Engine::new(self.store, clock, sync, self.config, tasks, self.listeners);
+        let engine = Engine::new(store, clock, sync, self.config, tasks, self.listeners);
         Ok(Scheduler {
             engine: Arc::new(engine),
             shared: Arc::new(Shared::default()),
@@ -193,7 +193,7 @@ impl Scheduler {
     /// Starts building a scheduler on `store`.
     pub fn builder(store: Arc<dyn ExecutionStore>) -> SchedulerBuilder {
         SchedulerBuilder {
-            store: Arc::new(Instrumented::new(store)),
+            store,
             tasks: Vec::new(),
             config: SchedulerConfig::default(),
             clock: None,
