@@ -185,8 +185,10 @@ async fn pages_survive_a_row_docket_cannot_decode(harness: &dyn Harness) {
 }
 
 async_tests! {
-    pages_survive_a_row_docket_cannot_decode_on_postgres => pages_survive_a_row_docket_cannot_decode(&Postgres);
-    pages_survive_a_row_docket_cannot_decode_on_sqlite => pages_survive_a_row_docket_cannot_decode(&Sqlite);
+    pages_survive_a_row_docket_cannot_decode_on_postgres =>
+        pages_survive_a_row_docket_cannot_decode(&Postgres);
+    pages_survive_a_row_docket_cannot_decode_on_sqlite =>
+        pages_survive_a_row_docket_cannot_decode(&Sqlite);
 }
 
 /// Finding 3, the work queue: `custom_attributes = '{not json'` made `/queue/{type}` answer
@@ -307,8 +309,10 @@ async fn an_item_with_a_null_record_date_is_shown_as_such(harness: &dyn Harness)
 }
 
 async_tests! {
-    an_item_with_a_null_record_date_is_shown_as_such_on_sqlite => an_item_with_a_null_record_date_is_shown_as_such(&Sqlite);
-    an_item_with_a_null_record_date_is_shown_as_such_on_postgres => an_item_with_a_null_record_date_is_shown_as_such(&Postgres);
+    an_item_with_a_null_record_date_is_shown_as_such_on_sqlite =>
+        an_item_with_a_null_record_date_is_shown_as_such(&Sqlite);
+    an_item_with_a_null_record_date_is_shown_as_such_on_postgres =>
+        an_item_with_a_null_record_date_is_shown_as_such(&Postgres);
 }
 
 /// Finding 3, the paused tasks: a bad `paused_at` (PostgreSQL `'infinity'`, on SQLite a number
@@ -393,6 +397,8 @@ async fn a_bad_paused_at_is_shown_as_such(harness: &dyn Harness, bad: &str) {
 }
 
 async_tests! {
-    a_bad_paused_at_is_shown_as_such_on_sqlite => a_bad_paused_at_is_shown_as_such(&Sqlite, "9223372036854775807");
-    a_bad_paused_at_is_shown_as_such_on_postgres => a_bad_paused_at_is_shown_as_such(&Postgres, "'infinity'");
+    a_bad_paused_at_is_shown_as_such_on_sqlite =>
+        a_bad_paused_at_is_shown_as_such(&Sqlite, "9223372036854775807");
+    a_bad_paused_at_is_shown_as_such_on_postgres =>
+        a_bad_paused_at_is_shown_as_such(&Postgres, "'infinity'");
 }
