@@ -10,7 +10,11 @@ an item that the root re-exports from it (`pub use other::Item`). An item define
 file itself counts as a dependency on the root, whose own dependencies (the modules it names)
 count too, so a module using the root's items while the root uses that module is a circle.
 Modules declared under `#[cfg(test)]` in the root are left out. Exits 1 when a circle
-exists."""
+exists.
+
+In a whole crate it also lists every import back up: a module naming an item through the
+root's re-export (`crate::Item` for `pub use other::Item`) rather than the module that defines
+it (`crate::other::Item`) imports from the module above it; exits 1 when there is one."""
 import glob, os, re, sys
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -98,6 +102,7 @@ def names_in(code):
 
 
 deps = {}
+back_up = set()
 for path in glob.glob(os.path.join(root, "**", "*.rs"), recursive=True):
     rel = os.path.relpath(path, root)
     top = rel.split(os.sep)[0].removesuffix(".rs")
@@ -116,6 +121,8 @@ for path in glob.glob(os.path.join(root, "**", "*.rs"), recursive=True):
                 deps.setdefault(ROOT, set()).add(name)
         continue
     for name in names_in(code):
+        if crate_mode and name in reexported and name not in modules:
+            back_up.add((rel, name, reexported[name]))
         target = target_of(name)
         if target is not None and target != top:
             deps.setdefault(top, set()).add(target)
@@ -131,4 +138,6 @@ circles = sorted({tuple(sorted((a, b))) for a in deps for b in deps[a] if reache
 for a, b in circles:
     print(f"circle: {a} <-> {b}")
 print(f"{label} modules:", {k: sorted(v) for k, v in sorted(deps.items())})
-sys.exit(1 if circles else 0)
+for rel, name, home in sorted(back_up):
+    print(f"import back up: {rel} names crate::{name}; name it crate::{home}::{name}")
+sys.exit(1 if circles or back_up else 0)

@@ -3,8 +3,8 @@
 //! with its version row (SQL Server DDL is transactional), so a failed migration leaves
 //! nothing behind and is retried whole.
 
+use crate::dialect::MssqlDialect;
 use crate::error::MssqlError;
-use crate::MssqlDialect;
 use crate::MssqlStore;
 use docket_core::dialect::{Rendered, SqlWriter};
 use docket_core::migrate::{split_statements, MigrationFile, TableMigration};

@@ -137,7 +137,7 @@ impl Family for PgFamily {
         let stmt = crate::wake::notify_statement(channel);
         // Not kept prepared: the connection is the caller's.
         let prepare = Prepare {
-            dialect: &crate::PgDialect,
+            dialect: &crate::dialect::PgDialect,
             statement_cache: false,
         };
         DieselSession::<Self>::new(conn, prepare)

@@ -418,6 +418,28 @@ impl NodeThreeRun {
             started,
         }
     }
+
+    /// [`NodeThreeRun::start`] on each node's own URL, then `ctl <fault> g3`: the run, when
+    /// the fault hit, and what node 3 held then (read through node 1; nothing is revived
+    /// before the dead window).
+    fn start_then(exe: &str, fault: &str) -> (Self, Instant, Vec<String>) {
+        let run = Self::start(exe, GaleraDb::url, 1_000);
+        ctl(&[fault, "g3"]);
+        let at = Instant::now();
+        let held = crate::reliability::held_by(&*run.store, "node3");
+        (run, at, held)
+    }
+
+    /// Schedules [`MORE`] once node 3 is back ([`schedule_more`]) and stops the schedulers:
+    /// how many of those node 3's scheduler ran, how long the whole run took, how many
+    /// executions were declared dead, and who ran each execution.
+    fn more_then_finish(mut self) -> (usize, Duration, usize, HashMap<String, Vec<String>>) {
+        let node3_after = schedule_more(&self.db, &*self.store, &mut self.cluster);
+        let elapsed = self.started.elapsed();
+        let events: Vec<String> = (0..3).flat_map(|i| self.cluster.events(i)).collect();
+        let dead = instances(&events, "dead").len();
+        (node3_after, elapsed, dead, self.cluster.finish())
+    }
 }
 
 /// Schedules [`MORE`] executions once node 3 is back and waits for them; returns how many of
@@ -469,20 +491,12 @@ fn reruns_only_of_node_three(
 /// came back.
 pub fn galera_node_killed_and_back(exe: &str) {
     let _one = one_at_a_time();
-    let NodeThreeRun {
-        db,
-        store,
-        mut cluster,
-        started,
-    } = NodeThreeRun::start(exe, GaleraDb::url, 1_000);
-    ctl(&["kill", "g3"]);
-    let killed = Instant::now();
-    // Read after the kill: what node 3 claimed up to the kill (nothing is revived before the
-    // dead window), and what it started (it goes on starting what it had queued).
-    let held = crate::reliability::held_by(&*store, "node3");
+    let (mut run, killed, held) = NodeThreeRun::start_then(exe, "kill");
+    // What it started up to the kill (it goes on starting what it had queued).
     let before_kill: std::collections::HashSet<String> =
-        cluster.started(VICTIM).into_iter().collect();
-    cluster.wait("the others to finish everything", || {
+        run.cluster.started(VICTIM).into_iter().collect();
+    let store = Arc::clone(&run.store);
+    run.cluster.wait("the others to finish everything", || {
         remaining(&*store) == 0
     });
     let finished = killed.elapsed();
@@ -492,17 +506,13 @@ pub fn galera_node_killed_and_back(exe: &str) {
     // come back once the pool has one again: the first sign is the outcomes it could not write,
     // now fenced (its executions were revived meanwhile) and reported as lost.
     until("node 3's scheduler to write again", || {
-        cluster
+        run.cluster
             .events(VICTIM)
             .iter()
             .any(|l| l.starts_with("lost "))
     });
     let back = killed.elapsed();
-    let node3_after = schedule_more(&db, &*store, &mut cluster);
-    let elapsed = started.elapsed();
-    let events: Vec<String> = (0..3).flat_map(|i| cluster.events(i)).collect();
-    let dead = instances(&events, "dead").len();
-    let runs = cluster.finish();
+    let (node3_after, elapsed, dead, runs) = run.more_then_finish();
     let twice = duplicates(&runs);
     let figures = format!(
         "; node 3 held {} at the kill, had started {}; the others finished {:.1} s after the \
@@ -605,36 +615,24 @@ pub fn galera_node_lost_multi_host(exe: &str, fault: NodeFault) {
 /// of the executions scheduled after it rejoined (it resumed by itself).
 pub fn galera_node_cut_off(exe: &str) {
     let _one = one_at_a_time();
-    let NodeThreeRun {
-        db,
-        store,
-        mut cluster,
-        started,
-    } = NodeThreeRun::start(exe, GaleraDb::url, 1_000);
-    ctl(&["isolate", "g3"]);
-    let cut = Instant::now();
-    // Read after the cut (through node 1): what node 3 claimed up to it; nothing is revived
-    // before the dead window.
-    let held = crate::reliability::held_by(&*store, "node3");
+    let (mut run, cut, held) = NodeThreeRun::start_then(exe, "isolate");
     std::thread::sleep(Duration::from_secs(10));
     // What it started, including what it had queued and started while cut off.
     let before_cut: std::collections::HashSet<String> =
-        cluster.started(VICTIM).into_iter().collect();
-    let failed_polls = cluster
+        run.cluster.started(VICTIM).into_iter().collect();
+    let failed_polls = run
+        .cluster
         .events(VICTIM)
         .iter()
         .filter(|l| l.starts_with("poll-failed"))
         .count();
     ctl(&["rejoin", "g3"]);
     let rejoined = cut.elapsed();
-    cluster.wait("the others to finish everything", || {
+    let store = Arc::clone(&run.store);
+    run.cluster.wait("the others to finish everything", || {
         remaining(&*store) == 0
     });
-    let node3_after = schedule_more(&db, &*store, &mut cluster);
-    let elapsed = started.elapsed();
-    let events: Vec<String> = (0..3).flat_map(|i| cluster.events(i)).collect();
-    let dead = instances(&events, "dead").len();
-    let runs = cluster.finish();
+    let (node3_after, elapsed, dead, runs) = run.more_then_finish();
     let twice = duplicates(&runs);
     let figures = format!(
         "; node 3 held {} at the cut, had started {}; {failed_polls} of its polls failed while \

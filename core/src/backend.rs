@@ -79,16 +79,16 @@ macro_rules! backend {
             fn connect(
                 &self,
                 url: &str,
-                config: $crate::StoreConfig,
-            ) -> Result<std::sync::Arc<dyn $crate::Store>, $crate::StoreError> {
+                config: $crate::store::StoreConfig,
+            ) -> Result<std::sync::Arc<dyn $crate::store::Store>, $crate::error::StoreError> {
                 Ok(std::sync::Arc::new(connect(url, config)?))
             }
             fn explain(
                 &self,
                 url: &str,
-                config: $crate::StoreConfig,
+                config: $crate::store::StoreConfig,
                 stmts: &[$crate::dialect::Rendered],
-            ) -> Result<Vec<Vec<String>>, $crate::StoreError> {
+            ) -> Result<Vec<Vec<String>>, $crate::error::StoreError> {
                 let store = connect(url, config)?;
                 stmts
                     .iter()

@@ -34,6 +34,21 @@ mod model;
 mod pages;
 pub mod serve;
 mod state;
+
+/// `#[tokio::test]` functions, one a line, each awaiting one case (as a case runs once per
+/// backend): `name_on_sqlite => case(&Sqlite, args);`.
+#[cfg(test)]
+macro_rules! async_tests {
+    ($($test:ident => $case:ident($($arg:expr),*);)*) => {
+        $(
+            #[tokio::test]
+            async fn $test() {
+                $case($($arg),*).await;
+            }
+        )*
+    };
+}
+
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

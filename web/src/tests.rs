@@ -96,6 +96,16 @@ impl Fixture {
         self.send(req.body(Body::empty()).unwrap()).await
     }
 
+    /// `POST uri` with the bearer token and a JSON `body`.
+    async fn api(&self, uri: &str, body: &str) -> Reply {
+        self.api_post(uri, Some(TOKEN), body).await
+    }
+
+    /// `POST uri` with the bearer token and `{"version":version}`, as a write by version sends.
+    async fn api_version(&self, uri: &str, version: i64) -> Reply {
+        self.api(uri, &format!(r#"{{"version":{version}}}"#)).await
+    }
+
     async fn api_post(&self, uri: &str, token: Option<&str>, body: &str) -> Reply {
         let mut req = Request::post(uri)
             .header(header::HOST, "localhost")
@@ -135,6 +145,53 @@ impl Fixture {
         }
         self.send(req.body(Body::from(body.to_owned())).unwrap())
             .await
+    }
+
+    /// Posts a signed-in form as the dashboard's own pages send it (same origin) and asserts
+    /// the redirect a done write answers with.
+    async fn form_redirects(&self, uri: &str, cookie: &str, body: &str) -> Reply {
+        let r = self
+            .form_post(uri, Some(cookie), Some("http://localhost"), body)
+            .await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{uri}: {}", r.body);
+        r
+    }
+
+    /// Each `(cookie, origin, body, status, says)` posted to `uri` as a form: answered with
+    /// `status`, an HTML page that contains `says`.
+    async fn forms_answer(&self, uri: &str, cases: Vec<Case<'_>>) {
+        for (cookie, origin, body, status, says) in cases {
+            let r = self.form_post(uri, cookie, origin, &body).await;
+            assert_eq!(r.status, status, "{body}: {}", r.body);
+            assert!(r.body.contains(says), "{says}: {}", r.body);
+            assert!(r.body.contains("<!DOCTYPE html>"), "{}", r.body);
+        }
+    }
+
+    /// Posts back a bulk cancel's confirmation page's `rows`, signed in, and asserts it was
+    /// done.
+    async fn bulk_cancel_confirmed(&self, cookie: &str, rows: &str) -> Reply {
+        let csrf = self.csrf_of(cookie).await;
+        let form = format!("csrf={csrf}&rows={}", super::links::seg(rows));
+        let done = self
+            .form_post("/tasks/report/bulk/cancel", Some(cookie), None, &form)
+            .await;
+        assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+        done
+    }
+
+    /// `req` (a method and a URI) with no body and `Authorization: authorization`.
+    async fn send_authorized(
+        &self,
+        req: axum::http::request::Builder,
+        authorization: &str,
+    ) -> Reply {
+        let req = req
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, authorization)
+            .body(Body::empty())
+            .unwrap();
+        self.send(req).await
     }
 
     /// The sign-in form's CSRF value and the `Cookie` header value that pairs with it.
@@ -312,6 +369,31 @@ impl Reply {
     fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
     }
+
+    /// Asserts a refusal: `status`, and a JSON `error` that contains `says`.
+    fn assert_error(&self, status: StatusCode, says: &str) {
+        assert_eq!(self.status, status, "{}", self.body);
+        let error = self.json()["error"].as_str().map(str::to_owned);
+        assert!(
+            error.as_deref().is_some_and(|e| e.contains(says)),
+            "{says:?} in {}",
+            self.body
+        );
+    }
+}
+
+/// The text `field` of every element of the JSON array `list`.
+fn strs<'a>(list: &'a Value, field: &str) -> Vec<&'a str> {
+    let list = list
+        .as_array()
+        .unwrap_or_else(|| panic!("an array: {list}"));
+    list.iter()
+        .map(|e| {
+            e[field]
+                .as_str()
+                .unwrap_or_else(|| panic!("{field} in {e}"))
+        })
+        .collect()
 }
 
 fn task_row<'a>(overview: &'a Value, task: &str) -> &'a Value {
@@ -437,32 +519,18 @@ async fn unknown_things_are_clear_404s_in_html_and_json() {
     assert_eq!(api.status, StatusCode::NOT_FOUND);
     assert_eq!(api.json()["status"], 404);
     let r = f
-        .api_post(
-            "/api/executions/email/nope/run-now",
-            Some(TOKEN),
-            r#"{"version":1}"#,
-        )
+        .api("/api/executions/email/nope/run-now", r#"{"version":1}"#)
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
-    let r = f
-        .api_post("/api/queue/email/workers/w1/next", Some(TOKEN), "")
-        .await;
+    let r = f.api("/api/queue/email/workers/w1/next", "").await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
     let v = f.version("email", "high");
     let r = f
-        .api_post(
-            "/api/queue/email/workers/w1/items/high/submit",
-            Some(TOKEN),
-            &format!(r#"{{"version":{v}}}"#),
-        )
+        .api_version("/api/queue/email/workers/w1/items/high/submit", v)
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
     let r = f
-        .api_post(
-            "/api/executions/email/high/explode",
-            Some(TOKEN),
-            r#"{"version":1}"#,
-        )
+        .api("/api/executions/email/high/explode", r#"{"version":1}"#)
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
 }
@@ -475,15 +543,8 @@ async fn read_only_site_refuses_every_write() {
         .store
         .execution_get(&ExecutionKey::new("email", "high"))
         .unwrap();
-    let r = f
-        .api_post(
-            "/api/executions/email/high/cancel",
-            Some(TOKEN),
-            &format!(r#"{{"version":{v}}}"#),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::FORBIDDEN);
-    assert!(r.json()["error"].as_str().unwrap().contains("read-only"));
+    let r = f.api_version("/api/executions/email/high/cancel", v).await;
+    r.assert_error(StatusCode::FORBIDDEN, "read-only");
     let r = f
         .form_post(
             "/executions/email/high/cancel",
@@ -497,9 +558,7 @@ async fn read_only_site_refuses_every_write() {
         .form_post("/login", None, None, &format!("csrf=x&token={TOKEN}"))
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
-    let r = f
-        .api_post("/api/queue/label/workers/w1/next", Some(TOKEN), "")
-        .await;
+    let r = f.api("/api/queue/label/workers/w1/next", "").await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert_eq!(
         f.store
@@ -526,24 +585,13 @@ async fn api_actions_need_the_token_and_the_current_version() {
         let r = f.api_post(url, token, &body).await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{token:?}: {}", r.body);
     }
-    let r = f.api_post(url, Some(TOKEN), r#"{"version":"x"}"#).await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert!(r.json()["error"]
-        .as_str()
-        .unwrap()
-        .contains("malformed JSON"));
+    let r = f.api(url, r#"{"version":"x"}"#).await;
+    r.assert_error(StatusCode::BAD_REQUEST, "malformed JSON");
+    let r = f.api(url, &format!(r#"{{"version":{}}}"#, v + 1)).await;
+    r.assert_error(StatusCode::CONFLICT, "changed since version");
     let r = f
-        .api_post(url, Some(TOKEN), &format!(r#"{{"version":{}}}"#, v + 1))
-        .await;
-    assert_eq!(r.status, StatusCode::CONFLICT);
-    assert!(r.json()["error"]
-        .as_str()
-        .unwrap()
-        .contains("changed since version"));
-    let r = f
-        .api_post(
+        .api(
             "/api/executions/email/later/reschedule",
-            Some(TOKEN),
             &format!(r#"{{"version":{v},"at":"tomorrow"}}"#),
         )
         .await;
@@ -555,7 +603,7 @@ async fn api_actions_need_the_token_and_the_current_version() {
     );
 
     // Run now: due at (about) now, version bumped.
-    let r = f.api_post(url, Some(TOKEN), &body).await;
+    let r = f.api(url, &body).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.json()["done"], "run now");
     let after = f.store.execution_get(&key).unwrap().unwrap();
@@ -566,15 +614,14 @@ async fn api_actions_need_the_token_and_the_current_version() {
     assert!(after.version > v);
     assert_eq!(r.json()["row"]["version"], after.version);
     // The same (now stale) request again: refused, nothing changed.
-    let r = f.api_post(url, Some(TOKEN), &body).await;
+    let r = f.api(url, &body).await;
     assert_eq!(r.status, StatusCode::CONFLICT);
     assert_eq!(f.store.execution_get(&key).unwrap().unwrap(), after);
 
     // Reschedule to a given time (datetime-local form, read as UTC).
     let r = f
-        .api_post(
+        .api(
             "/api/executions/email/later/reschedule",
-            Some(TOKEN),
             &format!(
                 r#"{{"version":{},"at":"2031-05-06T07:08:09"}}"#,
                 after.version
@@ -591,14 +638,9 @@ async fn api_actions_need_the_token_and_the_current_version() {
     // A running execution cannot be changed.
     let rv = f.version("report", "running");
     let r = f
-        .api_post(
-            "/api/executions/report/running/cancel",
-            Some(TOKEN),
-            &format!(r#"{{"version":{rv}}}"#),
-        )
+        .api_version("/api/executions/report/running/cancel", rv)
         .await;
-    assert_eq!(r.status, StatusCode::CONFLICT);
-    assert!(r.json()["error"].as_str().unwrap().contains("running"));
+    r.assert_error(StatusCode::CONFLICT, "running");
     assert!(f
         .store
         .execution_get(&ExecutionKey::new("report", "running"))
@@ -607,9 +649,8 @@ async fn api_actions_need_the_token_and_the_current_version() {
 
     // Cancel removes it.
     let r = f
-        .api_post(
+        .api(
             "/api/executions/email/later/cancel",
-            Some(TOKEN),
             &format!(r#"{{"version":{}}}"#, moved.version),
         )
         .await;
@@ -622,58 +663,51 @@ async fn api_actions_need_the_token_and_the_current_version() {
 async fn forms_need_sign_in_csrf_and_same_origin() {
     let f = Fixture::new(Some(TOKEN));
     let key = ExecutionKey::new("email", "low");
-    let before = f.store.execution_get(&key).unwrap().unwrap();
-    let v = before.version;
+    let before = f.store.execution_get(&key).unwrap();
+    let v = f.version("email", "low");
     let url = "/executions/email/low/reschedule";
 
     // Sign-in: wrong CSRF, no CSRF cookie, wrong token, cross-site origin.
     let (login_csrf, login_cookie) = f.login_form().await;
     let lc = Some(login_cookie.as_str());
-    let r = f
-        .form_post("/login", lc, None, &format!("csrf=bad&token={TOKEN}"))
-        .await;
-    assert_eq!(r.status, StatusCode::FORBIDDEN);
-    let r = f
-        .form_post(
-            "/login",
-            None,
-            None,
-            &format!("csrf={login_csrf}&token={TOKEN}"),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::FORBIDDEN);
-    let r = f
-        .form_post("/login", lc, None, &format!("csrf={login_csrf}&token=nope"))
-        .await;
-    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
-    assert!(r.body.contains("wrong token"));
-    let r = f
-        .form_post(
-            "/login",
-            lc,
-            Some("http://evil.example"),
-            &format!("csrf={login_csrf}&token={TOKEN}"),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::FORBIDDEN);
-    assert!(r.body.contains("cross-site request refused"));
-    // What a sandboxed frame or a page with `no-referrer` elsewhere sends: refused too.
-    let r = f
-        .form_post(
-            "/login",
-            lc,
-            Some("null"),
-            &format!("csrf={login_csrf}&token={TOKEN}"),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::FORBIDDEN);
-    assert!(r.body.contains("cross-site request refused"));
+    let right = format!("csrf={login_csrf}&token={TOKEN}");
+    let cross_site = "cross-site request refused";
+    f.forms_answer(
+        "/login",
+        vec![
+            (
+                lc,
+                None,
+                format!("csrf=bad&token={TOKEN}"),
+                StatusCode::FORBIDDEN,
+                "",
+            ),
+            (None, None, right.clone(), StatusCode::FORBIDDEN, ""),
+            (
+                lc,
+                None,
+                format!("csrf={login_csrf}&token=nope"),
+                StatusCode::UNAUTHORIZED,
+                "wrong token",
+            ),
+            (
+                lc,
+                Some("http://evil.example"),
+                right.clone(),
+                StatusCode::FORBIDDEN,
+                cross_site,
+            ),
+            // What a sandboxed frame or a page with `no-referrer` elsewhere sends: refused too.
+            (lc, Some("null"), right, StatusCode::FORBIDDEN, cross_site),
+        ],
+    )
+    .await;
     let cookie = f.sign_in().await;
     let csrf = f.csrf_of(&cookie).await;
     let good = format!("csrf={csrf}&version={v}&at=2030-01-02T03%3A04");
 
     // Not signed in; a forged cookie; cross-site; no CSRF; malformed; stale.
-    let cases: [Case<'_>; 6] = [
+    let cases: Vec<Case<'_>> = vec![
         (
             None,
             None,
@@ -717,14 +751,9 @@ async fn forms_need_sign_in_csrf_and_same_origin() {
             "changed since version",
         ),
     ];
-    for (cookie, origin, body, status, says) in cases {
-        let r = f.form_post(url, cookie, origin, &body).await;
-        assert_eq!(r.status, status, "{body}: {}", r.body);
-        assert!(r.body.contains(says), "{says}: {}", r.body);
-        assert!(r.body.contains("<!DOCTYPE html>"));
-    }
+    f.forms_answer(url, cases).await;
     assert_eq!(
-        f.store.execution_get(&key).unwrap().unwrap(),
+        f.store.execution_get(&key).unwrap(),
         before,
         "nothing changed"
     );
@@ -740,10 +769,7 @@ async fn forms_need_sign_in_csrf_and_same_origin() {
         .body
         .contains(&format!("name=\"version\" value=\"{v}\"")));
 
-    let r = f
-        .form_post(url, Some(&cookie), Some("http://localhost"), &good)
-        .await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let r = f.form_redirects(url, &cookie, &good).await;
     assert_eq!(
         r.headers[header::LOCATION],
         "/executions/email/low?done=rescheduled"
@@ -792,12 +818,7 @@ async fn queue_pages_show_record_keys_assignments_and_a_workers_list() {
 
     // What w2 would see: rec2, rec3 (rec1 is held by w1).
     let w = f.get("/api/queue/label/workers/w2").await.json();
-    let list: Vec<&str> = w["list"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["item"].as_str().unwrap())
-        .collect();
+    let list = strs(&w["list"], "item");
     assert_eq!(list, ["rec2", "rec3"]);
     let w1 = f.get("/api/queue/label/workers/w1").await.json();
     assert_eq!(w1["held"][0]["item"], "rec1");
@@ -820,11 +841,7 @@ async fn two_workers_take_submit_skip_and_give_back_through_the_api() {
         let f = &f;
         async move {
             let r = f
-                .api_post(
-                    &format!("/api/queue/label/workers/{w}/next"),
-                    Some(TOKEN),
-                    "",
-                )
+                .api(&format!("/api/queue/label/workers/{w}/next"), "")
                 .await;
             assert_eq!(r.status, StatusCode::OK, "{}", r.body);
             r.json()["row"].clone()
@@ -840,21 +857,12 @@ async fn two_workers_take_submit_skip_and_give_back_through_the_api() {
     // w2 cannot submit w1's item; a stale version is refused.
     let v1 = a["version"].as_i64().unwrap();
     let r = f
-        .api_post(
-            "/api/queue/label/workers/w2/items/rec1/submit",
-            Some(TOKEN),
-            &format!(r#"{{"version":{v1}}}"#),
-        )
+        .api_version("/api/queue/label/workers/w2/items/rec1/submit", v1)
         .await;
-    assert_eq!(r.status, StatusCode::CONFLICT);
-    assert!(r.json()["error"]
-        .as_str()
-        .unwrap()
-        .contains("not held by worker \"w2\""));
+    r.assert_error(StatusCode::CONFLICT, "not held by worker \"w2\"");
     let r = f
-        .api_post(
+        .api(
             "/api/queue/label/workers/w1/items/rec1/submit",
-            Some(TOKEN),
             &format!(r#"{{"version":{}}}"#, v1 - 1),
         )
         .await;
@@ -866,11 +874,7 @@ async fn two_workers_take_submit_skip_and_give_back_through_the_api() {
     );
 
     let r = f
-        .api_post(
-            "/api/queue/label/workers/w1/items/rec1/submit",
-            Some(TOKEN),
-            &format!(r#"{{"version":{v1}}}"#),
-        )
+        .api_version("/api/queue/label/workers/w1/items/rec1/submit", v1)
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.json()["row"]["held_by"], Value::Null);
@@ -882,9 +886,8 @@ async fn two_workers_take_submit_skip_and_give_back_through_the_api() {
     // w2 gives rec2 back for 60 s: RETURNED with a deadline about a minute away.
     let v2 = b["version"].as_i64().unwrap();
     let r = f
-        .api_post(
+        .api(
             "/api/queue/label/workers/w2/items/rec2/give-back",
-            Some(TOKEN),
             &format!(r#"{{"version":{v2},"hide_for_secs":60}}"#),
         )
         .await;
@@ -904,9 +907,8 @@ async fn two_workers_take_submit_skip_and_give_back_through_the_api() {
     let c = take("w2").await;
     assert_eq!(c["item"], "rec1");
     let r = f
-        .api_post(
+        .api(
             "/api/queue/label/workers/w2/items/rec1/skip",
-            Some(TOKEN),
             &format!(r#"{{"version":{}}}"#, c["version"]),
         )
         .await;
@@ -923,19 +925,11 @@ async fn two_workers_take_submit_skip_and_give_back_through_the_api() {
         "{statuses:?}"
     );
     let r = f
-        .api_post(
-            "/api/queue/label/workers/w2/items/rec1/nope",
-            Some(TOKEN),
-            "{}",
-        )
+        .api("/api/queue/label/workers/w2/items/rec1/nope", "{}")
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     let r = f
-        .api_post(
-            "/api/queue/label/workers/w2/items/rec1/skip",
-            Some(TOKEN),
-            "{}",
-        )
+        .api("/api/queue/label/workers/w2/items/rec1/skip", "{}")
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
@@ -946,14 +940,12 @@ async fn the_worker_page_takes_and_submits_through_forms() {
     let cookie = f.sign_in().await;
     let csrf = f.csrf_of(&cookie).await;
     let r = f
-        .form_post(
+        .form_redirects(
             "/queue/label/workers/w1/next",
-            Some(&cookie),
-            Some("http://localhost"),
+            &cookie,
             &format!("csrf={csrf}"),
         )
         .await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     assert_eq!(
         r.headers[header::LOCATION],
         "/queue/label/workers/w1?done=taken&taken=rec1"
@@ -1219,14 +1211,8 @@ async fn sessions_are_per_sign_in_and_sign_out_revokes_them() {
 
     // Sign out a: its cookie no longer signs in, b's still does.
     let r = f
-        .form_post(
-            "/logout",
-            Some(&a),
-            Some("http://localhost"),
-            &format!("csrf={csrf_a}"),
-        )
+        .form_redirects("/logout", &a, &format!("csrf={csrf_a}"))
         .await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     let cleared = r.headers[header::SET_COOKIE].to_str().unwrap();
     assert!(cleared.starts_with("docket_session=;") && cleared.contains("Max-Age=0"));
     let r = run_now(&a, &csrf_a).await;
@@ -1356,37 +1342,40 @@ async fn slow_and_idle_connections_are_closed() {
             let _ = stopped.await;
         },
     ));
-    /// Reads until the server closes the connection; panics if it stays open for 3 s.
-    async fn read_to_close(s: &mut tokio::net::TcpStream) -> String {
+    /// Sends `request` on a new connection and reads until the server closes it (panics if it
+    /// stays open for 3 s): what came back, and how long the connection was open.
+    async fn until_closed(
+        addr: std::net::SocketAddr,
+        request: &[u8],
+    ) -> (String, std::time::Duration) {
+        let started = std::time::Instant::now();
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(request).await.unwrap();
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(3);
         loop {
             match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
-                Ok(Ok(0) | Err(_)) => return String::from_utf8_lossy(&got).into_owned(),
+                Ok(Ok(0) | Err(_)) => {
+                    return (
+                        String::from_utf8_lossy(&got).into_owned(),
+                        started.elapsed(),
+                    )
+                }
                 Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
                 Err(_) => panic!("connection still open after 3 s"),
             }
         }
     }
     // Half a request: closed without an answer.
-    let started = std::time::Instant::now();
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
-        .await
-        .unwrap();
-    let got = read_to_close(&mut s).await;
-    assert!(started.elapsed() >= limit, "{:?}", started.elapsed());
+    let (got, open) = until_closed(addr, b"GET / HTTP/1.1\r\nHost: localhost\r\n").await;
+    assert!(open >= limit, "{open:?}");
     assert!(!got.contains("200 OK"), "{got}");
     // A whole request on a kept-alive connection: answered, then closed once idle.
-    let started = std::time::Instant::now();
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(b"GET /style.css HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .await
-        .unwrap();
-    let got = read_to_close(&mut s).await;
+    let whole = b"GET /style.css HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    let (got, open) = until_closed(addr, whole).await;
     assert!(got.starts_with("HTTP/1.1 200 OK"), "{got}");
-    assert!(started.elapsed() >= limit);
+    assert!(open >= limit, "{open:?}");
     stop.send(()).unwrap();
     server.await.unwrap();
 }
@@ -1671,7 +1660,7 @@ async fn tasks_are_paused_and_resumed_from_the_page_and_the_api() {
         .await;
     assert!(r.status.is_client_error());
     assert!(client.paused().unwrap().is_empty());
-    let r = f.api_post("/api/tasks/email/stop", Some(TOKEN), "").await;
+    let r = f.api("/api/tasks/email/stop", "").await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 
     // From the page.
@@ -1711,25 +1700,25 @@ async fn tasks_are_paused_and_resumed_from_the_page_and_the_api() {
     );
 
     // Through the API: resume, then resume again changes nothing.
-    let r = f.api_post("/api/tasks/email/resume", Some(TOKEN), "").await;
+    let r = f.api("/api/tasks/email/resume", "").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let v: Value = serde_json::from_str(&r.body).unwrap();
     assert_eq!(
         (v["done"].as_str(), v["row"].is_null()),
         (Some("resumed"), true)
     );
-    let r = f.api_post("/api/tasks/email/resume", Some(TOKEN), "").await;
+    let r = f.api("/api/tasks/email/resume", "").await;
     let v: Value = serde_json::from_str(&r.body).unwrap();
     assert_eq!(v["done"], "not paused");
     assert!(client.paused().unwrap().is_empty());
-    let r = f.api_post("/api/tasks/email/pause", Some(TOKEN), "").await;
+    let r = f.api("/api/tasks/email/pause", "").await;
     let v: Value = serde_json::from_str(&r.body).unwrap();
     assert_eq!(v["done"], "paused");
     assert_eq!(v["row"]["task"], "email");
 
     // Read-only: refused.
     let ro = Fixture::new(None);
-    let r = ro.api_post("/api/tasks/email/pause", Some(TOKEN), "").await;
+    let r = ro.api("/api/tasks/email/pause", "").await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
 }
 
@@ -1769,12 +1758,7 @@ async fn bulk_actions_on_failing_executions_are_confirmed_and_bounded() {
     assert_eq!(ids.len(), 3, "{preview}");
     assert!(ids.contains(&"high") && ids.contains(&"low") && ids.contains(&"later"));
     let report: Value = serde_json::from_str(&f.get("/api/tasks/report/bulk").await.body).unwrap();
-    let ids: Vec<&str> = report["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["instance"].as_str().unwrap())
-        .collect();
+    let ids = strs(&report["rows"], "instance");
     assert_eq!(ids, ["failing"], "running executions are not offered");
 
     // API retry: `later` changed since the preview (its version moved): left alone.
@@ -1797,11 +1781,7 @@ async fn bulk_actions_on_failing_executions_are_confirmed_and_bounded() {
         .await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED, "the token is needed");
     let r = f
-        .api_post(
-            "/api/tasks/email/bulk/retry",
-            Some(TOKEN),
-            &body.to_string(),
-        )
+        .api("/api/tasks/email/bulk/retry", &body.to_string())
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let result: Value = serde_json::from_str(&r.body).unwrap();
@@ -1830,17 +1810,15 @@ async fn bulk_actions_on_failing_executions_are_confirmed_and_bounded() {
         .map(|i| serde_json::json!({"instance": format!("x{i}"), "version": 1}))
         .collect();
     let r = f
-        .api_post(
+        .api(
             "/api/tasks/email/bulk/cancel",
-            Some(TOKEN),
             &serde_json::json!({ "rows": many }).to_string(),
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     let r = f
-        .api_post(
+        .api(
             "/api/tasks/email/bulk/reschedule",
-            Some(TOKEN),
             r#"{"rows":[{"instance":"low","version":1}]}"#,
         )
         .await;
@@ -1861,12 +1839,7 @@ async fn bulk_actions_on_failing_executions_are_confirmed_and_bounded() {
         serde_json::from_str::<Value>(&rows).unwrap(),
         serde_json::json!([{"instance": "failing", "version": version}])
     );
-    let csrf = f.csrf_of(&cookie).await;
-    let form = format!("csrf={csrf}&rows={}", super::links::seg(&rows));
-    let done = f
-        .form_post("/tasks/report/bulk/cancel", Some(&cookie), None, &form)
-        .await;
-    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+    let done = f.bulk_cancel_confirmed(&cookie, &rows).await;
     assert!(done.body.contains("Done: 1 cancelled."));
     assert!(f
         .store
@@ -1937,12 +1910,7 @@ async fn bulk_actions_change_exactly_the_confirmed_failing_rows() {
         .await;
     assert_eq!(confirm.status, StatusCode::OK, "{}", confirm.body);
     let rows = hidden_value(&confirm.body, "rows").expect("the rows field");
-    let csrf = f.csrf_of(&cookie).await;
-    let form = format!("csrf={csrf}&rows={}", super::links::seg(&rows));
-    let done = f
-        .form_post("/tasks/report/bulk/cancel", Some(&cookie), None, &form)
-        .await;
-    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+    let done = f.bulk_cancel_confirmed(&cookie, &rows).await;
     assert!(
         f.store.execution_get(&victim).unwrap().is_some(),
         "the healthy row was never shown: it must not be cancelled"
@@ -1965,9 +1933,8 @@ async fn bulk_actions_change_exactly_the_confirmed_failing_rows() {
 
     // The API: a healthy row's key and version is refused (left alone, with the reason).
     let r = f
-        .api_post(
+        .api(
             "/api/tasks/report/bulk/cancel",
-            Some(TOKEN),
             &format!(r#"{{"rows":[{{"instance":"victim","version":{victim_version}}}]}}"#),
         )
         .await;
@@ -1992,9 +1959,8 @@ async fn bulk_actions_change_exactly_the_confirmed_failing_rows() {
         .unwrap());
     let v = f.version("report", "victim");
     let r = f
-        .api_post(
+        .api(
             "/api/tasks/report/bulk/retry",
-            Some(TOKEN),
             &format!(r#"{{"rows":[{{"instance":"victim","version":{v}}}]}}"#),
         )
         .await;
@@ -2046,20 +2012,14 @@ async fn reads_need_the_token_when_one_is_set() {
     assert_eq!(f.get("/style.css").await.status, StatusCode::OK);
     // The bearer token (any case of the scheme) or a session opens every read.
     for scheme in ["Bearer", "bearer", "BEARER"] {
-        let req = Request::get("/api/executions/email/later")
-            .header(header::HOST, "localhost")
-            .header(header::AUTHORIZATION, format!("{scheme} {TOKEN}"))
-            .body(Body::empty())
-            .unwrap();
-        let r = f.send(req).await;
+        let later = Request::get("/api/executions/email/later");
+        let r = f.send_authorized(later, &format!("{scheme} {TOKEN}")).await;
         assert_eq!(r.status, StatusCode::OK, "{scheme}: {}", r.body);
     }
-    let req = Request::get("/metrics")
-        .header(header::HOST, "localhost")
-        .header(header::AUTHORIZATION, "Bearer wrong-token-here!")
-        .body(Body::empty())
-        .unwrap();
-    assert_eq!(f.send(req).await.status, StatusCode::UNAUTHORIZED);
+    let wrong = f
+        .send_authorized(Request::get("/metrics"), "Bearer wrong-token-here!")
+        .await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
     let cookie = f.sign_in().await;
     for page in ["/", "/executions/email/later", "/metrics", "/api/overview"] {
         let r = f.get_signed_in(page, Some(&cookie)).await;
@@ -2097,12 +2057,8 @@ async fn api_404s_are_json_lower_case_bearer_works_and_paused_pages_say_so() {
     assert_eq!(r.json()["status"], 404, "{}", r.body);
     assert!(f.get("/no-such-page").await.body.contains("<html"));
 
-    let req = Request::post("/api/tasks/email/pause")
-        .header(header::HOST, "localhost")
-        .header(header::AUTHORIZATION, format!("bearer {TOKEN}"))
-        .body(Body::empty())
-        .unwrap();
-    let r = f.send(req).await;
+    let pause = Request::post("/api/tasks/email/pause");
+    let r = f.send_authorized(pause, &format!("bearer {TOKEN}")).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let page = f.get("/executions/email/high").await;
     assert!(page.body.contains("the task is paused"), "{}", page.body);

@@ -7,8 +7,14 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use chrono::{Duration, Utc};
 use docket_compat_tests::backends::{Postgres, Sqlite};
-use docket_compat_tests::Harness;
-use docket_core::{ExecutionKey, SchedulerClient, StoreConfig, TableName, TaskDescriptor};
+use docket_compat_tests::{Harness, Space};
+use docket_core::dialect::SqlWriter;
+use docket_core::queue::{Batch, Record};
+use docket_core::{
+    ExecutionKey, QueueConfig, SchedulerClient, Store, StoreConfig, TableName, TaskDescriptor,
+    WorkQueue,
+};
+use std::sync::Arc;
 use tower::ServiceExt;
 
 const EMAIL: TaskDescriptor = TaskDescriptor::new("email");
@@ -42,15 +48,51 @@ pub(super) async fn get(web: &super::AppState, uri: &str) -> (StatusCode, String
     (status, String::from_utf8(bytes.to_vec()).unwrap())
 }
 
+/// A fresh space of `harness`, migrated with `config`, and its store.
+fn migrated(harness: &dyn Harness, config: StoreConfig) -> (Box<dyn Space>, Arc<dyn Store>) {
+    let space = harness.space();
+    space.migrate(&config, None);
+    let store = space.store(config, None);
+    (space, store)
+}
+
+/// Enqueues three items `1`, `2`, `3` of type `label` (one assignment each).
+pub(super) fn three_items(queue: &WorkQueue) {
+    queue
+        .enqueue(&Batch {
+            task_type: "label".into(),
+            max_assignments: 1,
+            records: ["1", "2", "3"].map(Record::new).to_vec(),
+        })
+        .unwrap();
+}
+
+/// Another program's write, behind docket's back: `UPDATE table SET <set> WHERE task_name =
+/// task [AND task_instance = instance]` through the space's own connection, one row changed.
+fn write_behind(
+    space: &dyn Space,
+    table: &TableName,
+    set: impl FnOnce(&mut SqlWriter<'_>),
+    task: &str,
+    instance: Option<&str>,
+) {
+    let foreign = space.foreign();
+    let mut w = SqlWriter::new(foreign.dialect());
+    w.push("UPDATE ").table(table).push(" SET ");
+    set(&mut w);
+    w.push(" WHERE task_name = ").bind(task);
+    if let Some(instance) = instance {
+        w.push(" AND task_instance = ").bind(instance);
+    }
+    assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
+}
+
 /// Finding 3: `email/bad` gets the backend's undecodable time (PostgreSQL `-infinity`, on
 /// SQLite an out-of-range number, through the compat suite's `Space::poison`). Without the
 /// fix `/`, `/api/overview`, the task pages, `/queue`, `/api/search`, `/metrics` and
 /// `/api/lag` answered 503 (checked on both backends before the fix).
 async fn pages_survive_a_row_docket_cannot_decode(harness: &dyn Harness) {
-    let space = harness.space();
-    let config = StoreConfig::with_priority(true);
-    space.migrate(&config, None);
-    let store = space.store(config, None);
+    let (space, store) = migrated(harness, StoreConfig::with_priority(true));
     let client = SchedulerClient::new(store.clone()).unwrap();
     let now = Utc::now();
     for id in ["good", "bad"] {
@@ -142,14 +184,11 @@ async fn pages_survive_a_row_docket_cannot_decode(harness: &dyn Harness) {
     assert_eq!(get("/executions/email/good").await.0, StatusCode::OK);
 }
 
-#[tokio::test]
-async fn pages_survive_a_row_docket_cannot_decode_on_postgres() {
-    pages_survive_a_row_docket_cannot_decode(&Postgres).await;
-}
-
-#[tokio::test]
-async fn pages_survive_a_row_docket_cannot_decode_on_sqlite() {
-    pages_survive_a_row_docket_cannot_decode(&Sqlite).await;
+async_tests! {
+    pages_survive_a_row_docket_cannot_decode_on_postgres =>
+        pages_survive_a_row_docket_cannot_decode(&Postgres);
+    pages_survive_a_row_docket_cannot_decode_on_sqlite =>
+        pages_survive_a_row_docket_cannot_decode(&Sqlite);
 }
 
 /// Finding 3, the work queue: `custom_attributes = '{not json'` made `/queue/{type}` answer
@@ -157,53 +196,21 @@ async fn pages_survive_a_row_docket_cannot_decode_on_sqlite() {
 /// others are listed. Without the fix the type's page answered 500 (the test fails there).
 #[tokio::test]
 async fn an_item_with_unreadable_attributes_is_shown_as_such() {
-    use docket_core::dialect::SqlWriter;
-    use docket_core::queue::{Batch, Record};
-    use docket_core::{QueueConfig, WorkQueue};
-    let space = Sqlite.space();
-    let config = StoreConfig::default();
-    space.migrate(&config, None);
-    let store = space.store(config, None);
-    WorkQueue::new(store.clone(), QueueConfig::default())
-        .unwrap()
-        .enqueue(&Batch {
-            task_type: "label".into(),
-            max_assignments: 1,
-            records: ["1", "2", "3"].map(Record::new).to_vec(),
-        })
-        .unwrap();
-    let foreign = space.foreign();
-    let mut w = SqlWriter::new(foreign.dialect());
-    w.push("UPDATE ")
-        .table(&TableName::default())
-        .push(" SET custom_attributes = ")
-        .bind("{not json")
-        .push(" WHERE task_name = ")
-        .bind("label")
-        .push(" AND task_instance = ")
-        .bind("2");
-    assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
-    let web = super::Dashboard::new(
-        store,
-        Access::Token {
-            token: None,
-            hosts: super::hosts::Hosts::new("127.0.0.1:80".parse().unwrap(), &[]),
-            secure_cookies: false,
-        },
-    )
-    .build()
-    .unwrap();
+    let (space, store) = migrated(&Sqlite, StoreConfig::default());
+    three_items(&WorkQueue::new(store.clone(), QueueConfig::default()).unwrap());
+    let attributes = |w: &mut SqlWriter<'_>| {
+        w.push("custom_attributes = ").bind("{not json");
+    };
+    write_behind(
+        &*space,
+        &TableName::default(),
+        attributes,
+        "label",
+        Some("2"),
+    );
+    let web = open_dashboard(store);
     for uri in ["/queue/label", "/api/queue/label", "/queue/label/items/2"] {
-        let req = Request::get(uri)
-            .header(header::HOST, "localhost")
-            .body(Body::empty())
-            .unwrap();
-        let res = router(web.clone()).oneshot(req).await.unwrap();
-        let status = res.status();
-        let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
-            .await
-            .unwrap();
-        let body = String::from_utf8(bytes.to_vec()).unwrap();
+        let (status, body) = get(&web, uri).await;
         assert_eq!(status, StatusCode::OK, "{uri}: {body}");
         if uri == "/queue/label" {
             // The type's table does not show attributes: every item is listed.
@@ -227,33 +234,22 @@ async fn an_item_with_unreadable_attributes_is_shown_as_such() {
 /// Without the fix `/queue/label`, `/api/queue/label`, the worker page and `/api/search`
 /// answered 500 (checked on both backends by reverting the fix).
 async fn an_item_with_a_null_record_date_is_shown_as_such(harness: &dyn Harness) {
-    use docket_core::dialect::SqlWriter;
-    use docket_core::queue::{Batch, Record};
-    use docket_core::{QueueConfig, WorkQueue};
-    let space = harness.space();
-    let config = StoreConfig::default();
-    space.migrate(&config, None);
-    let store = space.store(config, None);
+    let (space, store) = migrated(harness, StoreConfig::default());
     let queue = WorkQueue::new(store.clone(), QueueConfig::default()).unwrap();
-    queue
-        .enqueue(&Batch {
-            task_type: "label".into(),
-            max_assignments: 1,
-            records: ["1", "2", "3"].map(Record::new).to_vec(),
-        })
-        .unwrap();
+    three_items(&queue);
     // w1 holds item 1: the type's page then shows what w1 would get next.
     let taken = queue.next_for("w1", "label").unwrap().expect("an item");
     assert_eq!(taken.key.task_instance, "1");
-    let foreign = space.foreign();
-    let mut w = SqlWriter::new(foreign.dialect());
-    w.push("UPDATE ")
-        .table(&TableName::default())
-        .push(" SET record_date = NULL WHERE task_name = ")
-        .bind("label")
-        .push(" AND task_instance = ")
-        .bind("2");
-    assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
+    let null_date = |w: &mut SqlWriter<'_>| {
+        w.push("record_date = NULL");
+    };
+    write_behind(
+        &*space,
+        &TableName::default(),
+        null_date,
+        "label",
+        Some("2"),
+    );
     let web = open_dashboard(store);
     let get = |uri: &'static str| get(&web, uri);
     // The type's page: every item listed, the bad one as unreadable in its place.
@@ -312,14 +308,11 @@ async fn an_item_with_a_null_record_date_is_shown_as_such(harness: &dyn Harness)
     assert_eq!(get("/queue/label/items/3").await.0, StatusCode::OK);
 }
 
-#[tokio::test]
-async fn an_item_with_a_null_record_date_is_shown_as_such_on_sqlite() {
-    an_item_with_a_null_record_date_is_shown_as_such(&Sqlite).await;
-}
-
-#[tokio::test]
-async fn an_item_with_a_null_record_date_is_shown_as_such_on_postgres() {
-    an_item_with_a_null_record_date_is_shown_as_such(&Postgres).await;
+async_tests! {
+    an_item_with_a_null_record_date_is_shown_as_such_on_sqlite =>
+        an_item_with_a_null_record_date_is_shown_as_such(&Sqlite);
+    an_item_with_a_null_record_date_is_shown_as_such_on_postgres =>
+        an_item_with_a_null_record_date_is_shown_as_such(&Postgres);
 }
 
 /// Finding 3, the paused tasks: a bad `paused_at` (PostgreSQL `'infinity'`, on SQLite a number
@@ -329,11 +322,7 @@ async fn an_item_with_a_null_record_date_is_shown_as_such_on_postgres() {
 /// Without the fix `/metrics` had no `docket_task_paused` sample (and `docket_paused_tasks 0`)
 /// and `/executions/email/e1` answered 500 (checked on both backends).
 async fn a_bad_paused_at_is_shown_as_such(harness: &dyn Harness, bad: &str) {
-    use docket_core::dialect::SqlWriter;
-    let space = harness.space();
-    let config = StoreConfig::default();
-    space.migrate(&config, None);
-    let store = space.store(config, None);
+    let (space, store) = migrated(harness, StoreConfig::default());
     let client = SchedulerClient::new(store.clone()).unwrap();
     let now = Utc::now();
     for task in [EMAIL, REPORT] {
@@ -342,15 +331,16 @@ async fn a_bad_paused_at_is_shown_as_such(harness: &dyn Harness, bad: &str) {
             .unwrap();
         assert!(client.pause(task.name(), Some("test")).unwrap());
     }
-    let foreign = space.foreign();
-    let mut w = SqlWriter::new(foreign.dialect());
-    w.push("UPDATE ")
-        .table(&TableName::default().paused())
-        .push(" SET paused_at = ")
-        .push(bad)
-        .push(" WHERE task_name = ")
-        .bind("email");
-    assert_eq!(foreign.execute(&w.finish()).unwrap(), 1);
+    let paused_at = |w: &mut SqlWriter<'_>| {
+        w.push("paused_at = ").push(bad);
+    };
+    write_behind(
+        &*space,
+        &TableName::default().paused(),
+        paused_at,
+        "email",
+        None,
+    );
     let web = open_dashboard(store);
     let get = |uri: &'static str| get(&web, uri);
     let (status, metrics) = get("/metrics").await;
@@ -406,12 +396,9 @@ async fn a_bad_paused_at_is_shown_as_such(harness: &dyn Harness, bad: &str) {
     }
 }
 
-#[tokio::test]
-async fn a_bad_paused_at_is_shown_as_such_on_sqlite() {
-    a_bad_paused_at_is_shown_as_such(&Sqlite, "9223372036854775807").await;
-}
-
-#[tokio::test]
-async fn a_bad_paused_at_is_shown_as_such_on_postgres() {
-    a_bad_paused_at_is_shown_as_such(&Postgres, "'infinity'").await;
+async_tests! {
+    a_bad_paused_at_is_shown_as_such_on_sqlite =>
+        a_bad_paused_at_is_shown_as_such(&Sqlite, "9223372036854775807");
+    a_bad_paused_at_is_shown_as_such_on_postgres =>
+        a_bad_paused_at_is_shown_as_such(&Postgres, "'infinity'");
 }

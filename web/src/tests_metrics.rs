@@ -10,7 +10,6 @@ use chrono::{DateTime, Duration, Utc};
 use docket_compat_tests::backends::{Postgres, Sqlite};
 use docket_compat_tests::{Foreign, Harness};
 use docket_core::dialect::SqlWriter;
-use docket_core::queue::{Batch, Record};
 use docket_core::{
     Clock, ExecutionKey, ManualClock, QueueConfig, SchedulerClient, StoreConfig, TableName,
     TaskDescriptor, WorkQueue,
@@ -32,13 +31,7 @@ fn seed(store: &Arc<dyn docket_core::Store>, clock: &ManualClock) -> DateTime<Ut
         QueueConfig::default(),
     )
     .unwrap();
-    queue
-        .enqueue(&Batch {
-            task_type: "label".into(),
-            max_assignments: 1,
-            records: ["1", "2", "3"].map(Record::new).to_vec(),
-        })
-        .unwrap();
+    super::tests_bad_rows::three_items(&queue);
     clock.advance(std::time::Duration::from_secs(600));
     assert!(queue.next_for("w1", "label").unwrap().is_some());
     let now = clock.now();
@@ -282,12 +275,7 @@ async fn metrics_match_sql(harness: &dyn Harness) {
     assert!(page.contains("p90"));
 }
 
-#[tokio::test]
-async fn metrics_are_parsed_and_match_sql_on_sqlite() {
-    metrics_match_sql(&Sqlite).await;
-}
-
-#[tokio::test]
-async fn metrics_are_parsed_and_match_sql_on_postgres() {
-    metrics_match_sql(&Postgres).await;
+async_tests! {
+    metrics_are_parsed_and_match_sql_on_sqlite => metrics_match_sql(&Sqlite);
+    metrics_are_parsed_and_match_sql_on_postgres => metrics_match_sql(&Postgres);
 }

@@ -21,6 +21,28 @@ pub struct WorkerTarget {
     pub(super) table: TableName,
 }
 
+/// This executable's `bench <command>` worker process on `table` of `backend` at `url` (the
+/// [`WorkerTarget`] arguments), `more` arguments after them.
+pub(super) fn worker_command(
+    command: &str,
+    backend: &str,
+    url: &str,
+    table: &TableName,
+    more: &[&str],
+) -> Result<Command, CliError> {
+    let mut worker = Command::new(std::env::current_exe()?);
+    worker.args([
+        "bench",
+        command,
+        "--backend",
+        backend,
+        "--database-url",
+        url,
+    ]);
+    worker.args(["--table", &table.to_string()]).args(more);
+    Ok(worker)
+}
+
 /// A started worker process.
 pub(super) struct Worker {
     child: Child,

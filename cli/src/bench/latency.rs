@@ -21,7 +21,7 @@
 //! concurrency 10 (docket's 10 threads) and its defaults otherwise (`LISTEN`/`NOTIFY`, a 2 s
 //! poll); the producer calls `graphile_worker.add_job` from this process.
 
-use super::child::{Worker, WorkerTarget};
+use super::child::{worker_command, Worker, WorkerTarget};
 use super::database_url;
 use crate::args::parse_table;
 use crate::bench::load::Recording;
@@ -412,20 +412,9 @@ fn run_docket<C: SqlConnector>(
     let window = Duration::from_secs(args.quiet_seconds);
     let names = server_processes(&args.backend);
     let (base, _) = quiet_window(names, None, window);
-    let exe = std::env::current_exe()?;
-    let mut command = Command::new(exe);
-    command.args([
-        "bench",
-        "latency-worker",
-        "--backend",
-        &args.backend,
-        "--database-url",
-        url,
-        "--table",
-        &args.table.to_string(),
-        "--jobs",
-        &total_jobs(args).to_string(),
-    ]);
+    let jobs = total_jobs(args).to_string();
+    let more = ["--jobs", jobs.as_str()];
+    let mut command = worker_command("latency-worker", &args.backend, url, &args.table, &more)?;
     let mut worker = Worker::spawn(&mut command)?;
     let (with, worker_cpu) = quiet_window(names, Some(worker.id()), window);
     end_quiet(&mut worker)?;

@@ -32,7 +32,7 @@ pub fn connect(
 /// prepared statements kept.
 pub(crate) fn foreign_on<F: docket_diesel::Family>(
     store: &docket_core::backend::SqlStore<docket_diesel::DieselConnector<F>>,
-) -> Box<dyn crate::Foreign> {
+) -> Box<dyn crate::harness::Foreign> {
     Box::new(store.connector().clone().with_statement_cache(false))
 }
 

@@ -115,14 +115,7 @@ pub fn lock_and_fetch_claims_in_order(h: &dyn Harness, t: Toggle) {
     }
     // Priority on: highest first (e4, e3, ...); off: oldest first, which is the same here.
     let names = strings(&["work"]);
-    let params = |limit| DueParams {
-        now,
-        task_names: &names,
-        limit,
-        claim_for: None,
-        clock: None,
-        include_limited: false,
-    };
+    let params = |limit| DueParams::new(now, &names, limit);
     let first = ctx
         .store
         .execution_lock_and_fetch_due(&params(3), "s1")
@@ -211,14 +204,7 @@ pub fn concurrent_fetch_claimers_never_double_claim(h: &dyn Harness, t: Toggle) 
     let ctx = Ctx::new(h, t);
     let names = strings(&["work"]);
     claim_concurrently(&ctx, |store, me| {
-        let params = DueParams {
-            now: Ctx::t0(),
-            task_names: &names,
-            limit: 50,
-            claim_for: None,
-            clock: None,
-            include_limited: false,
-        };
+        let params = DueParams::new(Ctx::t0(), &names, 50);
         let candidates = store.execution_fetch_due(&params).unwrap();
         if candidates.is_empty() {
             return None;
@@ -250,14 +236,7 @@ pub fn concurrent_lock_and_fetch_claimers_never_double_claim(h: &dyn Harness, t:
     ctx.require(Need::LockAndFetch);
     let names = strings(&["work"]);
     claim_concurrently(&ctx, |store, me| {
-        let params = DueParams {
-            now: Ctx::t0(),
-            task_names: &names,
-            limit: 25,
-            claim_for: None,
-            clock: None,
-            include_limited: false,
-        };
+        let params = DueParams::new(Ctx::t0(), &names, 25);
         let claimed: Vec<_> = store
             .execution_lock_and_fetch_due(&params, me)
             .unwrap()

@@ -82,14 +82,7 @@ fn poll(
     now: chrono::DateTime<chrono::Utc>,
 ) -> Vec<Execution> {
     let names = [task.to_owned()];
-    let p = DueParams {
-        now,
-        task_names: &names,
-        limit: BATCH as i64,
-        claim_for: None,
-        clock: None,
-        include_limited: false,
-    };
+    let p = DueParams::new(now, &names, BATCH as i64);
     match strategy {
         "fetch" => store.execution_fetch_due(&p),
         _ => store.execution_lock_and_fetch_due(&p, "fair-node"),

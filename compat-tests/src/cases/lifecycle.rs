@@ -251,14 +251,7 @@ pub fn revived_execution_fences_old_owner(h: &dyn Harness, t: Toggle) {
         ctx.clock.advance(std::time::Duration::from_secs(7 * 60));
         assert_eq!(rescuer.detect_dead().unwrap(), 1);
         let names = strings(&["work"]);
-        let due = DueParams {
-            now: ctx.clock.now(),
-            task_names: &names,
-            limit: 1,
-            claim_for: None,
-            clock: None,
-            include_limited: false,
-        };
+        let due = DueParams::new(ctx.clock.now(), &names, 1);
         assert_eq!(
             ctx.store
                 .execution_lock_and_fetch_due(&due, "new")
@@ -638,14 +631,7 @@ pub fn dead_detection_reads_past_rows_it_leaves_alone(h: &dyn Harness, t: Toggle
     let claimed = ctx
         .store
         .execution_lock_and_fetch_due(
-            &DueParams {
-                now: ctx.clock.now(),
-                task_names: &["ghost".to_owned()],
-                limit: 1000,
-                claim_for: None,
-                clock: None,
-                include_limited: false,
-            },
+            &DueParams::new(ctx.clock.now(), &["ghost".to_owned()], 1000),
             "gone",
         )
         .unwrap();

@@ -60,14 +60,7 @@ pub fn due(
 ) -> Vec<Execution> {
     let names: Vec<String> = names.iter().map(|s| (*s).to_owned()).collect();
     store
-        .execution_fetch_due(&DueParams {
-            now,
-            task_names: &names,
-            limit: 1000,
-            claim_for: None,
-            clock: None,
-            include_limited: false,
-        })
+        .execution_fetch_due(&DueParams::new(now, &names, 1000))
         .expect("due-query runs")
 }
 

@@ -32,17 +32,7 @@ pub fn due_order_reference(h: &dyn Harness, t: Toggle) {
     let names = strings(&["work"]);
     let claimed = ctx
         .store
-        .execution_lock_and_fetch_due(
-            &DueParams {
-                now,
-                task_names: &names,
-                limit: 10,
-                claim_for: None,
-                clock: None,
-                include_limited: false,
-            },
-            "me",
-        )
+        .execution_lock_and_fetch_due(&DueParams::new(now, &names, 10), "me")
         .unwrap();
     assert_eq!(ids(&claimed), expected, "lock-and-fetch order");
 }
@@ -180,14 +170,7 @@ pub fn due_batches_span_levels_in_order(h: &dyn Harness, t: Toggle) {
     ][usize::from(t.on())]
     .clone();
     let names = strings(&["work"]);
-    let params = |limit| DueParams {
-        now,
-        task_names: &names,
-        limit,
-        claim_for: None,
-        clock: None,
-        include_limited: false,
-    };
+    let params = |limit| DueParams::new(now, &names, limit);
     assert_eq!(
         ids(&ctx.store.execution_fetch_due(&params(4)).unwrap()),
         first
@@ -221,14 +204,7 @@ pub fn many_priority_levels_keep_order(h: &dyn Harness, t: Toggle) {
     let names = strings(&["work"]);
     let got = ctx
         .store
-        .execution_fetch_due(&DueParams {
-            now,
-            task_names: &names,
-            limit: 3,
-            claim_for: None,
-            clock: None,
-            include_limited: false,
-        })
+        .execution_fetch_due(&DueParams::new(now, &names, 3))
         .unwrap();
     assert_eq!(ids(&got), expected);
 }

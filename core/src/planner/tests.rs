@@ -8,6 +8,7 @@ use crate::records::Due;
 use crate::records::{DueParams, Execution, ExecutionKey, PoisonRow};
 use chrono::{DateTime, TimeZone, Utc};
 use std::cell::{Cell, RefCell};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 /// A table in memory. `poison` rows fail to decode; every call counts as one statement.
@@ -175,8 +176,12 @@ fn planner(mode: PriorityMode) -> Planner {
     })
 }
 
-fn names() -> Vec<String> {
-    vec!["t".to_owned()]
+/// The task names every poll of these tests reads.
+static NAMES: LazyLock<Vec<String>> = LazyLock::new(|| vec!["t".to_owned()]);
+
+/// One poll of task `t` at `t0()` for at most `limit` rows, every level read.
+fn poll(limit: i64) -> DueParams<'static> {
+    DueParams::new(t0(), &NAMES, limit)
 }
 
 fn ids(rows: &[Execution]) -> Vec<String> {
@@ -214,17 +219,9 @@ fn strict_batches_follow_the_sorted_table() {
                 ..Memory::with(scattered(120, &[1, 5, 9, 50]))
             };
             let planner = planner(PriorityMode::Strict);
-            let names = names();
-            let p = DueParams {
-                now: t0(),
-                task_names: &names,
-                limit,
-                claim_for: None,
-                clock: None,
-                include_limited: false,
-            };
+            let p = poll(limit);
             loop {
-                let all = Due::new(Level::Any, t0(), &names, 10_000);
+                let all = Due::new(Level::Any, t0(), &NAMES, 10_000);
                 let expected: Vec<_> = ids(&memory.select(&all))
                     .into_iter()
                     .take(usize::try_from(limit).unwrap_or(0))
@@ -263,15 +260,7 @@ fn the_level_cache_skips_drained_levels() {
     rows.push(row("future", Some(5), -3600));
     let memory = Memory::with(rows);
     let planner = planner(PriorityMode::Strict);
-    let names = names();
-    let p = DueParams {
-        now: t0(),
-        task_names: &names,
-        limit: 5,
-        claim_for: None,
-        clock: None,
-        include_limited: false,
-    };
+    let p = poll(5);
     assert_eq!(planner.claim(&memory, &p, "me").unwrap().len(), 5);
     // The next poll finds level 9 drained and level 5 not due yet (plain probes first).
     assert_eq!(planner.claim(&memory, &p, "me").unwrap().len(), 5);
@@ -304,15 +293,7 @@ fn poison_rows_are_skipped_held_back_and_reported_once() {
             ])
         };
         let planner = planner(PriorityMode::Strict);
-        let names = names();
-        let p = DueParams {
-            now: t0(),
-            task_names: &names,
-            limit: 2,
-            claim_for: None,
-            clock: None,
-            include_limited: false,
-        };
+        let p = poll(2);
         let poll = || match claims {
             true => planner.claim(&memory, &p, "me").unwrap(),
             false => planner.due(&memory, &p).unwrap(),
@@ -345,15 +326,7 @@ fn weighted_shares_follow_the_weights() {
     let planner = planner(PriorityMode::Weighted(
         Weights::new(&[(9, 3), (1, 1)]).unwrap(),
     ));
-    let names = names();
-    let p = DueParams {
-        now: t0(),
-        task_names: &names,
-        limit: 1,
-        claim_for: None,
-        clock: None,
-        include_limited: false,
-    };
+    let p = poll(1);
     let mut high = 0;
     for _ in 0..200 {
         let got = planner.claim(&memory, &p, "me").unwrap();
@@ -375,15 +348,7 @@ fn aging_lets_old_low_rows_pass_fresh_high_ones() {
     ]);
     let aging = Aging::new(Duration::from_secs(60), 100).unwrap();
     let planner = planner(PriorityMode::Aging(aging));
-    let names = names();
-    let p = DueParams {
-        now: t0(),
-        task_names: &names,
-        limit: 3,
-        claim_for: None,
-        clock: None,
-        include_limited: false,
-    };
+    let p = poll(3);
     assert_eq!(
         ids(&planner.claim(&memory, &p, "me").unwrap()),
         ["old-low", "fresh-high", "young-low"]
@@ -433,15 +398,7 @@ fn contended_claims_are_retried_a_bounded_number_of_times() {
         let memory = Memory::with(vec![row("a", Some(5), 10)]);
         memory.contended.set(contended);
         let planner = planner(PriorityMode::Strict);
-        let names = names();
-        let p = DueParams {
-            now: t0(),
-            task_names: &names,
-            limit: 1,
-            claim_for: None,
-            clock: None,
-            include_limited: false,
-        };
+        let p = poll(1);
         let rows = planner
             .claim(&memory, &p, "me")
             .unwrap_or_else(|e| panic!("{contended} contentions: {e}"));
@@ -465,15 +422,7 @@ fn a_claim_failing_at_a_later_level_hands_out_the_earlier_levels() {
     let memory = Memory::with(vec![row("a", Some(5), 10), row("b", Some(3), 10)]);
     memory.claims_before_failing.set(Some(1));
     let planner = planner(PriorityMode::Strict);
-    let names = names();
-    let p = DueParams {
-        now: t0(),
-        task_names: &names,
-        limit: 2,
-        claim_for: None,
-        clock: None,
-        include_limited: false,
-    };
+    let p = poll(2);
     let rows = planner
         .claim(&memory, &p, "me")
         .expect("the first level's rows");

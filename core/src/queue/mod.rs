@@ -15,7 +15,7 @@ pub mod csv;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{DocketError, Result, StoreError};
 use crate::ordering::{CustomKey, KeyType, PrimaryOrder, PriorityMode};
-use crate::store::{ExecutionKey, Instrumented, QueueStore};
+use crate::store::{attach, ExecutionKey, QueueStore};
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use serde_json::{Map, Value as Json};
 use std::collections::HashMap;
@@ -176,8 +176,7 @@ impl WorkQueue {
                 )));
             }
         }
-        let store: Arc<dyn QueueStore> = Arc::new(Instrumented::new(store));
-        store.check_queue_schema()?;
+        let store = attach(store)?;
         Ok(Self {
             store,
             clock,

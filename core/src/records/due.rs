@@ -37,6 +37,19 @@ pub struct DueParams<'a> {
 }
 
 impl<'a> DueParams<'a> {
+    /// A poll of at most `limit` rows of `task_names` due at `now` that reads every level and
+    /// stamps every claim `now` (no `claim_for`, no `clock`).
+    pub fn new(now: DateTime<Utc>, task_names: &'a [String], limit: i64) -> Self {
+        Self {
+            now,
+            task_names,
+            limit,
+            claim_for: None,
+            clock: None,
+            include_limited: false,
+        }
+    }
+
     /// The poll's statement at `level`: at most `room` rows due by `due_by`, leaving out
     /// `exclude`.
     pub fn at_level(

@@ -7,7 +7,7 @@ use crate::records::{
     Changes, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard, LagQuery, ListFilter,
     NameLag, NewExecution, PausedPage, PausedRead, PausedTask, TaskSummary,
 };
-use crate::store::{ExecutionStore, Instrumented, StoreConfig, WakeSignals};
+use crate::store::{attach, ExecutionStore, StoreConfig, WakeSignals};
 use crate::task::{Priority, TaskInstance};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -83,8 +83,7 @@ impl SchedulerClient {
 
     /// As [`SchedulerClient::new`], with an injected clock.
     pub fn with_clock(store: Arc<dyn ExecutionStore>, clock: Arc<dyn Clock>) -> Result<Self> {
-        let store: Arc<dyn ExecutionStore> = Arc::new(Instrumented::new(store));
-        store.check_schema()?;
+        let store = attach(store)?;
         Ok(Self {
             signals: store.wake_signals(),
             store,
@@ -373,7 +372,7 @@ impl SchedulerClient {
     /// Sets the limits of `limit.task_name` cluster-wide, replacing its old ones: every
     /// scheduler on the table keeps them from its next poll (other claims leave the task out
     /// at once; its own claim starts within a second). Needs `0009_limits`.
-    pub fn set_limit(&self, limit: &crate::TaskLimit) -> Result<()> {
+    pub fn set_limit(&self, limit: &crate::records::TaskLimit) -> Result<()> {
         limit.validate()?;
         Ok(self.store.limit_set(limit, self.clock.now())?)
     }
@@ -391,13 +390,13 @@ impl SchedulerClient {
     }
 
     /// Every task's limits, by task name (none when the table lacks `0009_limits`).
-    pub fn limits(&self) -> Result<Vec<crate::TaskLimit>> {
+    pub fn limits(&self) -> Result<Vec<crate::records::TaskLimit>> {
         Ok(self.store.limit_list()?)
     }
 
     /// Each limit with what it holds now: running, keys running, starts in its window, due
     /// executions waiting (counted up to `cap`, at least 1).
-    pub fn limit_usage(&self, cap: i64) -> Result<Vec<crate::LimitUse>> {
+    pub fn limit_usage(&self, cap: i64) -> Result<Vec<crate::records::LimitUse>> {
         if cap < 1 {
             return Err(DocketError::InvalidConfig(format!(
                 "limit_usage: cap must be at least 1, got {cap}"

@@ -11,7 +11,7 @@ mod report;
 use crate::clock::{Clock, CorrectedClock, SystemClock};
 use crate::error::{DocketError, Result};
 use crate::listener::SchedulerListener;
-use crate::store::{ExecutionStore, Instrumented, WakeSignals};
+use crate::store::{attach, ExecutionStore, WakeSignals};
 use crate::task::Task;
 use claim_size::ClaimSize;
 use client::SchedulerClient;
@@ -33,14 +33,14 @@ pub struct SchedulerBuilder {
     /// The clock given by [`SchedulerBuilder::clock`], used as given; `None`: the system clock.
     clock: Option<Arc<dyn Clock>>,
     listeners: Vec<Arc<dyn SchedulerListener>>,
-    limits: Vec<crate::TaskLimit>,
+    limits: Vec<crate::records::TaskLimit>,
 }
 
 impl SchedulerBuilder {
     /// Sets a task's limits, kept by every scheduler on the table (stored in its table of
     /// limits by [`SchedulerBuilder::build`], replacing that task's old limits; `0009_limits`):
     /// `TaskLimit::new("export").max_running(5)`.
-    pub fn limit(mut self, limit: crate::TaskLimit) -> Self {
+    pub fn limit(mut self, limit: crate::records::TaskLimit) -> Self {
         self.limits.push(limit);
         self
     }
@@ -83,17 +83,17 @@ impl SchedulerBuilder {
     /// without `0009_limits`). Starts nothing.
     pub fn build(self) -> Result<Scheduler> {
         self.config.validate()?;
-        if self.store.config().ordering.primary != crate::PrimaryOrder::ExecutionTime {
+        if self.store.config().ordering.primary != crate::ordering::PrimaryOrder::ExecutionTime {
             return Err(DocketError::InvalidConfig(
                 "the scheduler orders executions by execution time (FIFO and custom orders \
                  are for the work queue)"
                     .to_owned(),
             ));
         }
-        self.store.check_schema()?;
         for limit in &self.limits {
             limit.validate()?;
         }
+        let store = attach(self.store)?;
         let mut tasks = HashMap::new();
         for task in self.tasks {
             let name = task.name.clone();
@@ -113,9 +113,9 @@ impl SchedulerBuilder {
             None => (Arc::new(SystemClock) as Arc<dyn Clock>, None),
         };
         for limit in &self.limits {
-            self.store.limit_set(limit, clock.now())?;
+            store.limit_set(limit, clock.now())?;
         }
-        let engine = Engine::new(self.store, clock, sync, self.config, tasks, self.listeners);
+        let engine = Engine::new(store, clock, sync, self.config, tasks, self.listeners);
         Ok(Scheduler {
             engine: Arc::new(engine),
             shared: Arc::new(Shared::default()),
@@ -210,7 +210,7 @@ impl Scheduler {
     /// Starts building a scheduler on `store`.
     pub fn builder(store: Arc<dyn ExecutionStore>) -> SchedulerBuilder {
         SchedulerBuilder {
-            store: Arc::new(Instrumented::new(store)),
+            store,
             tasks: Vec::new(),
             config: SchedulerConfig::default(),
             clock: None,

@@ -1,50 +1,95 @@
-//! Instrumentation written once, around any store: every call of [`ExecutionStore`] and
-//! [`QueueStore`] runs in a `tracing` span `docket.store` (field `op`) and records
-//! `docket_store_seconds{op}` and, on failure, `docket_store_errors_total{op}`. The work-queue
-//! calls also count what they did: `docket_queue_claims_total`, `docket_queue_finished_total
-//! {status}` (submissions, skips, returns, abandons) and `docket_queue_next_for_seconds`.
+//! Instrumentation written once, around any store, and applied in one place: [`attach`], the
+//! path every store takes to the [`Scheduler`](crate::scheduler::Scheduler), a
+//! [`SchedulerClient`](crate::scheduler::client::SchedulerClient) or a
+//! [`WorkQueue`](crate::queue::WorkQueue). Every call of [`ExecutionStore`] and [`QueueStore`]
+//! then runs in a `tracing` span `docket.store` (field `op`) and records
+//! `docket_store_seconds{op}` and, on failure, `docket_store_errors_total{op}` ([`timed`]). The
+//! work-queue calls also count what they did: `docket_queue_claims_total`,
+//! `docket_queue_finished_total{status}` (submissions, skips, returns, abandons) and
+//! `docket_queue_next_for_seconds`.
 //!
-//! The scheduler and the work queue wrap the store they are given, so every backend reports the
-//! same metrics without a line of its own.
+//! So every backend reports the same metrics without a line of its own. Adding a store
+//! operation adds one line here, in `observed!` (or `forwarded!` for what is no database
+//! call).
 
 use super::*;
 use std::time::Instant;
 
-/// A store with spans and metrics around every call (see the [module docs](self)).
+/// A store with spans and metrics around every call (see the [module docs](self)). Made by
+/// [`attach`] only.
 #[derive(Debug)]
-pub struct Instrumented<S: ?Sized> {
+pub(crate) struct Instrumented<S: ?Sized> {
     inner: Arc<S>,
 }
 
-use std::sync::Arc;
+/// A store trait the scheduler, its client or the work queue holds: what [`attach`] checks
+/// and how it is instrumented.
+pub(crate) trait Attach {
+    /// Checks that the table has the schema the holder needs (failing with a
+    /// missing-migration error that names the migration).
+    fn check(&self) -> Result<(), StoreError>;
 
-impl<S: ?Sized> Instrumented<S> {
-    /// Wraps `inner`.
-    pub fn new(inner: Arc<S>) -> Self {
-        Self { inner }
+    /// `self` inside [`Instrumented`].
+    fn instrumented(self: Arc<Self>) -> Arc<Self>;
+}
+
+impl Attach for dyn ExecutionStore {
+    fn check(&self) -> Result<(), StoreError> {
+        self.check_schema()
     }
 
-    /// The wrapped store.
-    pub fn inner(&self) -> &Arc<S> {
-        &self.inner
+    fn instrumented(self: Arc<Self>) -> Arc<Self> {
+        Arc::new(Instrumented { inner: self })
     }
 }
 
-/// Runs `f` in a span named for `op` and records its duration and failure.
-fn observe<T>(
-    op: &'static str,
-    f: impl FnOnce() -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
+impl Attach for dyn QueueStore {
+    fn check(&self) -> Result<(), StoreError> {
+        self.check_queue_schema()
+    }
+
+    fn instrumented(self: Arc<Self>) -> Arc<Self> {
+        Arc::new(Instrumented { inner: self })
+    }
+}
+
+/// The one place a store is instrumented: `store` as the scheduler, its client or the work
+/// queue holds it, instrumented, once its schema is checked (through the instrumentation, as
+/// every later call).
+pub(crate) fn attach<S: Attach + ?Sized>(store: Arc<S>) -> Result<Arc<S>, StoreError> {
+    let store = store.instrumented();
+    store.check()?;
+    Ok(store)
+}
+
+/// Runs `call` in a `docket.store` span named for `op`, records its duration in
+/// `docket_store_seconds{op}` and adds the failures `failed` counts in its answer to
+/// `docket_store_errors_total{op}`: the instrumentation of every store call.
+fn timed<T>(op: &'static str, call: impl FnOnce() -> T, failed: impl FnOnce(&T) -> u64) -> T {
     let span = tracing::debug_span!("docket.store", op);
     let _entered = span.enter();
     let started = Instant::now();
-    let result = f();
+    let answer = call();
     metrics::histogram!("docket_store_seconds", "op" => op).record(started.elapsed().as_secs_f64());
-    if let Err(e) = &result {
-        metrics::counter!("docket_store_errors_total", "op" => op).increment(1);
-        tracing::debug!(error = %e, "store call failed");
+    let failures = failed(&answer);
+    if failures > 0 {
+        metrics::counter!("docket_store_errors_total", "op" => op).increment(failures);
     }
-    result
+    answer
+}
+
+/// [`timed`] for a call that fails as a whole; a failure is also logged (debug).
+fn observe<T>(
+    op: &'static str,
+    call: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    timed(op, call, |answer| match answer {
+        Ok(_) => 0,
+        Err(e) => {
+            tracing::debug!(error = %e, "store call failed");
+            1
+        }
+    })
 }
 
 /// Forwards trait methods to `self.inner`, each inside [`observe`].
@@ -58,21 +103,23 @@ macro_rules! observed {
     };
 }
 
+/// Forwards trait methods that make no database call to `self.inner`, as they are.
+macro_rules! forwarded {
+    ($(fn $name:ident(&self) -> $ret:ty;)*) => {
+        $(
+            fn $name(&self) -> $ret {
+                self.inner.$name()
+            }
+        )*
+    };
+}
+
 impl<S: StoreInfo + ?Sized> StoreInfo for Instrumented<S> {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-
-    fn config(&self) -> &StoreConfig {
-        self.inner.config()
-    }
-
-    fn wake_signals(&self) -> Option<std::sync::Arc<dyn super::WakeSignals>> {
-        self.inner.wake_signals()
+    forwarded! {
+        fn backend(&self) -> &'static str;
+        fn capabilities(&self) -> Capabilities;
+        fn config(&self) -> &StoreConfig;
+        fn wake_signals(&self) -> Option<Arc<dyn WakeSignals>>;
     }
 
     observed! {
@@ -114,33 +161,27 @@ impl<S: ExecutionStore + ?Sized> ExecutionStore for Instrumented<S> {
         fn server_time(&self) -> DateTime<Utc>;
     }
 
-    fn execution_heartbeat_batch(
-        &self,
-        rows: &[(ExecutionKey, i64)],
-        now: DateTime<Utc>,
-    ) -> Vec<Result<bool, StoreError>> {
-        let span = tracing::debug_span!("docket.store", op = "execution_heartbeat_batch");
-        let _entered = span.enter();
-        let started = Instant::now();
-        let answers = self.inner.execution_heartbeat_batch(rows, now);
-        metrics::histogram!("docket_store_seconds", "op" => "execution_heartbeat_batch")
-            .record(started.elapsed().as_secs_f64());
-        let failed = answers.iter().filter(|a| a.is_err()).count();
-        if failed > 0 {
-            metrics::counter!("docket_store_errors_total", "op" => "execution_heartbeat_batch")
-                .increment(failed as u64);
-        }
-        answers
-    }
-
-    /// Not a database call: the wrapped store's pending reports.
-    fn execution_poisoned(&self) -> Vec<PoisonRow> {
-        self.inner.execution_poisoned()
+    forwarded! {
+        // The wrapped store's pending reports.
+        fn execution_poisoned(&self) -> Vec<PoisonRow>;
     }
 
     /// Not a database call: the limits the wrapped store read last.
     fn limit_start_window(&self, task_name: &str) -> Option<std::time::Duration> {
         self.inner.limit_start_window(task_name)
+    }
+
+    /// One answer per row: each failed row counts as an error.
+    fn execution_heartbeat_batch(
+        &self,
+        rows: &[(ExecutionKey, i64)],
+        now: DateTime<Utc>,
+    ) -> Vec<Result<bool, StoreError>> {
+        timed(
+            "execution_heartbeat_batch",
+            || self.inner.execution_heartbeat_batch(rows, now),
+            |answers| answers.iter().filter(|a| a.is_err()).count() as u64,
+        )
     }
 }
 
@@ -160,6 +201,7 @@ impl<S: QueueStore + ?Sized> QueueStore for Instrumented<S> {
         fn item_list_assigned(&self, q: &ItemsQuery<'_>) -> Vec<ItemRead>;
     }
 
+    /// Also counts the claims and times `next_for` per task type.
     fn item_next_for(
         &self,
         q: &ForWorker<'_>,
@@ -176,6 +218,7 @@ impl<S: QueueStore + ?Sized> QueueStore for Instrumented<S> {
         Ok(claimed)
     }
 
+    /// Also counts the finished assignments by status.
     fn assignment_finish(&self, f: &Finishing<'_>) -> Result<bool, StoreError> {
         let finished = observe("assignment_finish", || self.inner.assignment_finish(f))?;
         if finished {

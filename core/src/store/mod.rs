@@ -5,7 +5,7 @@
 //! take plain parameter values from [`crate::records`]; every time-dependent one takes `now`
 //! from the caller's [`Clock`](crate::Clock).
 
-pub mod instrumented;
+mod instrumented;
 pub mod row;
 pub mod sql;
 pub mod wake;
@@ -19,7 +19,7 @@ pub use crate::records::{
     Changes, Completion, DeadCursor, DeadPage, DueParams, Execution, ExecutionKey, Guard,
     ListFilter, NewExecution, PickChange, PoisonRow, TaskSummary,
 };
-pub use instrumented::Instrumented;
+pub(crate) use instrumented::attach;
 pub use row::{Cell, Row};
 pub use wake::{WakeListener, WakeSignals};
 

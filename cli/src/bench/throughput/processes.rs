@@ -8,11 +8,10 @@
 //! per claim: where the time goes when the figure flattens.
 
 use super::*;
-use crate::bench::child::{Worker, WorkerTarget};
+use crate::bench::child::{worker_command, Worker, WorkerTarget};
 use crate::bench::latency::{server_cpu, server_processes};
 use docket_core::SchedulerEvent;
 use std::io::Write;
-use std::process::Command;
 
 /// Arguments of `docket bench throughput-worker` (started by `bench throughput --processes`).
 #[derive(Debug, clap::Args)]
@@ -77,18 +76,15 @@ fn report(worker: Worker) -> Result<Report, CliError> {
 }
 
 fn spawn(args: &ThroughputArgs, url: &str) -> Result<Worker, CliError> {
-    Worker::spawn(Command::new(std::env::current_exe()?).args([
-        "bench",
+    let workers = args.workers.to_string();
+    let more = ["--workers", workers.as_str()];
+    Worker::spawn(&mut worker_command(
         "throughput-worker",
-        "--backend",
         &args.backend,
-        "--database-url",
         url,
-        "--table",
-        &args.table.to_string(),
-        "--workers",
-        &args.workers.to_string(),
-    ]))
+        &args.table,
+        &more,
+    )?)
 }
 
 /// One run with `processes` worker processes on a freshly enqueued table.

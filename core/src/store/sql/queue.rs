@@ -545,7 +545,7 @@ mod tests {
         Statements::new(
             &Ansi,
             TableName::parse("jobs").unwrap(),
-            crate::OrderingPolicy::default(),
+            crate::ordering::OrderingPolicy::default(),
         )
     }
 
