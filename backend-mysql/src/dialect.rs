@@ -292,6 +292,7 @@ mod tests {
              last_success, last_failure, consecutive_failures, last_heartbeat, version, priority \
              FROM `app`.`jobs` WHERE picked = ? AND execution_time <= ? AND task_name IN (?, ?) \
              AND task_name NOT IN (SELECT task_name FROM `app`.`jobs_paused`) \
+             AND task_name NOT IN (SELECT task_name FROM `app`.`jobs_limits`) \
              ORDER BY priority DESC, execution_time ASC LIMIT ? FOR UPDATE SKIP LOCKED"
         );
         assert_eq!(r.binds.len(), 5);

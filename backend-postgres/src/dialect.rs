@@ -276,6 +276,7 @@ mod tests {
              FROM \"app\".\"jobs\" WHERE picked = $1 AND execution_time <= $2 \
              AND CASE WHEN task_name IN ($3, $4) THEN TRUE END \
              AND task_name NOT IN (SELECT task_name FROM \"app\".\"jobs_paused\") \
+             AND task_name NOT IN (SELECT task_name FROM \"app\".\"jobs_limits\") \
              ORDER BY priority DESC NULLS LAST, execution_time ASC LIMIT $5"
         );
         assert_eq!(r.binds.len(), 5);

@@ -232,6 +232,7 @@ mod tests {
              version = version + 1 WHERE (task_name, task_instance) IN (SELECT task_name, \
              task_instance FROM \"scheduled_tasks\" WHERE picked = ? AND execution_time <= ? \
              AND task_name IN (?) AND task_name NOT IN (SELECT task_name FROM \"scheduled_tasks_paused\") \
+             AND task_name NOT IN (SELECT task_name FROM \"scheduled_tasks_limits\") \
              ORDER BY priority DESC, execution_time ASC LIMIT ?) \
              RETURNING task_name, task_instance, task_data, execution_time, picked, picked_by, \
              last_success, last_failure, consecutive_failures, last_heartbeat, version, priority"
