@@ -29,12 +29,14 @@ mod source;
 #[cfg(test)]
 mod tests;
 
-pub use levels::{CONTENTION_RETRIES, LEVEL_CACHE_TTL_MS, MAX_PROBED_LEVELS};
+pub use levels::{
+    COMPLETION_CONTENTION_RETRIES, CONTENTION_RETRIES, LEVEL_CACHE_TTL_MS, MAX_PROBED_LEVELS,
+};
 pub use poison::{MAX_HELD_BACK, POISON_HOLD_BACK_MS};
 pub use queue::ORDER_INDEX_TTL_MS;
 pub use queue::QUEUE_CONTENTION_RETRIES;
 
-pub(crate) use levels::retried;
+pub(crate) use levels::retried_up_to;
 pub use source::{Decoded, DueSource, ItemSource, Probe};
 
 use crate::ordering::{OrderingPolicy, Stride};

@@ -3,7 +3,7 @@
 //! which calls back the statements in `due.rs`; the writes that can make work due tell it.
 
 use super::*;
-use crate::planner::retried;
+use crate::planner::{retried_up_to, COMPLETION_CONTENTION_RETRIES};
 
 impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
     fn check_schema(&self) -> Result<(), StoreError> {
@@ -93,7 +93,8 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
 
     fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
         // One transaction: a batch ended by contention wrote nothing and is run again.
-        let written = retried(|| self.complete_batch(batch))?;
+        let written =
+            retried_up_to(COMPLETION_CONTENTION_RETRIES, || self.complete_batch(batch))?;
         for (completion, done) in batch.iter().zip(&written) {
             if let (Some(changes), true) = (&completion.update, done) {
                 self.planner.updated(changes);
