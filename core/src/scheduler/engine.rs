@@ -176,8 +176,8 @@ impl Engine {
     }
 
     /// One poll: finds up to `limit` due executions and returns them as jobs (claimed already
-    /// under lock-and-fetch), and whether more may be due now (the poll came back full).
-    pub fn poll(&self, limit: usize) -> Result<(Vec<Job>, bool), StoreError> {
+    /// under lock-and-fetch).
+    pub fn poll(&self, limit: usize) -> Result<Vec<Job>, StoreError> {
         self.ensure_synced()?;
         let started = Instant::now();
         let params = DueParams {
@@ -245,8 +245,7 @@ impl Engine {
             found: jobs.len(),
             duration,
         });
-        let full = jobs.len() >= limit;
-        Ok((jobs, full))
+        Ok(jobs)
     }
 
     /// Runs a job to its end (claim if needed, handler, completion or failure handling).

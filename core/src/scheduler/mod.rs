@@ -373,7 +373,7 @@ impl Scheduler {
         let limit = self.engine.config.threads.max(1);
         let mut ran = 0;
         loop {
-            let (jobs, _) = self.engine.poll(limit)?;
+            let jobs = self.engine.poll(limit)?;
             if jobs.is_empty() {
                 return Ok(ran);
             }
@@ -460,7 +460,9 @@ fn poll_loop(
             let polled = engine.poll(room);
             last_poll = Instant::now();
             match polled {
-                Ok((jobs, full)) => {
+                Ok(jobs) => {
+                    // A full poll: more may be due now.
+                    let full = jobs.len() >= room;
                     size.learn(full, last_poll - started, drained);
                     failed = false;
                     idle_polls = if jobs.is_empty() {
