@@ -66,6 +66,9 @@ impl Dialect for MssqlDialect {
             // UPDLOCK holds every row the locking read examines; for a sort, every eligible one.
             claim_locks_examined_rows: true,
             limit_with_lock: true,
+            // The one range of due rows (a `CROSS APPLY` of locked reads per task is not
+            // written: nothing here runs SQL Server).
+            claims_by_task: false,
         }
     }
 

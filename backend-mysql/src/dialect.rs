@@ -109,9 +109,13 @@ impl Dialect for MysqlDialect {
 
     /// MySQL rejects LIMIT inside an IN subquery and has no UPDATE ... RETURNING: select FOR
     /// UPDATE SKIP LOCKED, then update the keys, in one transaction. InnoDB's locking reads
-    /// lock every row they examine.
+    /// lock every row they examine. Claims task by task when asked (a `UNION ALL` of locking
+    /// selects, [`common::claiming_select`]).
     fn capabilities(&self) -> Capabilities {
-        Capabilities::SELECT_THEN_UPDATE
+        Capabilities {
+            claims_by_task: true,
+            ..Capabilities::SELECT_THEN_UPDATE
+        }
     }
 
     fn syntax(&self) -> Syntax {

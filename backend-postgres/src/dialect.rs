@@ -2,7 +2,7 @@
 
 use docket_core::dialect::{
     common, Array, Capabilities, Catalog, ClaimMatch, ClaimParts, Dialect, DueFilter, Level,
-    Levels, SqlWriter, Syntax, Value, NUMBER_TEXT, TIMESTAMP_TEXT,
+    LimitAt, Levels, SqlWriter, Syntax, TaskOf, Value, NUMBER_TEXT, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::{ExecutionKey, TableName};
@@ -29,7 +29,10 @@ impl Dialect for PgDialect {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::UPDATE_RETURNING
+        Capabilities {
+            claims_by_task: true,
+            ..Capabilities::UPDATE_RETURNING
+        }
     }
 
     fn syntax(&self) -> Syntax {
@@ -47,8 +50,27 @@ impl Dialect for PgDialect {
         }
     }
 
+    /// By task ([`ClaimParts::by_task`]): `... WHERE ctid = ANY(ARRAY(SELECT ctid FROM
+    /// UNNEST($names) AS n(name) CROSS JOIN LATERAL (SELECT ctid, execution_time FROM t WHERE
+    /// ... task_name = n.name ... ORDER BY execution_time LIMIT n FOR UPDATE SKIP LOCKED) due
+    /// ORDER BY execution_time LIMIT n)) RETURNING ...`: one range of the lag index per task,
+    /// each locked up to the limit, the first of all of them claimed (the others' locks end
+    /// with the statement's transaction). One text whatever the number of tasks.
     fn lock_and_fetch(&self, w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
-        common::update_returning(w, claim, CLAIM_BY_CTID);
+        if !claim.by_task() {
+            return common::update_returning(w, claim, CLAIM_BY_CTID);
+        }
+        let names = claim.task_names().iter().cloned().map(Some).collect();
+        claim.update_set(w);
+        w.push(" WHERE ctid = ANY(ARRAY(SELECT ctid FROM UNNEST(")
+            .bind(Value::Array(Array::Text(names)))
+            .push(") AS n(name) CROSS JOIN LATERAL (SELECT ctid, execution_time FROM ")
+            .table(claim.table());
+        let level = claim.task_rows(w, TaskOf::Column("n.name"));
+        w.push(" FOR UPDATE SKIP LOCKED) due");
+        claim.order_by(w, level);
+        self.limit(w, claim.limit(), LimitAt::Tail);
+        w.push(")) RETURNING ").push(&claim.select_list());
     }
 
     /// Several keys: one primary-key probe per key over bound arrays, each returning the row's

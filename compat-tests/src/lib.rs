@@ -119,6 +119,7 @@ macro_rules! with_compat_cases {
             rate_limit_counts_starts_in_their_window,
             limits_need_their_migration,
             schedulers_run_limited_tasks_to_the_end,
+            claim_beside_a_limited_backlog_keeps_time_order,
         }
     };
 }

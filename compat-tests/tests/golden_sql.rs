@@ -66,11 +66,15 @@ fn side_by_side(name: &str, priority: bool) -> Option<String> {
 /// by the catalogues, so every dialect lists the same names). Where a locking read locks every
 /// row it examines, `next_for` reads candidates without locks and locks one by key
 /// (`item_lock_one`), so the unkeyed claim reads `item_next_*` are not sent (Oracle, which
-/// cannot limit a locking read, would reject them).
+/// cannot limit a locking read, would reject them). A claim by task is sent only where the
+/// dialect claims so.
 fn unsent(dialect: &dyn Dialect, name: &str) -> bool {
     let lock_and_fetch = name.starts_with("lock_and_fetch");
     let select_then_update = name.starts_with("due_for_update") || name == "claim_keys";
     if name == "insert_many" && dialect.syntax().max_insert_rows < 2 {
+        return true;
+    }
+    if name.ends_with("_by_task") && !dialect.capabilities().claims_by_task {
         return true;
     }
     let one_step_claim = name.starts_with("item_next_");
@@ -170,6 +174,8 @@ golden!(
     limit_starts_prune,
     limit_starts_insert,
     limit_claimed,
+    due_for_update_by_task,
+    lock_and_fetch_by_task,
     limited_due_for_update,
     limited_due_for_update_full_keys,
     limited_due_for_update_no_key_full,
@@ -180,6 +186,7 @@ golden!(
     lag_head_items,
     lag_count_scheduled,
     lag_count_picked,
+    lag_count_due,
     list,
     summary,
     unresolved_names,

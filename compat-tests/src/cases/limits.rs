@@ -313,3 +313,59 @@ pub fn schedulers_run_limited_tasks_to_the_end(h: &dyn Harness, t: Toggle) {
         }
     }
 }
+
+/// The ordinary claim of a table with limits (task by task where the dialect claims so): a
+/// limited task's held-back backlog, due before everything else, and a paused task are left
+/// out, and the other tasks' rows come in time order across tasks; a limit cleared by another
+/// process frees its task to the ordinary claim at once.
+pub fn claim_beside_a_limited_backlog_keeps_time_order(h: &dyn Harness, t: Toggle) {
+    const REPORT: TaskDescriptor = TaskDescriptor::new("report");
+    const MAIL: TaskDescriptor = TaskDescriptor::new("mail");
+    let ctx = Ctx::new(h, t);
+    let client = ctx.client();
+    let at = |secs: i64| ctx.clock.now() - chrono::Duration::seconds(secs);
+    for i in 0..30 {
+        let instance = EXPORT.instance(format!("e{i:02}")).scheduled_to(at(100 - i));
+        client.schedule(instance).unwrap();
+    }
+    client
+        .schedule(MAIL.instance("m0").scheduled_to(at(60)))
+        .unwrap();
+    for i in 0..4 {
+        let w = WORK.instance(format!("w{i}")).scheduled_to(at(50 - 2 * i));
+        let r = REPORT.instance(format!("r{i}")).scheduled_to(at(49 - 2 * i));
+        client.schedule(w).unwrap();
+        client.schedule(r).unwrap();
+    }
+    client
+        .set_limit(&TaskLimit::new("export").max_running(1))
+        .unwrap();
+    assert!(client.pause("mail", None).unwrap());
+    let names: Vec<String> = ["export", "work", "report", "mail"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let claim_first = |store: &dyn Store, n: i64| {
+        let mut rows = store
+            .execution_lock_and_fetch_due(&DueParams::new(ctx.clock.now(), &names, n), "s1")
+            .expect("claim runs");
+        rows.sort_by_key(|e| e.execution_time);
+        ids(&rows)
+    };
+    // The limited task's claim takes its one slot (and fills the store's cache of limits).
+    assert_eq!(claim_limited(&*ctx.store, &ctx, &["export"], 10, "s1").len(), 1);
+    assert_eq!(
+        claim_first(&*ctx.store, 5),
+        ["w0", "r0", "w1", "r1", "w2"],
+        "the first five by time, across tasks, past the limited backlog and the paused task"
+    );
+    // Cleared by another process: this store's cache still lists the limit.
+    let other: Arc<dyn Store> = ctx.space.store(ctx.config(), None);
+    other.check_schema().unwrap();
+    assert!(other.limit_clear("export").unwrap());
+    assert_eq!(
+        claim_first(&*ctx.store, 3),
+        ["e01", "e02", "e03"],
+        "the task is claimed as any other at once"
+    );
+}

@@ -3,7 +3,8 @@
 //! `*_common` shape). Each takes the writer, whose dialect quotes and numbers.
 
 use super::{
-    Catalog, ClaimMatch, ClaimParts, Ddl, DueFilter, Level, LimitAt, LockAt, SqlWriter, Value,
+    Catalog, ClaimMatch, ClaimParts, Ddl, DueFilter, Level, LimitAt, LockAt, SqlWriter, TaskOf,
+    Value,
 };
 use crate::ident::TableName;
 use crate::records::ExecutionKey;
@@ -67,12 +68,30 @@ pub fn update_returning(w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>, by: Claim
 
 /// The claiming select of a two-step claim: `SELECT <select list> FROM <table> WHERE ... ORDER
 /// BY ... <limit> FOR UPDATE SKIP LOCKED`, limit and lock in one query block.
+/// A claim by task ([`ClaimParts::by_task`]) is one such select per task, joined: `(SELECT ...
+/// WHERE ... task_name = ? ... LIMIT n FOR UPDATE SKIP LOCKED) UNION ALL (...) ORDER BY ...
+/// LIMIT n` (each task's rows up to the limit, locked, then the first of all of them; the
+/// rows locked and not returned are released when the claim's transaction ends).
 pub fn claiming_select(w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
     let d = w.dialect();
-    claim.select_from(w, true);
-    d.skip_locked(w, LockAt::Table);
-    claim.due_rows(w);
-    d.skip_locked(w, LockAt::End);
+    if !(claim.by_task() && d.capabilities().claims_by_task) {
+        claim.select_from(w, true);
+        d.skip_locked(w, LockAt::Table);
+        claim.due_rows(w);
+        d.skip_locked(w, LockAt::End);
+        return;
+    }
+    let mut level = Level::Any;
+    for (i, name) in claim.task_names().iter().enumerate() {
+        w.push(if i == 0 { "(" } else { " UNION ALL (" });
+        claim.select_from(w, true);
+        d.skip_locked(w, LockAt::Table);
+        level = claim.task_rows(w, TaskOf::Bound(name));
+        d.skip_locked(w, LockAt::End);
+        w.push(")");
+    }
+    claim.order_by(w, level);
+    d.limit(w, claim.limit(), LimitAt::Tail);
 }
 
 /// `SELECT MAX(priority) AS <alias> FROM t [WHERE priority < ?]`: the highest level below a

@@ -12,7 +12,7 @@ pub mod writer;
 pub use crate::records::{Due, DueFilter};
 pub use file_load::FileLoad;
 pub use order_index::{GeneratedValue, OrderIndex, OrderIndexStyle};
-pub use statements::{ClaimParts, Column, LagRange, Level, Statements};
+pub use statements::{ClaimParts, Column, LagRange, Level, Statements, TaskOf};
 pub use writer::{Array, Rendered, SqlWriter, Value};
 
 use crate::ident::TableName;
@@ -75,6 +75,11 @@ pub struct Capabilities {
     /// limits a subquery instead ([`Dialect::claiming_select`]), and its work-queue claim locks
     /// one item by key, without a limit.
     pub limit_with_lock: bool,
+    /// Claims task by task when asked ([`Due::by_task`](crate::records::Due::by_task)): its
+    /// claim statement reads one locked index range per task name and merges them
+    /// ([`ClaimParts::by_task`]). False: the claim reads the one range of due rows whatever
+    /// [`Due::by_task`](crate::records::Due::by_task) says.
+    pub claims_by_task: bool,
 }
 
 impl Capabilities {
@@ -85,6 +90,7 @@ impl Capabilities {
         claim_locks_examined_rows: false,
         work_queue: false,
         limit_with_lock: true,
+        claims_by_task: false,
     };
     /// A database whose claim is one `UPDATE ... RETURNING`, whose DDL takes part in
     /// transactions, and whose locking reads lock only the rows they return.
@@ -94,6 +100,7 @@ impl Capabilities {
         claim_locks_examined_rows: false,
         work_queue: true,
         limit_with_lock: true,
+        claims_by_task: false,
     };
     /// A database that claims with a locking select and then an update of the keys, in one
     /// transaction; whose DDL commits implicitly; and whose locking reads lock every row they
@@ -104,6 +111,7 @@ impl Capabilities {
         claim_locks_examined_rows: true,
         work_queue: true,
         limit_with_lock: true,
+        claims_by_task: false,
     };
 }
 

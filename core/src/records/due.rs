@@ -89,6 +89,13 @@ pub struct Due<'a> {
     pub exclude: &'a [ExecutionKey],
     /// The limited tasks (`0009_limits`): left out (the default), included, or claimed.
     pub limited: Limited<'a>,
+    /// A claim read task by task: one index range per name of `task_names` (the lag index,
+    /// `task_name` first), each up to `limit` rows, merged in hand-out order up to `limit`.
+    /// For a claim whose index range of due rows holds many rows of tasks it leaves out (a
+    /// limited task's held-back backlog): it reads none of them. Only where the dialect claims
+    /// so ([`Capabilities::claims_by_task`](crate::dialect::Capabilities::claims_by_task)),
+    /// with the due rows in time order (priority off, no custom order).
+    pub by_task: bool,
 }
 
 /// What a due-query does with the limited tasks (`0009_limits`).
@@ -125,6 +132,7 @@ impl<'a> Due<'a> {
             limit,
             exclude: &[],
             limited: Limited::LeftOut,
+            by_task: false,
         }
     }
 

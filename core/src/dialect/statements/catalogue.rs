@@ -196,6 +196,10 @@ impl Statements<'_> {
                 "lag_count_picked",
                 self.lag_count("email", LagRange::Picked, now, 1001),
             ),
+            (
+                "lag_count_due",
+                self.lag_count("email", LagRange::Due, now, 1001),
+            ),
             ("list", self.list(&filter)),
             ("summary", self.summary()),
             ("unresolved_names", self.unresolved_names(&tasks, false)),
@@ -249,6 +253,10 @@ impl Statements<'_> {
             ..Due::new(Level::Any, now, &tasks[1..], 10)
         };
         let key = ExecutionKey::new("email", "7");
+        let by_task = Due {
+            by_task: true,
+            ..Due::new(Level::Any, now, tasks, 10)
+        };
         vec![
             ("limits_table_exists", self.limits_table_exists()),
             ("limit_list", self.limit_list()),
@@ -264,6 +272,9 @@ impl Statements<'_> {
                 self.limit_starts_insert(&[(&key, Some("acme")), (&key, None)], now),
             ),
             ("limit_claimed", self.limit_claimed("email", 3)),
+            // The ordinary claim of a table with limits, task by task (where the dialect can).
+            ("due_for_update_by_task", self.due_for_update(&by_task)),
+            ("lock_and_fetch_by_task", self.lock_and_fetch(&by_task, "node-1")),
             (
                 "limited_due_for_update",
                 self.due_for_update(&claim(&[], false)),

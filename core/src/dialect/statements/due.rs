@@ -14,21 +14,42 @@ impl<'d> Statements<'d> {
     }
 
     /// `WHERE` of the due-queries, as the dialect writes it ([`Dialect::due_filter`]), then
-    /// the held-back keys and the paused tasks; returns the level their `ORDER BY` is written
-    /// for.
+    /// what they leave out; returns the level their `ORDER BY` is written for.
     fn due_where(&self, w: &mut SqlWriter<'_>, due: &Due<'_>) -> Level {
         let filter = due.filter(self.due_level_index.load(Ordering::Relaxed));
         let order_level = self.dialect.due_filter(w, &filter);
+        self.push_left_out(w, due, None);
+        order_level
+    }
+
+    /// The due rows of one task of a claim by task ([`Due::by_task`]) from `WHERE` on: its
+    /// range of the lag index (`task_name = <task> AND picked = ? AND execution_time <= ?`),
+    /// what the claim leaves out, `ORDER BY` and the limit at the tail. Returns the level the
+    /// `ORDER BY` is written for.
+    fn task_rows(&self, w: &mut SqlWriter<'_>, due: &Due<'_>, task: TaskOf<'_>) -> Level {
+        common::due_head(w, &due.filter(false));
+        w.push(" AND task_name = ");
+        task.push(w);
+        common::level(w, due.level, "");
+        self.push_left_out(w, due, Some(task));
+        self.push_order(w, due.level, &self.policy.primary);
+        self.dialect.limit(w, due.limit, LimitAt::Tail);
+        due.level
+    }
+
+    /// What every due-query leaves out: the held-back keys, the paused tasks and (but in
+    /// their own claim) the limited tasks. The rows of one `task` of a claim by task leave a
+    /// paused or limited task out by a test of its name alone, which the database makes once
+    /// (`NOT EXISTS (SELECT 1 FROM <paused> WHERE task_name = <task>)`), so the task's range
+    /// is not read at all.
+    fn push_left_out(&self, w: &mut SqlWriter<'_>, due: &Due<'_>, task: Option<TaskOf<'_>>) {
         Self::push_exclusion(w, due.exclude);
         // Paused tasks in the same statement: a pause from any process holds from the next
         // poll on, at no extra round trip (a locking read does not lock a subquery's rows).
         if self.paused_table() {
-            w.push(" AND task_name NOT IN (SELECT task_name FROM ")
-                .table(&self.table.paused())
-                .push(")");
+            push_not_listed(w, &self.table.paused(), task);
         }
-        self.push_limits(w, due.limited);
-        order_level
+        self.push_limits(w, due.limited, task);
     }
 
     /// ` AND NOT ((task_name = ? AND task_instance = ?) OR ...)`: nothing when `exclude` is
@@ -157,6 +178,45 @@ impl<'d> Statements<'d> {
     }
 }
 
+/// ` AND task_name NOT IN (SELECT task_name FROM <listed>)`: the tasks listed in `listed` (paused,
+/// limited) left out; for the rows of one `task`, ` AND NOT EXISTS (SELECT 1 FROM <listed>
+/// WHERE task_name = <task>)`.
+pub(super) fn push_not_listed(w: &mut SqlWriter<'_>, listed: &TableName, task: Option<TaskOf<'_>>) {
+    match task {
+        None => {
+            w.push(" AND task_name NOT IN (SELECT task_name FROM ")
+                .table(listed)
+                .push(")");
+        }
+        Some(task) => {
+            w.push(" AND NOT EXISTS (SELECT 1 FROM ")
+                .table(listed)
+                .push(" WHERE task_name = ");
+            task.push(w);
+            w.push(")");
+        }
+    }
+}
+
+/// How one task's rows of a claim by task ([`ClaimParts::task_rows`]) name the task.
+#[derive(Debug, Clone, Copy)]
+pub enum TaskOf<'a> {
+    /// A task name, bound.
+    Bound(&'a str),
+    /// A column of the enclosing query that holds the name (a lateral join's).
+    Column(&'static str),
+}
+
+impl TaskOf<'_> {
+    /// Writes the name: a placeholder, or the column.
+    fn push(self, w: &mut SqlWriter<'_>) {
+        match self {
+            TaskOf::Bound(name) => w.bind(name),
+            TaskOf::Column(column) => w.push(column),
+        };
+    }
+}
+
 /// The building blocks of one claim of due rows, from which a dialect composes its claim
 /// statements ([`Dialect::lock_and_fetch`], [`Dialect::claiming_select`]): the due rows in
 /// hand-out order, the claim's `SET` list, the select list and the table. Each writes into the
@@ -220,6 +280,24 @@ impl ClaimParts<'_> {
     /// the caller's, [`LimitAt::Head`]). Returns the level the `ORDER BY` was written for.
     pub fn due_rows(&self, w: &mut SqlWriter<'_>) -> Level {
         self.statements.due_rows(w, self.due)
+    }
+
+    /// Whether the claim reads task by task ([`Due::by_task`]): its statement is made of
+    /// [`ClaimParts::task_rows`], one per name of [`ClaimParts::task_names`], merged.
+    pub fn by_task(&self) -> bool {
+        self.due.by_task
+    }
+
+    /// The tasks claimed.
+    pub fn task_names(&self) -> &[String] {
+        self.due.task_names
+    }
+
+    /// The due rows of one task from `WHERE` on, as [`ClaimParts::due_rows`] writes all of
+    /// them, in the range of the lag index that starts with the task's name. Returns the
+    /// level the `ORDER BY` was written for.
+    pub fn task_rows(&self, w: &mut SqlWriter<'_>, task: TaskOf<'_>) -> Level {
+        self.statements.task_rows(w, self.due, task)
     }
 
     /// ` ORDER BY` in hand-out order for `level` (what [`ClaimParts::due_rows`] returned), for a

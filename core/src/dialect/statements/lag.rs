@@ -12,6 +12,8 @@ pub enum LagRange {
     Scheduled,
     /// Picked (running or dead).
     Picked,
+    /// Not picked, due by `now` (what a limit holds back, counted).
+    Due,
 }
 
 impl<'d> Statements<'d> {
@@ -99,6 +101,12 @@ impl<'d> Statements<'d> {
             }
             LagRange::Picked => {
                 w.push(" AND picked = ").bind(true);
+            }
+            LagRange::Due => {
+                w.push(" AND picked = ")
+                    .bind(false)
+                    .push(" AND execution_time <= ")
+                    .bind(now);
             }
         }
         self.dialect.limit(&mut w, limit, LimitAt::Tail);

@@ -185,13 +185,17 @@ impl<'d> Statements<'d> {
     /// Writes what a due-query says about limits: a limited task's own claim leaves out its
     /// full keys; every other due-query leaves limited tasks out (they are claimed by their
     /// own claim, in the same statement as paused tasks are left out).
-    pub(super) fn push_limits(&self, w: &mut SqlWriter<'_>, limited: Limited<'_>) {
+    /// `task`: the rows of one task of a claim by task ([`TaskOf`]).
+    pub(super) fn push_limits(
+        &self,
+        w: &mut SqlWriter<'_>,
+        limited: Limited<'_>,
+        task: Option<TaskOf<'_>>,
+    ) {
         match limited {
             Limited::Claim(claim) => push_full_keys(w, claim),
             Limited::LeftOut if self.limits_table() => {
-                w.push(" AND task_name NOT IN (SELECT task_name FROM ")
-                    .table(&self.table.limits())
-                    .push(")");
+                super::due::push_not_listed(w, &self.table.limits(), task);
             }
             Limited::LeftOut | Limited::Included => {}
         }

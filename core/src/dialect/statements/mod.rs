@@ -10,7 +10,7 @@ mod lag;
 mod limits;
 mod paused;
 
-pub use due::ClaimParts;
+pub use due::{ClaimParts, TaskOf};
 pub use lag::LagRange;
 
 use super::{common, Catalog, Dialect, Levels, LimitAt, LockAt, Rendered, SqlWriter, Value};

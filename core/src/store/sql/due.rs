@@ -32,6 +32,12 @@ impl<C: SqlConnector> DueSource for SqlStore<C> {
                 capability: "lock-and-fetch",
             });
         };
+        // Where the table holds limits, task by task.
+        let by_task = Due {
+            by_task: due.by_task || self.claim_by_task(due)?,
+            ..*due
+        };
+        let due = &by_task;
         let (rows, bad) = match style {
             LockAndFetch::UpdateReturning => {
                 let claim = self.statements.lock_and_fetch(due, picked_by);

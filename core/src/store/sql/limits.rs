@@ -10,12 +10,17 @@
 
 use super::poison::decode_executions;
 use super::*;
+use crate::ordering::PrimaryOrder;
 use crate::records::{Due, LimitRoom, LimitUse, Limited, LimitedClaim, Rate, TaskLimit};
 use std::time::{Duration, Instant};
 
 /// Most full keys one claim leaves out by name; past them, rows of full keys are read and
 /// passed over (the room is checked per row either way).
 const FULL_KEYS_PER_CLAIM: usize = 200;
+
+/// Most tasks a claim reads task by task ([`Due::by_task`]: one index range each); past
+/// them, it reads the one range of all due rows.
+const MAX_TASKS_BY_TASK: usize = 8;
 
 /// How long the list of limited tasks is reused between polls: a new limit holds at once (other
 /// claims leave the task out in their statement), its own claim starts within this.
@@ -114,17 +119,14 @@ impl<C: SqlConnector> SqlStore<C> {
                     .len(),
                 None => 0,
             };
-            let names = [limit.task_name.clone()];
-            let due = Due::new(Level::Any, now, &names, cap);
-            let waiting = self.rows(&st.due(&Due {
-                limited: Limited::Included,
-                ..due
-            }))?;
+            // Counted up to `cap` in the task's lag-index range (one index read).
+            let waiting = self.rows(&st.lag_count(name, LagRange::Due, now, cap))?;
+            let waiting = decode_all(waiting, |r| r.i64("n"))?;
             used.push(LimitUse {
                 running: running.iter().map(|(_, n)| n).sum(),
                 running_keys: running.iter().filter(|(k, _)| k.is_some()).count() as i64,
                 started_in_window: started_in_window as i64,
-                due_waiting: waiting.len() as i64,
+                due_waiting: waiting.first().copied().unwrap_or(0),
                 limit,
             });
         }
@@ -133,6 +135,15 @@ impl<C: SqlConnector> SqlStore<C> {
 
     /// The limited tasks among `names`, from the cache when it is fresh.
     fn limited_among(&self, names: &[String]) -> Result<Vec<TaskLimit>, StoreError> {
+        Ok(self
+            .cached_limits()?
+            .into_iter()
+            .filter(|l| names.contains(&l.task_name))
+            .collect())
+    }
+
+    /// Every limit, from the cache when it is fresh.
+    fn cached_limits(&self) -> Result<Vec<TaskLimit>, StoreError> {
         if !self.statements.limits_table() {
             return Ok(Vec::new());
         }
@@ -141,12 +152,24 @@ impl<C: SqlConnector> SqlStore<C> {
         if !fresh {
             cache.read = Some((Instant::now(), self.limits_read()?));
         }
-        let limits = cache.read.as_ref().map_or(&[][..], |(_, l)| l.as_slice());
-        Ok(limits
-            .iter()
-            .filter(|l| names.contains(&l.task_name))
-            .cloned()
-            .collect())
+        Ok(cache.read.as_ref().map_or(Vec::new(), |(_, l)| l.clone()))
+    }
+
+    /// Whether the ordinary claim `due` reads task by task ([`Due::by_task`]): where the
+    /// table holds limits (a limited task's held-back due rows lie in the one range of due
+    /// rows, which the claim would read through on every poll to leave them out), its
+    /// dialect claims by task, the due rows are in time order (priority off, no custom
+    /// order) and the tasks are few. Each task's rows are read only when it is neither
+    /// limited nor paused at the time of the statement, so a limit set or cleared a moment
+    /// ago holds whatever the cache says; the cache only says whether to read by task.
+    pub(super) fn claim_by_task(&self, due: &Due<'_>) -> Result<bool, StoreError> {
+        let policy = &self.config.ordering;
+        let eligible = self.connector.dialect().capabilities().claims_by_task
+            && !policy.priority
+            && policy.primary == PrimaryOrder::ExecutionTime
+            && due.limited == Limited::LeftOut
+            && due.task_names.len() <= MAX_TASKS_BY_TASK;
+        Ok(eligible && !self.cached_limits()?.is_empty())
     }
 
     /// The start margin of `task_name`'s rate limits, from the limits read last.
