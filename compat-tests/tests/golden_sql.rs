@@ -174,6 +174,8 @@ golden!(
     limit_starts_prune,
     limit_starts_insert,
     limit_claimed,
+    limit_use,
+    limit_use_rate,
     due_for_update_by_task,
     lock_and_fetch_by_task,
     limited_due_for_update,

@@ -139,6 +139,18 @@ impl TaskLimit {
             .min()
     }
 
+    /// The room its task-wide limits (`max_running`, `rate_limit`) leave, given the task's
+    /// picked executions and its starts counted in the rate's window; `None` without a
+    /// task-wide limit (per-key limits alone bound no task-wide room).
+    pub fn task_room(&self, running: i64, started: i64) -> Option<i64> {
+        let running_room = self.max_running.map(|n| i64::from(n) - running);
+        let rate_room = self.rate.map(|r| i64::from(r.count) - started);
+        match (running_room, rate_room) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// How long its starts are counted: the longest of its rate limits'
     /// [`Rate::counted_for`] (`None` without a rate limit).
     pub fn longest_window(&self) -> Option<Duration> {

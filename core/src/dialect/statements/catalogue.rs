@@ -265,6 +265,8 @@ impl Statements<'_> {
             ("limit_insert", self.limit_insert(&limit, now)),
             ("limit_delete", self.limit_delete("email")),
             ("limit_running", self.limit_running("email")),
+            ("limit_use", self.limit_use("email", None)),
+            ("limit_use_rate", self.limit_use("email", Some(now))),
             ("limit_starts", self.limit_starts("email", now)),
             ("limit_starts_prune", self.limit_starts_prune("email", now)),
             (

@@ -132,6 +132,30 @@ impl<'d> Statements<'d> {
         w.finish()
     }
 
+    /// A limited task's task-wide use, read without locks: its picked executions (`running`)
+    /// and, with `since`, its starts after it (`started`). Sent before the claim of a task its
+    /// last claim left at its limit: while it stays there, the claim's transaction is not run.
+    pub fn limit_use(&self, task_name: &str, since: Option<DateTime<Utc>>) -> Rendered {
+        let mut w = self.writer();
+        w.push("SELECT COUNT(*) AS running");
+        if let Some(since) = since {
+            w.push(", (SELECT COUNT(*) FROM ")
+                .table(&self.table.starts())
+                .push(" WHERE task_name = ")
+                .bind(task_name)
+                .push(" AND started_at > ")
+                .bind(since)
+                .push(") AS started");
+        }
+        w.push(" FROM ")
+            .table(&self.table)
+            .push(" WHERE task_name = ")
+            .bind(task_name)
+            .push(" AND picked = ")
+            .bind(true);
+        w.finish()
+    }
+
     /// The starts of `task_name` after `since` (`limit_key`, `started_at`).
     pub fn limit_starts(&self, task_name: &str, since: DateTime<Utc>) -> Rendered {
         let mut w = self.writer();

@@ -26,10 +26,12 @@ const MAX_TASKS_BY_TASK: usize = 8;
 /// claims leave the task out in their statement), its own claim starts within this.
 const LIMITS_TTL: Duration = Duration::from_secs(1);
 
-/// The limits read last, and when.
+/// The limits read last, and when; the limited tasks this store's last claim left at their
+/// task-wide limit.
 #[derive(Debug, Default)]
 pub(super) struct LimitsCache {
     read: Option<(Instant, Vec<TaskLimit>)>,
+    full: std::collections::HashSet<String>,
 }
 
 impl<C: SqlConnector> SqlStore<C> {
@@ -206,9 +208,46 @@ impl<C: SqlConnector> SqlStore<C> {
             if want <= 0 {
                 break;
             }
-            claimed.extend(self.claim_one_limited(&limit.task_name, want, params, picked_by)?);
+            if self.still_full(&limit, params)? {
+                continue;
+            }
+            let (rows, full) = self.claim_one_limited(&limit.task_name, want, params, picked_by)?;
+            if let Some(full) = full {
+                let mut cache = self.limits_cache();
+                match full {
+                    true => cache.full.insert(limit.task_name.clone()),
+                    false => cache.full.remove(&limit.task_name),
+                };
+            }
+            claimed.extend(rows);
         }
         Ok(claimed)
+    }
+
+    /// Whether a task that this store's last claim left at its task-wide limit is still there:
+    /// one read without locks ([`Statements::limit_use`]) instead of the claim's transaction
+    /// (a lock, the counts, a commit) in every poll while a limit holds a backlog back. Slots
+    /// freed by any scheduler show in the next poll. False for a task not left full.
+    fn still_full(&self, limit: &TaskLimit, params: &DueParams<'_>) -> Result<bool, StoreError> {
+        if !self.limits_cache().full.contains(&limit.task_name) {
+            return Ok(false);
+        }
+        let now = params.clock.map_or(params.now, |c| c.now());
+        let since = limit.rate.map(|r| since(now, r.counted_for()));
+        let counts = self.rows(&self.statements.limit_use(&limit.task_name, since))?;
+        let (running, started) = decode_all(counts, |r| {
+            let started = match since {
+                Some(_) => r.i64("started")?,
+                None => 0,
+            };
+            Ok((r.i64("running")?, started))
+        })?
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+        Ok(limit
+            .task_room(running, started)
+            .is_some_and(|room| room <= 0))
     }
 
     /// One limited task's claim of at most `want`, in one transaction.
@@ -226,7 +265,7 @@ impl<C: SqlConnector> SqlStore<C> {
         want: i64,
         params: &DueParams<'_>,
         picked_by: &str,
-    ) -> Result<Vec<Execution>, StoreError> {
+    ) -> Result<(Vec<Execution>, Option<bool>), StoreError> {
         let read_clock = || params.clock.map_or(params.now, |c| c.now());
         let st = &self.statements;
         let names = [task_name.to_owned()];
@@ -240,7 +279,7 @@ impl<C: SqlConnector> SqlStore<C> {
                 .map(|mut r| decode_limit(&mut r))
                 .transpose()?
             else {
-                return Ok(Vec::new());
+                return Ok((Vec::new(), None));
             };
             let now = read_clock();
             let running = decode_all(s.query(&st.limit_running(task_name))?, decode_running)?;
@@ -255,8 +294,19 @@ impl<C: SqlConnector> SqlStore<C> {
                 None => Vec::new(),
             };
             let mut room = LimitRoom::new(&limit, want, now, &running, &starts);
+            // Whether the task-wide limits leave no room once `taken` more have started.
+            let running_now: i64 = running.iter().map(|(_, n)| n).sum();
+            let started_now = limit.rate.map_or(0, |r| {
+                let since = since(now, r.counted_for());
+                starts.iter().filter(|(_, at)| *at > since).count() as i64
+            });
+            let full_after = |taken: usize| {
+                let taken = taken as i64;
+                let room = limit.task_room(running_now + taken, started_now + taken);
+                Some(room.is_some_and(|r| r <= 0))
+            };
             if room.task == 0 {
-                return Ok(Vec::new());
+                return Ok((Vec::new(), full_after(0)));
             }
             let (mut full_keys, no_key_full) = room.full_keys();
             full_keys.truncate(FULL_KEYS_PER_CLAIM);
@@ -288,7 +338,7 @@ impl<C: SqlConnector> SqlStore<C> {
                 }
             }
             if taken.is_empty() {
-                return Ok(Vec::new());
+                return Ok((Vec::new(), full_after(0)));
             }
             let keys: Vec<_> = taken.iter().map(|(e, _)| e.key()).collect();
             let mut changed = 0;
@@ -313,7 +363,8 @@ impl<C: SqlConnector> SqlStore<C> {
                 }
             }
             s.execute(&st.limit_claimed(task_name, taken.len() as i64))?;
-            Ok(taken
+            let full = full_after(taken.len());
+            let rows = taken
                 .into_iter()
                 .map(|(mut e, _)| {
                     e.picked = true;
@@ -322,7 +373,8 @@ impl<C: SqlConnector> SqlStore<C> {
                     e.version += 1;
                     e
                 })
-                .collect())
+                .collect();
+            Ok((rows, full))
         })
     }
 }
