@@ -1,8 +1,8 @@
 //! How SQLite spells docket's statements.
 
 use docket_core::dialect::{
-    common, Capabilities, Catalog, Ddl, Dialect, GeneratedValue, LockAt, OrderIndexStyle,
-    SqlWriter, Syntax,
+    common, Capabilities, Catalog, ClaimMatch, ClaimParts, Ddl, Dialect, GeneratedValue, Level,
+    LimitAt, LockAt, OrderIndexStyle, SqlWriter, Syntax, TaskOf,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -29,7 +29,38 @@ impl Dialect for SqliteDialect {
     /// The claim is one statement, serialized by the database's single write lock; CREATE,
     /// ALTER and DROP take part in transactions (a failed migration leaves nothing).
     fn capabilities(&self) -> Capabilities {
-        Capabilities::UPDATE_RETURNING
+        Capabilities {
+            claims_by_task: true,
+            ..Capabilities::UPDATE_RETURNING
+        }
+    }
+
+    /// By task ([`ClaimParts::by_task`]): `... WHERE (task_name, task_instance) IN (SELECT
+    /// task_name, task_instance FROM (SELECT * FROM (SELECT task_name, task_instance,
+    /// execution_time FROM t WHERE ... task_name = ? ... LIMIT ?) UNION ALL SELECT * FROM (...))
+    /// ORDER BY execution_time LIMIT ?) RETURNING ...`: each task's range of the lag index up to
+    /// the limit (a compound member cannot carry its own `LIMIT`, a subquery can), the first of
+    /// all of them claimed.
+    fn lock_and_fetch(&self, w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
+        if !claim.by_task() {
+            return common::update_returning(w, claim, ClaimMatch::BY_KEY);
+        }
+        claim.update_set(w);
+        w.push(" WHERE (task_name, task_instance) IN (SELECT task_name, task_instance FROM (");
+        let mut level = Level::Any;
+        for (i, name) in claim.task_names().iter().enumerate() {
+            if i > 0 {
+                w.push(" UNION ALL ");
+            }
+            w.push("SELECT * FROM (SELECT task_name, task_instance, execution_time FROM ")
+                .table(claim.table());
+            level = claim.task_rows(w, TaskOf::Bound(name));
+            w.push(")");
+        }
+        w.push(")");
+        claim.order_by(w, level);
+        self.limit(w, claim.limit(), LimitAt::Tail);
+        w.push(") RETURNING ").push(&claim.select_list());
     }
 
     /// Nothing: no row locks to skip, the write lock serializes claimers (see the type's docs).
