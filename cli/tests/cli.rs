@@ -1,10 +1,11 @@
 //! The `docket` binary end to end, on SQLite (a temporary file) and PostgreSQL (a fresh schema
 //! on the compat suite's server: `DOCKET_POSTGRES_URL` or a throwaway one).
 
+mod common;
+
 use assert_cmd::Command;
 use chrono::{Duration, Utc};
-use diesel::connection::SimpleConnection;
-use diesel::{Connection, PgConnection};
+use common::{docket, sqlite_url, PgSchema, SQLITE_FILE};
 use docket_compat_tests::{backends, cases, Harness, Toggle};
 use docket_core::{
     Adopted, QueueConfig, SchedulerClient, Store, StoreConfig, TaskDescriptor, WorkQueue,
@@ -15,10 +16,6 @@ use std::sync::Arc;
 
 const WORK: TaskDescriptor = TaskDescriptor::new("work");
 const OTHER: TaskDescriptor = TaskDescriptor::new("other");
-
-fn docket() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_docket"))
-}
 
 fn stdout_of(cmd: &mut Command) -> String {
     let out = cmd.assert().success().get_output().stdout.clone();
@@ -201,10 +198,6 @@ fn demo_fair_narrates_when_each_mode_serves_the_low_level() {
         ));
 }
 
-fn sqlite_url(dir: &tempfile::TempDir) -> String {
-    format!("sqlite://{}", dir.path().join("cli.db").display())
-}
-
 fn sqlite_store(url: &str, priority: bool) -> Arc<dyn Store> {
     Arc::new(docket_sqlite::connect(url, StoreConfig::with_priority(priority)).unwrap())
 }
@@ -285,7 +278,7 @@ fn bad_table_names_are_rejected_before_any_sql() {
             .failure()
             .stderr(contains("invalid identifier"));
     }
-    assert!(!dir.path().join("cli.db").exists(), "nothing was opened");
+    assert!(!dir.path().join(SQLITE_FILE).exists(), "nothing was opened");
 }
 
 #[test]
@@ -414,47 +407,6 @@ fn explain_on_a_sqlite_file_prints_the_query_plan() {
         .assert()
         .failure()
         .stderr(contains("does not match"));
-}
-
-/// A fresh schema on the suite's PostgreSQL server, dropped at the end.
-struct PgSchema {
-    admin: String,
-    schema: String,
-}
-
-impl PgSchema {
-    fn new() -> Self {
-        let admin = docket_compat_tests::servers::postgres::SERVER
-            .admin_url()
-            .unwrap_or_else(|e| panic!("NOT RUN: postgres: {e}"))
-            .to_owned();
-        let schema = docket_compat_tests::backends::unique_name();
-        PgConnection::establish(&admin)
-            .unwrap()
-            .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
-            .unwrap();
-        Self { admin, schema }
-    }
-
-    /// The admin URL with libpq `options` selecting the schema.
-    fn url(&self) -> String {
-        let sep = if self.admin.contains('?') { '&' } else { '?' };
-        format!(
-            "{}{sep}options=-c%20search_path%3D{}",
-            self.admin, self.schema
-        )
-    }
-}
-
-impl Drop for PgSchema {
-    fn drop(&mut self) {
-        if let Ok(mut conn) = PgConnection::establish(&self.admin) {
-            let _ = conn.batch_execute(&format!(
-                "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
-                self.schema
-            ));
-        }
-    }
 }
 
 fn pg_store(url: &str, priority: bool) -> Arc<dyn Store> {
