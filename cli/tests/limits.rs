@@ -60,17 +60,7 @@ fn set_list_clear(url: &str, store: Arc<dyn Store>) {
     }
     let names = ["work".to_owned()];
     let claimed = store
-        .execution_claim_limited(
-            &DueParams {
-                now: Utc::now(),
-                task_names: &names,
-                limit: 10,
-                claim_for: None,
-                clock: None,
-                include_limited: false,
-            },
-            "test",
-        )
+        .execution_claim_limited(&DueParams::new(Utc::now(), &names, 10), "test")
         .expect("claim");
     assert_eq!(claimed.len(), 2, "max running 2");
     let out = stdout(limits(url, &["list"]));
