@@ -4,7 +4,7 @@
 mod common;
 
 use chrono::Utc;
-use common::{docket, sqlite_url, PgSchema};
+use common::{docket, migrate_all, sqlite_url, PgSchema};
 use docket_core::store::DueParams;
 use docket_core::{SchedulerClient, Store, StoreConfig, TaskDescriptor};
 use predicates::str::contains;
@@ -22,14 +22,6 @@ fn limits(url: &str, args: &[&str]) -> assert_cmd::assert::Assert {
 
 fn stdout(assert: assert_cmd::assert::Assert) -> String {
     String::from_utf8(assert.success().get_output().stdout.clone()).expect("UTF-8")
-}
-
-/// Runs `docket migrate` on `url`, failing the test unless it succeeds.
-fn migrate(url: &str) {
-    docket()
-        .args(["migrate", "--database-url", url])
-        .assert()
-        .success();
 }
 
 /// On a migrated table: set, list (with what runs and what waits), replace, clear.
@@ -124,7 +116,7 @@ fn set_list_clear(url: &str, store: Arc<dyn Store>) {
 fn sqlite_set_list_clear() {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = sqlite_url(&dir);
-    migrate(&url);
+    migrate_all(&url);
     let store = docket_sqlite::connect(&url, StoreConfig::default()).expect("store");
     set_list_clear(&url, Arc::new(store));
 }
@@ -186,7 +178,7 @@ fn bad_limits_are_rejected_before_any_sql() {
 fn postgres_set_list_clear() {
     let space = PgSchema::new();
     let url = space.url();
-    migrate(&url);
+    migrate_all(&url);
     let store = docket_postgres::connect(&url, StoreConfig::default()).expect("store");
     set_list_clear(&url, Arc::new(store));
 }

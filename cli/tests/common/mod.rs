@@ -1,5 +1,5 @@
-//! What the `docket` binary's test files share: the binary, a SQLite file's URL and a fresh
-//! PostgreSQL schema.
+//! What the `docket` binary's test files share: the binary, migrating, a SQLite file's URL and
+//! a fresh PostgreSQL schema.
 
 use assert_cmd::Command;
 use diesel::connection::SimpleConnection;
@@ -16,6 +16,14 @@ pub const SQLITE_FILE: &str = "docket.db";
 /// The URL of the SQLite file [`SQLITE_FILE`] in `dir`.
 pub fn sqlite_url(dir: &tempfile::TempDir) -> String {
     format!("sqlite://{}", dir.path().join(SQLITE_FILE).display())
+}
+
+/// `docket migrate --database-url URL`: every migration.
+pub fn migrate_all(url: &str) {
+    docket()
+        .args(["migrate", "--database-url", url])
+        .assert()
+        .success();
 }
 
 /// A fresh schema on the suite's PostgreSQL server, dropped at the end.
