@@ -20,13 +20,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
-base_only=0
-for arg in "$@"; do
-  case "$arg" in
-    --base-only) base_only=1 ;;
-    *) echo "usage: $0 [--base-only]" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=scripts/flag-lib.sh
+. "$here/../scripts/flag-lib.sh"
+base_only="$(flag_given --base-only "$@")"
 
 release="${DOCKET_TC_DEBIAN_RELEASE:-$(. /etc/os-release && echo "${VERSION_CODENAME:-}")}"
 if [ -z "$release" ]; then

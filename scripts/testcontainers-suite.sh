@@ -26,13 +26,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-with_outage=0
-for arg in "$@"; do
-  case "$arg" in
-    --with-outage) with_outage=1 ;;
-    *) echo "usage: $0 [--with-outage]" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=scripts/flag-lib.sh
+. scripts/flag-lib.sh
+with_outage="$(flag_given --with-outage "$@")"
 
 script_start=$SECONDS
 declare -a summary=()

@@ -1,10 +1,11 @@
 //! The `docket` binary end to end, on SQLite (a temporary file) and PostgreSQL (a fresh schema
 //! on the compat suite's server: `DOCKET_POSTGRES_URL` or a throwaway one).
 
+mod common;
+
 use assert_cmd::Command;
 use chrono::{Duration, Utc};
-use diesel::connection::SimpleConnection;
-use diesel::{Connection, PgConnection};
+use common::{docket, migrate_all, sqlite_url, PgSchema, SQLITE_FILE};
 use docket_compat_tests::{backends, cases, Harness, Toggle};
 use docket_core::{
     Adopted, QueueConfig, SchedulerClient, Store, StoreConfig, TaskDescriptor, WorkQueue,
@@ -15,10 +16,6 @@ use std::sync::Arc;
 
 const WORK: TaskDescriptor = TaskDescriptor::new("work");
 const OTHER: TaskDescriptor = TaskDescriptor::new("other");
-
-fn docket() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_docket"))
-}
 
 fn stdout_of(cmd: &mut Command) -> String {
     let out = cmd.assert().success().get_output().stdout.clone();
@@ -201,10 +198,6 @@ fn demo_fair_narrates_when_each_mode_serves_the_low_level() {
         ));
 }
 
-fn sqlite_url(dir: &tempfile::TempDir) -> String {
-    format!("sqlite://{}", dir.path().join("cli.db").display())
-}
-
 fn sqlite_store(url: &str, priority: bool) -> Arc<dyn Store> {
     Arc::new(docket_sqlite::connect(url, StoreConfig::with_priority(priority)).unwrap())
 }
@@ -285,7 +278,7 @@ fn bad_table_names_are_rejected_before_any_sql() {
             .failure()
             .stderr(contains("invalid identifier"));
     }
-    assert!(!dir.path().join("cli.db").exists(), "nothing was opened");
+    assert!(!dir.path().join(SQLITE_FILE).exists(), "nothing was opened");
 }
 
 #[test]
@@ -414,47 +407,6 @@ fn explain_on_a_sqlite_file_prints_the_query_plan() {
         .assert()
         .failure()
         .stderr(contains("does not match"));
-}
-
-/// A fresh schema on the suite's PostgreSQL server, dropped at the end.
-struct PgSchema {
-    admin: String,
-    schema: String,
-}
-
-impl PgSchema {
-    fn new() -> Self {
-        let admin = docket_compat_tests::servers::postgres::SERVER
-            .admin_url()
-            .unwrap_or_else(|e| panic!("NOT RUN: postgres: {e}"))
-            .to_owned();
-        let schema = docket_compat_tests::backends::unique_name();
-        PgConnection::establish(&admin)
-            .unwrap()
-            .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
-            .unwrap();
-        Self { admin, schema }
-    }
-
-    /// The admin URL with libpq `options` selecting the schema.
-    fn url(&self) -> String {
-        let sep = if self.admin.contains('?') { '&' } else { '?' };
-        format!(
-            "{}{sep}options=-c%20search_path%3D{}",
-            self.admin, self.schema
-        )
-    }
-}
-
-impl Drop for PgSchema {
-    fn drop(&mut self) {
-        if let Ok(mut conn) = PgConnection::establish(&self.admin) {
-            let _ = conn.batch_execute(&format!(
-                "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
-                self.schema
-            ));
-        }
-    }
 }
 
 fn pg_store(url: &str, priority: bool) -> Arc<dyn Store> {
@@ -659,6 +611,16 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
     );
 }
 
+/// `docket bench KIND --backend BACKEND --database-url URL MORE...`, which must succeed; its
+/// standard output.
+fn bench(kind: &str, backend: &str, url: &str, more: &[&str]) -> String {
+    stdout_of(
+        docket()
+            .args(["bench", kind, "--backend", backend, "--database-url", url])
+            .args(more),
+    )
+}
+
 /// `docket bench priority` at a tiny scale: its code paths run and its last line keeps the
 /// summary's shape (figures are for benchmarks, never asserted here). A second run with
 /// `--reuse` keeps the future rows the first run (`--keep`) left.
@@ -677,32 +639,24 @@ fn bench_summary(backend: &str, url: &str) {
 }
 
 fn bench_run(backend: &str, url: &str, more: &[&str]) -> String {
-    let out = stdout_of(
-        docket()
-            .args([
-                "bench",
-                "priority",
-                "--backend",
-                backend,
-                "--database-url",
-                url,
-                "--due",
-                "200",
-                "--future",
-                "2000",
-                "--threads",
-                "2",
-                "--schedulers",
-                "1",
-                "--seconds",
-                "1",
-                "--mode",
-                "weighted",
-                "--fair-polls",
-                "20",
-            ])
-            .args(more),
-    );
+    let mut args = vec![
+        "--due",
+        "200",
+        "--future",
+        "2000",
+        "--threads",
+        "2",
+        "--schedulers",
+        "1",
+        "--seconds",
+        "1",
+        "--mode",
+        "weighted",
+        "--fair-polls",
+        "20",
+    ];
+    args.extend(more);
+    let out = bench("priority", backend, url, &args);
     // The fairness run drives the clock by hand: the weighted bound holds exactly.
     let fairness = "(?m)^fairness backend=\\w+ mode=Weighted low_share=\\d\\.\\d{3} \
                     low_first_poll=\\d+ low_longest_wait_s=\\d+ wait_bound_s=2 within_bound=true$";
@@ -742,20 +696,12 @@ fn postgres_bench_priority_prints_the_summary() {
 #[test]
 fn postgres_bench_queue_prints_the_summary() {
     let space = PgSchema::new();
-    let out = stdout_of(docket().args([
-        "bench",
+    let out = bench(
         "queue",
-        "--backend",
         "postgres",
-        "--database-url",
         &space.url(),
-        "--items",
-        "300",
-        "--worked",
-        "100",
-        "--calls",
-        "3",
-    ]));
+        &["--items", "300", "--worked", "100", "--calls", "3"],
+    );
     let last = out.lines().last().unwrap_or_default();
     let mut shape = "^summary backend=postgres items=300 worked=100".to_owned();
     for k in ["a", "b"] {
@@ -784,24 +730,23 @@ fn postgres_bench_queue_prints_the_summary() {
 /// (a job that never starts fails the run), and the table has a line per phase (figures are
 /// for benchmarks, never asserted here).
 fn bench_latency(backend: &str, url: &str) {
-    let out = stdout_of(docket().args([
-        "bench",
+    let out = bench(
         "latency",
-        "--backend",
         backend,
-        "--database-url",
         url,
-        "--idle-jobs",
-        "3",
-        "--spacing-ms",
-        "10",
-        "--load-rate",
-        "20",
-        "--load-seconds",
-        "1",
-        "--quiet-seconds",
-        "0",
-    ]));
+        &[
+            "--idle-jobs",
+            "3",
+            "--spacing-ms",
+            "10",
+            "--load-rate",
+            "20",
+            "--load-seconds",
+            "1",
+            "--quiet-seconds",
+            "0",
+        ],
+    );
     let system = format!("docket ({backend})");
     for (phase, jobs) in [("idle", 3), ("load", 20)] {
         let shape = format!(r"(?m)^{} +{phase} +{jobs} +\d", regex_escape(&system));
@@ -834,18 +779,12 @@ fn postgres_bench_latency_prints_the_table() {
 #[test]
 fn sqlite_bench_throughput_by_processes_prints_a_line_per_count() {
     let dir = tempfile::tempdir().unwrap();
-    let out = stdout_of(docket().args([
-        "bench",
+    let out = bench(
         "throughput",
-        "--backend",
         "sqlite",
-        "--database-url",
         &sqlite_url(&dir),
-        "--jobs",
-        "200",
-        "--processes",
-        "1,2",
-    ]));
+        &["--jobs", "200", "--processes", "1,2"],
+    );
     for n in [1, 2] {
         let shape = format!(r"(?m)^ +{n} +\d+ +\d+\.\d\d +\d+\.\d{{3}}");
         assert!(
@@ -858,20 +797,12 @@ fn sqlite_bench_throughput_by_processes_prints_a_line_per_count() {
 #[test]
 fn sqlite_bench_limits_prints_each_phase_and_the_ratios() {
     let dir = tempfile::tempdir().unwrap();
-    let out = stdout_of(docket().args([
-        "bench",
+    let out = bench(
         "limits",
-        "--backend",
         "sqlite",
-        "--database-url",
         &sqlite_url(&dir),
-        "--jobs",
-        "200",
-        "--backlog",
-        "50",
-        "--rounds",
-        "2",
-    ]));
+        &["--jobs", "200", "--backlog", "50", "--rounds", "2"],
+    );
     // Two rounds, the second in reverse order, each phase on a fresh table (the limits table
     // of the phase before dropped with it), every check passed.
     for phase in [
@@ -914,14 +845,6 @@ fn enqueue_cmd(url: &str, task: &str, csv: &str) -> Command {
         csv,
     ]);
     cmd
-}
-
-/// `docket migrate --database-url URL`: every migration.
-fn migrate_all(url: &str) {
-    docket()
-        .args(["migrate", "--database-url", url])
-        .assert()
-        .success();
 }
 
 /// `docket queue --database-url URL --worker W --task T`: what `worker` would get next.

@@ -1,20 +1,16 @@
 //! `docket limits list|set|clear` end to end, on SQLite (a temporary file) and PostgreSQL (a
 //! fresh schema on the compat suite's server).
 
-use assert_cmd::Command;
+mod common;
+
 use chrono::Utc;
-use diesel::connection::SimpleConnection;
-use diesel::{Connection, PgConnection};
+use common::{docket, migrate_all, sqlite_url, PgSchema};
 use docket_core::store::DueParams;
 use docket_core::{SchedulerClient, Store, StoreConfig, TaskDescriptor};
 use predicates::str::contains;
 use std::sync::Arc;
 
 const WORK: TaskDescriptor = TaskDescriptor::new("work");
-
-fn docket() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_docket"))
-}
 
 fn limits(url: &str, args: &[&str]) -> assert_cmd::assert::Assert {
     let (command, rest) = args.split_first().expect("a limits command");
@@ -56,17 +52,7 @@ fn set_list_clear(url: &str, store: Arc<dyn Store>) {
     }
     let names = ["work".to_owned()];
     let claimed = store
-        .execution_claim_limited(
-            &DueParams {
-                now: Utc::now(),
-                task_names: &names,
-                limit: 10,
-                claim_for: None,
-                clock: None,
-                include_limited: false,
-            },
-            "test",
-        )
+        .execution_claim_limited(&DueParams::new(Utc::now(), &names, 10), "test")
         .expect("claim");
     assert_eq!(claimed.len(), 2, "max running 2");
     let out = stdout(limits(url, &["list"]));
@@ -126,18 +112,11 @@ fn set_list_clear(url: &str, store: Arc<dyn Store>) {
     assert!(out.contains("no limits on scheduled_tasks"), "{out}");
 }
 
-fn sqlite_url(dir: &tempfile::TempDir) -> String {
-    format!("sqlite://{}", dir.path().join("limits.db").display())
-}
-
 #[test]
 fn sqlite_set_list_clear() {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = sqlite_url(&dir);
-    docket()
-        .args(["migrate", "--database-url", &url])
-        .assert()
-        .success();
+    migrate_all(&url);
     let store = docket_sqlite::connect(&url, StoreConfig::default()).expect("store");
     set_list_clear(&url, Arc::new(store));
 }
@@ -195,55 +174,11 @@ fn bad_limits_are_rejected_before_any_sql() {
     }
 }
 
-/// A fresh schema on the suite's PostgreSQL server, dropped at the end.
-struct PgSchema {
-    admin: String,
-    schema: String,
-}
-
-impl PgSchema {
-    fn new() -> Self {
-        let admin = docket_compat_tests::servers::postgres::SERVER
-            .admin_url()
-            .unwrap_or_else(|e| panic!("NOT RUN: postgres: {e}"))
-            .to_owned();
-        let schema = docket_compat_tests::backends::unique_name();
-        PgConnection::establish(&admin)
-            .expect("connect")
-            .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
-            .expect("create schema");
-        Self { admin, schema }
-    }
-
-    /// The admin URL with libpq `options` selecting the schema.
-    fn url(&self) -> String {
-        let sep = if self.admin.contains('?') { '&' } else { '?' };
-        format!(
-            "{}{sep}options=-c%20search_path%3D{}",
-            self.admin, self.schema
-        )
-    }
-}
-
-impl Drop for PgSchema {
-    fn drop(&mut self) {
-        if let Ok(mut conn) = PgConnection::establish(&self.admin) {
-            let _ = conn.batch_execute(&format!(
-                "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
-                self.schema
-            ));
-        }
-    }
-}
-
 #[test]
 fn postgres_set_list_clear() {
     let space = PgSchema::new();
     let url = space.url();
-    docket()
-        .args(["migrate", "--database-url", &url])
-        .assert()
-        .success();
+    migrate_all(&url);
     let store = docket_postgres::connect(&url, StoreConfig::default()).expect("store");
     set_list_clear(&url, Arc::new(store));
 }

@@ -19,6 +19,7 @@ pub mod netfault;
 pub mod reliability;
 pub mod servers;
 pub mod statements;
+pub mod worker;
 
 pub use harness::{Ctx, DbSchedulerDdl, DbSchedulerTypes, Foreign, Harness, Need, Space, Toggle};
 

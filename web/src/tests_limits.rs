@@ -106,17 +106,7 @@ async fn limits_shown(harness: &dyn Harness) {
         .expect("schedule");
     let names = ["email".to_owned()];
     let claimed = store
-        .execution_claim_limited(
-            &DueParams {
-                now,
-                task_names: &names,
-                limit: 10,
-                claim_for: None,
-                clock: None,
-                include_limited: false,
-            },
-            "test",
-        )
+        .execution_claim_limited(&DueParams::new(now, &names, 10), "test")
         .expect("claim");
     let ids: Vec<&str> = claimed.iter().map(|e| e.task_instance.as_str()).collect();
     assert_eq!(ids, ["a", "c"]);

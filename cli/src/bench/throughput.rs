@@ -110,6 +110,16 @@ struct Ops<C: SqlConnector> {
     drop: fn(&SqlStore<C>) -> Result<(), StoreError>,
 }
 
+impl<C: SqlConnector> Ops<C> {
+    /// Creates the database `url` names when missing, then opens a store on `table` there.
+    fn open(&self, url: &str, table: &TableName) -> Result<Arc<SqlStore<C>>, CliError> {
+        if let Some(ensure) = self.ensure_database {
+            ensure(url)?;
+        }
+        Ok(Arc::new((self.connect)(url, store_config(table, false))?))
+    }
+}
+
 /// Runs `docket bench throughput`.
 pub fn run(args: &ThroughputArgs) -> Result<(), CliError> {
     let backend = crate::backends::by_name(&args.backend)?;
@@ -234,6 +244,20 @@ impl CpuStart {
     }
 }
 
+/// Drops and re-creates the table (every migration, never analyzed); returns a client on it.
+fn empty_table<C: SqlConnector>(
+    ops: &Ops<C>,
+    store: &Arc<SqlStore<C>>,
+) -> Result<SchedulerClient, CliError> {
+    // Migrating first creates the migration history that dropping cleans up.
+    store.migrate(None)?;
+    (ops.drop)(store)?;
+    store.migrate(None)?;
+    Ok(SchedulerClient::new(
+        Arc::clone(store) as Arc<dyn ExecutionStore>
+    )?)
+}
+
 /// Drops and re-creates the table (fresh, never analyzed), then enqueues the jobs in one
 /// `schedule_batch`; returns rows/s.
 fn fresh_table<C: SqlConnector>(
@@ -241,11 +265,7 @@ fn fresh_table<C: SqlConnector>(
     store: &Arc<SqlStore<C>>,
     jobs: u64,
 ) -> Result<f64, CliError> {
-    // Migrating first creates the migration history that dropping cleans up.
-    store.migrate(None)?;
-    (ops.drop)(store)?;
-    store.migrate(None)?;
-    let client = SchedulerClient::new(Arc::clone(store) as Arc<dyn ExecutionStore>)?;
+    let client = empty_table(ops, store)?;
     let instances: Vec<_> = (0..jobs).map(|i| JOB.instance(i.to_string())).collect();
     let started = Instant::now();
     let inserted = client.schedule_batch(instances)?;
@@ -281,6 +301,73 @@ fn check_exactly_once<C: SqlConnector>(
         )));
     }
     Ok(())
+}
+
+/// A store on the same connector and configuration as `store` that records every statement
+/// it sends (see [`Recording`]).
+fn recording<C: SqlConnector + Clone>(store: &SqlStore<C>) -> Arc<SqlStore<Recording<C>>> {
+    Arc::new(SqlStore::new(
+        Recording::new(store.connector().clone()),
+        store.config().clone(),
+    ))
+}
+
+/// The measured jobs of one scheduler run: how often each ran (by its job number) and how many
+/// ran in all, as counted by the task [`Measured::task`] makes.
+struct Measured {
+    runs: Arc<Vec<AtomicU32>>,
+    done: Arc<AtomicU64>,
+    jobs: u64,
+}
+
+impl Measured {
+    /// Counts for `jobs` jobs, none run yet.
+    fn new(jobs: u64) -> Self {
+        Self {
+            runs: Arc::new((0..jobs).map(|_| AtomicU32::new(0)).collect()),
+            done: Arc::new(AtomicU64::new(0)),
+            jobs,
+        }
+    }
+
+    /// The no-op task of every job ([`JOB`]), counting each run.
+    fn task(&self) -> Task {
+        let (r, d) = (Arc::clone(&self.runs), Arc::clone(&self.done));
+        Task::one_time(JOB, move |e, _| {
+            r[job_index(&e.task_instance, r.len())?].fetch_add(1, Ordering::SeqCst);
+            d.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+
+    /// Waits until every job ran and `left` finds none of their rows (checking every
+    /// millisecond then, every 5 before). When no job finished for [`STALL`] it stops
+    /// `scheduler` and fails, the message starting with `context`.
+    fn wait(
+        &self,
+        scheduler: &Scheduler,
+        left: impl Fn() -> Result<i64, CliError>,
+        context: &str,
+    ) -> Result<(), CliError> {
+        let mut last = (0, Instant::now());
+        loop {
+            let n = self.done.load(Ordering::SeqCst);
+            if n >= self.jobs && left()? == 0 {
+                return Ok(());
+            }
+            if n != last.0 {
+                last = (n, Instant::now());
+            } else if last.1.elapsed() > STALL {
+                scheduler.stop();
+                return Err(CliError::Bench(format!(
+                    "{context}stuck: {n} of {} jobs ran, nothing more for {} s",
+                    self.jobs,
+                    STALL.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(if n >= self.jobs { 1 } else { 5 }));
+        }
+    }
 }
 
 /// The job number of an instance id written by [`fresh_table`].
@@ -503,21 +590,10 @@ fn docket_run<C: SqlConnector + Clone>(
     config: SchedulerConfig,
 ) -> Result<Figures, CliError> {
     let enqueue = fresh_table(ops, store, args.jobs)?;
-    let jobs = args.jobs as usize;
-    let recording = Arc::new(SqlStore::new(
-        Recording::new(store.connector().clone()),
-        store.config().clone(),
-    ));
-    let runs: Arc<Vec<AtomicU32>> = Arc::new((0..jobs).map(|_| AtomicU32::new(0)).collect());
-    let done = Arc::new(AtomicU64::new(0));
-    let (r, d) = (Arc::clone(&runs), Arc::clone(&done));
-    let task = Task::one_time(JOB, move |e, _| {
-        r[job_index(&e.task_instance, r.len())?].fetch_add(1, Ordering::SeqCst);
-        d.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    });
+    let recording = recording(store);
+    let measured = Measured::new(args.jobs);
     let scheduler = Scheduler::builder(Arc::clone(&recording) as Arc<dyn ExecutionStore>)
-        .task(task)
+        .task(measured.task())
         .config(config)
         .build()?;
     recording.connector().take();
@@ -525,29 +601,12 @@ fn docket_run<C: SqlConnector + Clone>(
     let started = Instant::now();
     scheduler.start()?;
     // Every job ran; then wait (checking every millisecond) until their rows are gone.
-    let mut last = (0, Instant::now());
-    loop {
-        let n = done.load(Ordering::SeqCst);
-        if n >= args.jobs && rows_left(store)? == 0 {
-            break;
-        }
-        if n != last.0 {
-            last = (n, Instant::now());
-        } else if last.1.elapsed() > STALL {
-            scheduler.stop();
-            return Err(CliError::Bench(format!(
-                "stuck: {n} of {} jobs ran, nothing more for {} s",
-                args.jobs,
-                STALL.as_secs()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(if n >= args.jobs { 1 } else { 5 }));
-    }
+    measured.wait(&scheduler, || rows_left(store), "")?;
     let elapsed = started.elapsed().as_secs_f64();
     let (cpu_us_per_job, server_us_per_job) = cpu.per_job(args.jobs);
     let statements = recording.connector().take().len();
     scheduler.stop();
-    check_exactly_once(store, &runs, "docket")?;
+    check_exactly_once(store, &measured.runs, "docket")?;
     Ok(Figures {
         jobs_per_s: args.jobs as f64 / elapsed,
         enqueue_rows_per_s: enqueue,
@@ -562,10 +621,7 @@ fn run_all<C: SqlConnector + Clone>(
     url: &str,
     ops: Ops<C>,
 ) -> Result<(), CliError> {
-    if let Some(ensure) = ops.ensure_database {
-        ensure(url)?;
-    }
-    let store = Arc::new((ops.connect)(url, store_config(&args.table, false))?);
+    let store = ops.open(url, &args.table)?;
     let name = store.backend();
     say!(
         "docket bench throughput: backend={name} table={} jobs={} workers={} \

@@ -4,7 +4,7 @@
 //! and every due-query carries its `task_name NOT IN (SELECT task_name FROM <table>_limits)`),
 //! with one scheduler of `--workers` threads and docket's default configuration that registers
 //! both tasks, the unlimited `bench-throughput` and the limited `bench-limited`, on a
-//! [`Recording`] store (statements counted). The phases:
+//! [`Recording`](crate::bench::load::Recording) store (statements counted). The phases:
 //! - **a, baseline**: `--jobs` jobs of the unlimited task alone, no limit row in the table;
 //! - **b, beside a limited task**: the same jobs, and a backlog of `--backlog` jobs of the
 //!   limited task due an hour earlier (first in hand-out order; `--backlog-due-in`),
@@ -21,9 +21,8 @@
 //! that each job of the measured task ran exactly once, that no limited job ran twice, and
 //! that no more than `--max-running` limited jobs ever ran at once (counted in the handler).
 
-use super::{database_url, job_index, CpuStart, Ops, JOB, STALL};
-use crate::args::{parse_table, store_config};
-use crate::bench::load::Recording;
+use super::{database_url, empty_table, recording, CpuStart, Measured, Ops, JOB};
+use crate::args::parse_table;
 use crate::bench::Polls;
 use crate::error::CliError;
 use crate::progress;
@@ -31,12 +30,12 @@ use chrono::Utc;
 use docket_core::backend::SqlStore;
 use docket_core::store::sql::SqlConnector;
 use docket_core::{
-    ExecutionStore, Scheduler, SchedulerClient, SchedulerConfig, SchedulerEvent, StoreInfo,
-    TableName, Task, TaskDescriptor, TaskLimit,
+    ExecutionStore, Scheduler, SchedulerConfig, SchedulerEvent, StoreInfo, TableName, Task,
+    TaskDescriptor, TaskLimit,
 };
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The limited task of phase b.
 const LIMITED: TaskDescriptor = TaskDescriptor::new("bench-limited");
@@ -175,11 +174,7 @@ fn phase<C: SqlConnector + Clone>(
     args: &LimitsArgs,
     which: Phase,
 ) -> Result<PhaseFigures, CliError> {
-    // Migrating first creates the migration history that dropping cleans up.
-    store.migrate(None)?;
-    (ops.drop)(store)?;
-    store.migrate(None)?;
-    let client = SchedulerClient::new(Arc::clone(store) as Arc<dyn ExecutionStore>)?;
+    let client = empty_table(ops, store)?;
     let limit = match which {
         Phase::Baseline => None,
         Phase::Beside => Some(TaskLimit::new(LIMITED.name()).max_running(args.max_running)),
@@ -205,19 +200,8 @@ fn phase<C: SqlConnector + Clone>(
             args.jobs
         )));
     }
-    let jobs = args.jobs as usize;
-    let recording = Arc::new(SqlStore::new(
-        Recording::new(store.connector().clone()),
-        store.config().clone(),
-    ));
-    let runs: Arc<Vec<AtomicU32>> = Arc::new((0..jobs).map(|_| AtomicU32::new(0)).collect());
-    let done = Arc::new(AtomicU64::new(0));
-    let (r, d) = (Arc::clone(&runs), Arc::clone(&done));
-    let measured = Task::one_time(JOB, move |e, _| {
-        r[job_index(&e.task_instance, r.len())?].fetch_add(1, Ordering::SeqCst);
-        d.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    });
+    let recording = recording(store);
+    let measured = Measured::new(args.jobs);
     let count = Arc::new(LimitedCount::default());
     let c = Arc::clone(&count);
     let limited = Task::one_time(LIMITED, move |e, _| {
@@ -237,7 +221,7 @@ fn phase<C: SqlConnector + Clone>(
     });
     let polls = Arc::new(Polls::default());
     let mut builder = Scheduler::builder(Arc::clone(&recording) as Arc<dyn ExecutionStore>)
-        .task(measured)
+        .task(measured.task())
         .task(limited)
         .listener({
             let polls = Arc::clone(&polls);
@@ -256,32 +240,18 @@ fn phase<C: SqlConnector + Clone>(
     let cpu = CpuStart::now(&args.backend);
     let started = Instant::now();
     scheduler.start()?;
-    let mut last = (0, Instant::now());
-    loop {
-        let n = done.load(Ordering::SeqCst);
-        if n >= args.jobs && measured_left(store)? == 0 {
-            break;
-        }
-        if n != last.0 {
-            last = (n, Instant::now());
-        } else if last.1.elapsed() > STALL {
-            scheduler.stop();
-            return Err(CliError::Bench(format!(
-                "{}: stuck: {n} of {} jobs ran, nothing more for {} s",
-                which.label(),
-                args.jobs,
-                STALL.as_secs()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(if n >= args.jobs { 1 } else { 5 }));
-    }
+    measured.wait(
+        &scheduler,
+        || measured_left(store),
+        &format!("{}: ", which.label()),
+    )?;
     let elapsed = started.elapsed().as_secs_f64();
     let limited_done = count.done.load(Ordering::SeqCst);
     let all = args.jobs + limited_done;
     let (cpu_us_per_job, _) = cpu.per_job(all);
     let statements = recording.connector().take().len();
     scheduler.stop();
-    check_runs(&runs, &count, args, which)?;
+    check_runs(&measured.runs, &count, args, which)?;
     let polled = polls.polls.load(Ordering::Relaxed);
     let found = polls.found.load(Ordering::Relaxed);
     if let Some(failure) = polls
@@ -343,10 +313,7 @@ fn run_all<C: SqlConnector + Clone>(
     url: &str,
     ops: Ops<C>,
 ) -> Result<(), CliError> {
-    if let Some(ensure) = ops.ensure_database {
-        ensure(url)?;
-    }
-    let store = Arc::new((ops.connect)(url, store_config(&args.table, false))?);
+    let store = ops.open(url, &args.table)?;
     let name = store.backend();
     say!(
         "docket bench limits: backend={name} table={} jobs={} workers={} rounds={} \
