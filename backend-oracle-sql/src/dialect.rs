@@ -1,8 +1,7 @@
 //! How Oracle spells docket's statements.
 
 use docket_core::dialect::{
-    common, Capabilities, Catalog, ClaimParts, Dialect, Levels, LimitAt, LockAt, SqlWriter, Syntax,
-    TIMESTAMP_TEXT,
+    Capabilities, Catalog, ClaimParts, Dialect, LimitAt, LockAt, SqlWriter, Syntax, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::TableName;
@@ -36,7 +35,8 @@ const TEXT_KEY_TYPE: &str = "VARCHAR2(1000)";
 /// - No `UPDATE ... RETURNING` into a result set, no `ON CONFLICT`: the insert is plain and
 ///   the session reports ORA-00001 (unique constraint) as `StoreError::Duplicate`, which the
 ///   shared store counts as "already exists".
-/// - `LEVEL` is a reserved word: the levels query names its column `"level"`.
+/// - `LEVEL` is a reserved word: the levels query quotes its column `"level"` (as every
+///   dialect does, [`docket_core::dialect::common::priority_levels`]).
 /// - Work queue: the claim reads its candidates without locks, then locks one by key with
 ///   `FOR UPDATE SKIP LOCKED` (two-phase; the keyed read carries no row limit, which Oracle
 ///   rejects beside `FOR UPDATE`). Custom keys are read with `JSON_VALUE ... RETURNING` (see
@@ -151,17 +151,6 @@ impl Dialect for OracleDialect {
             // an error, which `NULL ON ERROR` (the default) makes missing.
             KeyType::Number => value(w, "number", "NUMBER"),
         }
-    }
-
-    // LEVEL is reserved in Oracle: the alias is quoted (and so stays lower case).
-    fn priority_levels(
-        &self,
-        w: &mut SqlWriter<'_>,
-        table: &TableName,
-        below: Option<i16>,
-    ) -> Levels {
-        common::priority_levels(w, table, below, "\"level\"");
-        Levels::Highest
     }
 
     /// The `ALL_*` views: table and index names as quoted (case kept), column names upper

@@ -2,7 +2,7 @@
 
 use docket_core::dialect::{
     common, Array, Capabilities, Catalog, ClaimMatch, ClaimParts, Dialect, DueFilter, Level,
-    LimitAt, Levels, SqlWriter, Syntax, TaskOf, Value, NUMBER_TEXT, TIMESTAMP_TEXT,
+    Levels, LimitAt, SqlWriter, Syntax, TaskOf, Value, NUMBER_TEXT, TIMESTAMP_TEXT,
 };
 use docket_core::ordering::{CustomKey, KeyType};
 use docket_core::{ExecutionKey, TableName};

@@ -325,7 +325,9 @@ pub fn claim_beside_a_limited_backlog_keeps_time_order(h: &dyn Harness, t: Toggl
     let client = ctx.client();
     let at = |secs: i64| ctx.clock.now() - chrono::Duration::seconds(secs);
     for i in 0..30 {
-        let instance = EXPORT.instance(format!("e{i:02}")).scheduled_to(at(100 - i));
+        let instance = EXPORT
+            .instance(format!("e{i:02}"))
+            .scheduled_to(at(100 - i));
         client.schedule(instance).unwrap();
     }
     client
@@ -333,7 +335,9 @@ pub fn claim_beside_a_limited_backlog_keeps_time_order(h: &dyn Harness, t: Toggl
         .unwrap();
     for i in 0..4 {
         let w = WORK.instance(format!("w{i}")).scheduled_to(at(50 - 2 * i));
-        let r = REPORT.instance(format!("r{i}")).scheduled_to(at(49 - 2 * i));
+        let r = REPORT
+            .instance(format!("r{i}"))
+            .scheduled_to(at(49 - 2 * i));
         client.schedule(w).unwrap();
         client.schedule(r).unwrap();
     }
@@ -353,7 +357,10 @@ pub fn claim_beside_a_limited_backlog_keeps_time_order(h: &dyn Harness, t: Toggl
         ids(&rows)
     };
     // The limited task's claim takes its one slot (and fills the store's cache of limits).
-    assert_eq!(claim_limited(&*ctx.store, &ctx, &["export"], 10, "s1").len(), 1);
+    assert_eq!(
+        claim_limited(&*ctx.store, &ctx, &["export"], 10, "s1").len(),
+        1
+    );
     assert_eq!(
         claim_first(&*ctx.store, 5),
         ["w0", "r0", "w1", "r1", "w2"],

@@ -94,11 +94,13 @@ pub fn claiming_select(w: &mut SqlWriter<'_>, claim: &ClaimParts<'_>) {
     d.limit(w, claim.limit(), LimitAt::Tail);
 }
 
-/// `SELECT MAX(priority) AS <alias> FROM t [WHERE priority < ?]`: the highest level below a
-/// bound, from the end of the priority index.
-pub fn priority_levels(w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>, alias: &str) {
+/// `SELECT MAX(priority) AS "level" FROM t [WHERE priority < ?]`: the highest level below a
+/// bound, from the end of the priority index. The alias is quoted (`LEVEL` is reserved in
+/// Oracle), so it stays lower case everywhere.
+pub fn priority_levels(w: &mut SqlWriter<'_>, table: &TableName, below: Option<i16>) {
+    let alias = w.dialect().quote_ident("level");
     w.push("SELECT MAX(priority) AS ")
-        .push(alias)
+        .push(&alias)
         .push(" FROM ")
         .table(table);
     if let Some(level) = below {

@@ -353,7 +353,7 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
         table: &TableName,
         below: Option<i16>,
     ) -> Levels {
-        common::priority_levels(w, table, below, "level");
+        common::priority_levels(w, table, below);
         Levels::Highest
     }
 

@@ -276,7 +276,10 @@ impl Statements<'_> {
             ("limit_claimed", self.limit_claimed("email", 3)),
             // The ordinary claim of a table with limits, task by task (where the dialect can).
             ("due_for_update_by_task", self.due_for_update(&by_task)),
-            ("lock_and_fetch_by_task", self.lock_and_fetch(&by_task, "node-1")),
+            (
+                "lock_and_fetch_by_task",
+                self.lock_and_fetch(&by_task, "node-1"),
+            ),
             (
                 "limited_due_for_update",
                 self.due_for_update(&claim(&[], false)),

@@ -4,8 +4,9 @@
 use super::poison::{decode_executions, Bad};
 use super::*;
 use crate::dialect::{Levels, LockAndFetch};
+use crate::ordering::PrimaryOrder;
 use crate::planner::{Decoded, DueSource, Probe};
-use crate::records::Due;
+use crate::records::{Due, Limited};
 
 impl<C: SqlConnector> DueSource for SqlStore<C> {
     fn levels_below(&self, below: Option<i16>) -> Result<Vec<i16>, StoreError> {
@@ -62,6 +63,10 @@ impl<C: SqlConnector> DueSource for SqlStore<C> {
     }
 }
 
+/// Most tasks a claim reads task by task ([`Due::by_task`]: one index range each); past
+/// them, it reads the one range of all due rows.
+const MAX_TASKS_BY_TASK: usize = 8;
+
 /// Decoded rows, the poison ones by key and column.
 fn decoded((rows, bad): (Vec<Execution>, Vec<Bad>)) -> Decoded {
     Decoded {
@@ -71,6 +76,23 @@ fn decoded((rows, bad): (Vec<Execution>, Vec<Bad>)) -> Decoded {
 }
 
 impl<C: SqlConnector> SqlStore<C> {
+    /// Whether the ordinary claim `due` reads task by task ([`Due::by_task`]): where the
+    /// table holds limits (a limited task's held-back due rows lie in the one range of due
+    /// rows, which the claim would read through on every poll to leave them out), its
+    /// dialect claims by task, the due rows are in time order (priority off, no custom
+    /// order) and the tasks are few. Each task's rows are read only when it is neither
+    /// limited nor paused at the time of the statement, so a limit set or cleared a moment
+    /// ago holds whatever the cache says; the cache only says whether to read by task.
+    pub(super) fn claim_by_task(&self, due: &Due<'_>) -> Result<bool, StoreError> {
+        let policy = &self.config.ordering;
+        let eligible = self.connector.dialect().capabilities().claims_by_task
+            && !policy.priority
+            && policy.primary == PrimaryOrder::ExecutionTime
+            && due.limited == Limited::LeftOut
+            && due.task_names.len() <= MAX_TASKS_BY_TASK;
+        Ok(eligible && !self.cached_limits()?.is_empty())
+    }
+
     /// The `execution_time` of the first row `stmt` returns; only the time is read.
     fn probe(&self, stmt: &Rendered) -> Result<Probe, StoreError> {
         Ok(match self.rows(stmt)?.into_iter().next() {

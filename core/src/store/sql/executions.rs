@@ -93,8 +93,7 @@ impl<C: SqlConnector> ExecutionStore for SqlStore<C> {
 
     fn execution_complete_batch(&self, batch: &[Completion]) -> Result<Vec<bool>, StoreError> {
         // One transaction: a batch ended by contention wrote nothing and is run again.
-        let written =
-            retried_up_to(COMPLETION_CONTENTION_RETRIES, || self.complete_batch(batch))?;
+        let written = retried_up_to(COMPLETION_CONTENTION_RETRIES, || self.complete_batch(batch))?;
         for (completion, done) in batch.iter().zip(&written) {
             if let (Some(changes), true) = (&completion.update, done) {
                 self.planner.updated(changes);

@@ -10,17 +10,12 @@
 
 use super::poison::decode_executions;
 use super::*;
-use crate::ordering::PrimaryOrder;
 use crate::records::{Due, LimitRoom, LimitUse, Limited, LimitedClaim, Rate, TaskLimit};
 use std::time::{Duration, Instant};
 
 /// Most full keys one claim leaves out by name; past them, rows of full keys are read and
 /// passed over (the room is checked per row either way).
 const FULL_KEYS_PER_CLAIM: usize = 200;
-
-/// Most tasks a claim reads task by task ([`Due::by_task`]: one index range each); past
-/// them, it reads the one range of all due rows.
-const MAX_TASKS_BY_TASK: usize = 8;
 
 /// How long the list of limited tasks is reused between polls: a new limit holds at once (other
 /// claims leave the task out in their statement), its own claim starts within this.
@@ -145,7 +140,7 @@ impl<C: SqlConnector> SqlStore<C> {
     }
 
     /// Every limit, from the cache when it is fresh.
-    fn cached_limits(&self) -> Result<Vec<TaskLimit>, StoreError> {
+    pub(super) fn cached_limits(&self) -> Result<Vec<TaskLimit>, StoreError> {
         if !self.statements.limits_table() {
             return Ok(Vec::new());
         }
@@ -155,23 +150,6 @@ impl<C: SqlConnector> SqlStore<C> {
             cache.read = Some((Instant::now(), self.limits_read()?));
         }
         Ok(cache.read.as_ref().map_or(Vec::new(), |(_, l)| l.clone()))
-    }
-
-    /// Whether the ordinary claim `due` reads task by task ([`Due::by_task`]): where the
-    /// table holds limits (a limited task's held-back due rows lie in the one range of due
-    /// rows, which the claim would read through on every poll to leave them out), its
-    /// dialect claims by task, the due rows are in time order (priority off, no custom
-    /// order) and the tasks are few. Each task's rows are read only when it is neither
-    /// limited nor paused at the time of the statement, so a limit set or cleared a moment
-    /// ago holds whatever the cache says; the cache only says whether to read by task.
-    pub(super) fn claim_by_task(&self, due: &Due<'_>) -> Result<bool, StoreError> {
-        let policy = &self.config.ordering;
-        let eligible = self.connector.dialect().capabilities().claims_by_task
-            && !policy.priority
-            && policy.primary == PrimaryOrder::ExecutionTime
-            && due.limited == Limited::LeftOut
-            && due.task_names.len() <= MAX_TASKS_BY_TASK;
-        Ok(eligible && !self.cached_limits()?.is_empty())
     }
 
     /// The start margin of `task_name`'s rate limits, from the limits read last.
