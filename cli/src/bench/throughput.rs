@@ -108,6 +108,8 @@ struct Ops<C: SqlConnector> {
     connect_uncached: Connect<C>,
     ensure_database: Option<EnsureDatabase>,
     drop: fn(&SqlStore<C>) -> Result<(), StoreError>,
+    /// Gathers the planner's statistics of the table (`docket bench limits --analyze`).
+    analyze: fn(&SqlStore<C>) -> Result<(), StoreError>,
 }
 
 impl<C: SqlConnector> Ops<C> {
@@ -150,6 +152,7 @@ fn postgres_ops() -> Ops<docket_postgres::PgConnector> {
         },
         ensure_database: Some(crate::bench::load::postgres::ensure_database),
         drop: crate::bench::load::diesel::drop_scenario,
+        analyze: |store| crate::bench::load::diesel::analyze_table(store, "ANALYZE "),
     }
 }
 
@@ -167,6 +170,7 @@ fn mysql_ops() -> Ops<docket_mysql::MysqlConnector> {
         },
         ensure_database: Some(crate::bench::load::mysql::ensure_database),
         drop: crate::bench::load::diesel::drop_scenario,
+        analyze: |store| crate::bench::load::diesel::analyze_table(store, "ANALYZE TABLE "),
     }
 }
 
@@ -183,6 +187,7 @@ fn sqlite_ops() -> Ops<docket_sqlite::SqliteConnector> {
         },
         ensure_database: None,
         drop: crate::bench::load::diesel::drop_scenario,
+        analyze: |store| crate::bench::load::diesel::analyze_table(store, "ANALYZE "),
     }
 }
 

@@ -242,6 +242,18 @@ pub fn drop_scenario<F: Family>(store: &Store<F>) -> Result<(), StoreError> {
     })
 }
 
+/// `<command><table>` (`ANALYZE t`, MySQL's `ANALYZE TABLE t`): the planner's statistics of
+/// the executions table, as autovacuum (or InnoDB's automatic recalculation) keeps them on a
+/// table in use.
+pub fn analyze_table<F: Family>(store: &Store<F>, command: &str) -> Result<(), StoreError> {
+    let mut w = writer(store);
+    w.push(command).table(&store.config().table);
+    let stmt = w.finish();
+    store
+        .connector()
+        .with_session(&mut |session| session.query(&stmt).map(drop))
+}
+
 /// What a backend spells its own way when loading the work-queue benchmark's data.
 pub trait QueueSql: ScenarioSql {
     /// Writes the query (after `INSERT INTO t (<ITEM_COLUMNS>) `) generating the items of

@@ -74,6 +74,11 @@ pub struct LimitsArgs {
     /// Worker slots (scheduler threads).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     workers: u32,
+    /// Gathers the planner's statistics of the table once its jobs are enqueued, in every
+    /// phase (as autovacuum keeps them on a table in use); without it the table is fresh and
+    /// never analyzed, as in `docket bench throughput`.
+    #[arg(long)]
+    analyze: bool,
     /// The benchmark's table (dropped and created again before each phase, dropped at the end).
     #[arg(long, value_name = "TABLE", default_value = "docket_bench_lim", value_parser = parse_table)]
     table: TableName,
@@ -200,6 +205,9 @@ fn phase<C: SqlConnector + Clone>(
             args.jobs
         )));
     }
+    if args.analyze {
+        (ops.analyze)(store)?;
+    }
     let recording = recording(store);
     let measured = Measured::new(args.jobs);
     let count = Arc::new(LimitedCount::default());
@@ -318,7 +326,7 @@ fn run_all<C: SqlConnector + Clone>(
     say!(
         "docket bench limits: backend={name} table={} jobs={} workers={} rounds={} \
          (b: backlog {} of {} due in {} s with max_running({}); c: {} with max_running({}); d: {} with \
-         max_running_per_key({}) over {} keys; fresh table per phase)",
+         max_running_per_key({}) over {} keys; fresh table per phase, {})",
         args.table,
         args.jobs,
         args.workers,
@@ -331,7 +339,12 @@ fn run_all<C: SqlConnector + Clone>(
         args.jobs,
         JOB.name(),
         args.jobs,
-        args.keys
+        args.keys,
+        if args.analyze {
+            "analyzed once enqueued"
+        } else {
+            "never analyzed"
+        }
     );
     let mut all: Vec<[PhaseFigures; 4]> = Vec::new();
     for round in 0..args.rounds {
