@@ -52,7 +52,8 @@ impl Dialect for PgDialect {
 
     /// By task ([`ClaimParts::by_task`]): `... WHERE ctid = ANY(ARRAY(SELECT ctid FROM
     /// UNNEST($names) AS n(name) CROSS JOIN LATERAL (SELECT ctid, execution_time FROM t WHERE
-    /// ... task_name = n.name ... ORDER BY execution_time LIMIT n FOR UPDATE SKIP LOCKED) due
+    /// picked = (n.name IS NULL) AND ... task_name = n.name ... ORDER BY execution_time LIMIT n
+    /// FOR UPDATE SKIP LOCKED) due
     /// ORDER BY execution_time LIMIT n)) RETURNING ...`: one range of the lag index per task,
     /// each locked up to the limit, the first of all of them claimed (the others' locks end
     /// with the statement's transaction). One text whatever the number of tasks.
@@ -66,7 +67,11 @@ impl Dialect for PgDialect {
             .bind(Value::Array(Array::Text(names)))
             .push(") AS n(name) CROSS JOIN LATERAL (SELECT ctid, execution_time FROM ")
             .table(claim.table());
-        let level = claim.task_rows(w, TaskOf::Column("n.name"));
+        let task = TaskOf::Lateral {
+            name: "n.name",
+            unpicked: "(n.name IS NULL)",
+        };
+        let level = claim.task_rows(w, task);
         w.push(" FOR UPDATE SKIP LOCKED) due");
         claim.order_by(w, level);
         self.limit(w, claim.limit(), LimitAt::Tail);

@@ -23,11 +23,19 @@ impl<'d> Statements<'d> {
     }
 
     /// The due rows of one task of a claim by task ([`Due::by_task`]) from `WHERE` on: its
-    /// range of the lag index (`task_name = <task> AND picked = ? AND execution_time <= ?`),
+    /// range of the lag index (`picked = ? AND execution_time <= ? AND task_name = <task>`),
     /// what the claim leaves out, `ORDER BY` and the limit at the tail. Returns the level the
     /// `ORDER BY` is written for.
     fn task_rows(&self, w: &mut SqlWriter<'_>, due: &Due<'_>, task: TaskOf<'_>) -> Level {
-        common::due_head(w, &due.filter(false));
+        match task {
+            TaskOf::Bound(_) => common::due_head(w, &due.filter(false)),
+            TaskOf::Lateral { unpicked, .. } => {
+                w.push(" WHERE picked = ")
+                    .push(unpicked)
+                    .push(" AND execution_time <= ")
+                    .bind(due.due_by);
+            }
+        }
         w.push(" AND task_name = ");
         task.push(w);
         common::level(w, due.level, "");
@@ -203,8 +211,19 @@ pub(super) fn push_not_listed(w: &mut SqlWriter<'_>, listed: &TableName, task: O
 pub enum TaskOf<'a> {
     /// A task name, bound.
     Bound(&'a str),
-    /// A column of the enclosing query that holds the name (a lateral join's).
-    Column(&'static str),
+    /// Read from the row of a lateral join: `name`, the column that holds the name, and
+    /// `unpicked`, an expression of that row that is false, which `picked` is compared with.
+    /// A `picked = false` written as a literal or bound value lets PostgreSQL's planner prove
+    /// the partial due index's predicate (`WHERE picked = false`) and read that index in time
+    /// order, filtering on the name: with statistics that say each task holds half the rows,
+    /// it chose so and read through the other tasks' rows again (20,000 removed by the
+    /// filter, 3 ms). Compared with the outer row, only the lag index serves (0.3 ms).
+    Lateral {
+        /// The column of the name, e.g. `n.name`.
+        name: &'static str,
+        /// False, as an expression of the outer row, e.g. `(n.name IS NULL)`.
+        unpicked: &'static str,
+    },
 }
 
 impl TaskOf<'_> {
@@ -212,7 +231,7 @@ impl TaskOf<'_> {
     fn push(self, w: &mut SqlWriter<'_>) {
         match self {
             TaskOf::Bound(name) => w.bind(name),
-            TaskOf::Column(column) => w.push(column),
+            TaskOf::Lateral { name, .. } => w.push(name),
         };
     }
 }
