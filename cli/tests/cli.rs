@@ -319,7 +319,7 @@ fn explain_prints_each_dialects_due_queries() {
     );
     let lite = stdout_of(docket().args(["explain", "--backend", "sqlite", "--priority"]));
     // Elsewhere the levels are read one index probe at a time, highest first.
-    assert!(lite.contains("SELECT MAX(priority) AS level"), "{lite}");
+    assert!(lite.contains("SELECT MAX(priority) AS \"level\""), "{lite}");
     assert!(
         lite.contains(
             "AND priority = ? AND task_name NOT IN (SELECT task_name FROM \"scheduled_tasks_paused\") \
@@ -357,22 +357,24 @@ fn explain_all_ends_every_statement_with_a_semicolon_line() {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
-        // 46 statements (5 for held-back poison rows and adopting a table, 1 for the server's
+        // 47 statements (5 for held-back poison rows and adopting a table, 1 for the server's
         // clock, 4 for bulk enqueue,
         // with and without skipping existing keys, and batched completion, 3 for the paged
         // dead executions and their counts, batched heartbeats and the read of their reach, 7 for paused tasks (the bounded page, its count and the
-        // lookup by name among them), 7 for the
+        // lookup by name among them), 8 for the
         // lag read), plus the levels queries (all levels, and those
         // below a level), 6 per-level forms and the next-due probe of a drained level with
         // priority on, then the 16 work-queue statements (2 for items with their
         // assignments) and, priority on, the queue's 2 level statements (its levels, a claim
-        // at one level). Then the 14 of limits (their rows, and a limited task's claim).
-        assert_eq!(statements.len(), 55 + 14 + 16 + 2 + scale + index, "{all}");
+        // at one level). Then the 18 of limits (their rows, a limited task's claim, the check
+        // of a task left at its limit, and the ordinary claim task by task).
+        assert_eq!(statements.len(), 56 + 18 + 16 + 2 + scale + index, "{all}");
         assert!(all.ends_with("\n;\n"));
         for s in statements {
             let sql = s.lines().last().unwrap();
             assert!(
-                ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "ALTER", "CREATE", "DROP"]
+                // `(SELECT ...) UNION ALL (...)`: a claim by task.
+                ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "ALTER", "CREATE", "DROP", "("]
                     .iter()
                     .any(|k| sql.starts_with(k)),
                 "{backend}: {sql}"
@@ -570,9 +572,9 @@ fn explain_all_prints_sql_server_and_oracle_dialects() {
             let all = stdout_of(docket().args(&args));
             let statements = all.split("\n;\n").filter(|s| !s.trim().is_empty()).count();
             // Priority on: the scheduler's 9 level statements and the queue's 2.
-            // 14 of them the paused-task and lag statements, 1 the server's clock; 14 more
+            // 15 of them the paused-task and lag statements, 1 the server's clock; 18 more
             // the limits'.
-            assert_eq!(statements, (if priority { 55 + 2 } else { 46 }) + 14 + queue, "{all}");
+            assert_eq!(statements, (if priority { 56 + 2 } else { 47 }) + 18 + queue, "{all}");
             assert!(all.contains(marker), "{all}");
             for name in [
                 "-- item_next_custom",
