@@ -436,6 +436,10 @@ pub fn partition(h: &dyn Harness, exe: &str, down: Duration) {
     let mut victim = Launch::new("victim", "lock-and-fetch");
     victim.wrapper = ns.wrapper();
     victim.url = Some(relay.url_for(&url, target));
+    // Handlers of a second: the victim still holds what it claimed when the cut begins (with
+    // the others' 20 ms, a loaded machine let it run and write all of it while the cut was
+    // being set up, and the case proved nothing: CI, MariaDB, 2026-12-06).
+    victim.env.push(("RELIAB_WORK_MS".into(), "1000".into()));
     let workers = [
         victim,
         Launch::new("worker-1", "fetch"),
