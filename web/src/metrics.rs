@@ -258,11 +258,12 @@ pub fn render(page: &LagPage) -> String {
 }
 
 /// A limit gauge: its name, its help, and its value for a limit (`None`: no sample).
-type LimitGauge<T> = (&'static str, &'static str, fn(&LimitView) -> T);
+type LimitGauge = (&'static str, &'static str, fn(&LimitView) -> Option<f64>);
 
-/// The limits' gauges: each bound a limited task has, and what it holds now.
+/// The limits' gauges: each bound a limited task has (no sample for a bound it has not), and
+/// what it holds now.
 fn limit_families(out: &mut String, lag: &LagView) {
-    let bounds: [LimitGauge<Option<f64>>; 6] = [
+    let gauges: [LimitGauge; 11] = [
         (
             "docket_limit_max_running",
             "At most this many executions of the task running at once across all schedulers (limited tasks with this limit only).",
@@ -293,46 +294,38 @@ fn limit_families(out: &mut String, lag: &LagView) {
             "The window of the task's per-key rate limit, in seconds.",
             |l| l.rate_per_key.as_ref().map(|r| r.per_ms as f64 / 1000.0),
         ),
+        (
+            "docket_limit_running",
+            "Executions of the limited task picked now, across all schedulers.",
+            |l| Some(l.running as f64),
+        ),
+        (
+            "docket_limit_running_keys",
+            "Limit keys of the task with at least one execution picked now.",
+            |l| Some(l.running_keys as f64),
+        ),
+        (
+            "docket_limit_started_in_window",
+            "Starts of the task in the last window of its rate limit (of the per-key one when it has none); 0 without a rate limit.",
+            |l| Some(l.started_in_window as f64),
+        ),
+        (
+            "docket_limit_due_waiting",
+            "Due executions of the limited task not picked: held back while a limit is full; counted up to docket_count_cap (see docket_limit_due_waiting_capped).",
+            |l| Some(l.due_waiting.count as f64),
+        ),
+        (
+            "docket_limit_due_waiting_capped",
+            "1 when counting the due executions of the limited task stopped at docket_count_cap, else 0.",
+            |l| Some(f64::from(u8::from(l.due_waiting.capped))),
+        ),
     ];
-    for (name, help, value) in bounds {
+    for (name, help, value) in gauges {
         let mut f = Family::start(out, name, help);
         for l in &lag.limits {
             if let Some(v) = value(l) {
                 f.sample(name, &[("task", l.task.as_str())], v);
             }
-        }
-    }
-    let used: [LimitGauge<i64>; 5] = [
-        (
-            "docket_limit_running",
-            "Executions of the limited task picked now, across all schedulers.",
-            |l| l.running,
-        ),
-        (
-            "docket_limit_running_keys",
-            "Limit keys of the task with at least one execution picked now.",
-            |l| l.running_keys,
-        ),
-        (
-            "docket_limit_started_in_window",
-            "Starts of the task in the last window of its rate limit (of the per-key one when it has none); 0 without a rate limit.",
-            |l| l.started_in_window,
-        ),
-        (
-            "docket_limit_due_waiting",
-            "Due executions of the limited task not picked: held back while a limit is full; counted up to docket_count_cap (see docket_limit_due_waiting_capped).",
-            |l| l.due_waiting.count,
-        ),
-        (
-            "docket_limit_due_waiting_capped",
-            "1 when counting the due executions of the limited task stopped at docket_count_cap, else 0.",
-            |l| i64::from(l.due_waiting.capped),
-        ),
-    ];
-    for (name, help, value) in used {
-        let mut f = Family::start(out, name, help);
-        for l in &lag.limits {
-            f.sample(name, &[("task", l.task.as_str())], value(l));
         }
     }
     Family::start(
