@@ -212,12 +212,9 @@ pub enum TaskOf<'a> {
     /// A task name, bound.
     Bound(&'a str),
     /// Read from the row of a lateral join: `name`, the column that holds the name, and
-    /// `unpicked`, an expression of that row that is false, which `picked` is compared with.
-    /// A `picked = false` written as a literal or bound value lets PostgreSQL's planner prove
-    /// the partial due index's predicate (`WHERE picked = false`) and read that index in time
-    /// order, filtering on the name: with statistics that say each task holds half the rows,
-    /// it chose so and read through the other tasks' rows again (20,000 removed by the
-    /// filter, 3 ms). Compared with the outer row, only the lag index serves (0.3 ms).
+    /// `unpicked`, an expression of that row that is false, which `picked` is compared with
+    /// (a dialect whose planner must not see a constant there; see the PostgreSQL dialect's
+    /// `lock_and_fetch`).
     Lateral {
         /// The column of the name, e.g. `n.name`.
         name: &'static str,
